@@ -1,0 +1,174 @@
+import { z } from "zod";
+import { problem } from "./fix.ts";
+
+/** Slack ids are uppercase letters and digits; users start with U or W, groups with S, channels with C or G. */
+const userId = z
+  .string()
+  .regex(
+    /^[UW][A-Z0-9]{2,20}$/,
+    problem("not a Slack user id", "use the member id (U…), from the user's profile → ⋯ → Copy member ID"),
+  );
+const groupId = z
+  .string()
+  .regex(/^S[A-Z0-9]{2,20}$/, problem("not a Slack user group id", "use the group id (S…), not its @handle"));
+const channelId = z
+  .string(problem("the Slack channel is not set", "set slack.channel to the channel id (C…)"))
+  .regex(
+    /^[CG][A-Z0-9]{2,20}$/,
+    problem(
+      "not a Slack channel id",
+      "use the channel id (C…), shown at the bottom of the channel's details, not its #name",
+    ),
+  );
+
+/** Paths reach the host's shell (always quoted); admitting only plain characters keeps them boring. */
+const absolutePath = (what: string) =>
+  z
+    .string(problem(`${what} is not set`, `set it to an absolute path`))
+    .regex(
+      /^\/[A-Za-z0-9._/@+-]*$/,
+      problem(
+        `${what} must be an absolute path of letters, digits and ._/@+-`,
+        "use a path like /srv/models",
+      ),
+    )
+    .refine(
+      (p) => !p.split("/").includes(".."),
+      problem(`${what} must not contain ..`, "write the path out in full"),
+    );
+
+const unitName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9@._:-]{1,200}\.service$/,
+    problem("not a systemd service name", "use the unit's full name, e.g. sglang-qwen.service"),
+  );
+
+const principals = z.strictObject({
+  users: z.array(userId).default([]),
+  groups: z.array(groupId).default([]),
+});
+
+const sshSchema = z.strictObject({
+  address: z
+    .string(problem("ssh.address is not set", "set it to the host's DNS name or IP address"))
+    .regex(
+      /^[A-Za-z0-9.:-]{1,253}$/,
+      problem("ssh.address is not a host name or IP address", "use e.g. gpu-1.internal or 10.0.0.5"),
+    ),
+  port: z.number().int().min(1).max(65535).default(22),
+  user: z
+    .string(problem("ssh.user is not set", "set the login user, e.g. modelswap"))
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, problem("ssh.user is not a Unix user name", "use e.g. modelswap")),
+  privateKeyPath: z
+    .string(
+      problem(
+        "ssh.privateKeyPath is not set",
+        "point it at the bot's private key file (ed25519 recommended)",
+      ),
+    )
+    .regex(/^\//, problem("ssh.privateKeyPath must be absolute", "use e.g. /etc/modelswap/id_ed25519")),
+  hostKeySha256: z
+    .string(
+      problem(
+        "ssh.hostKeySha256 is not set: host keys are always pinned",
+        "run: ssh-keyscan -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value",
+      ),
+    )
+    .regex(
+      /^SHA256:[A-Za-z0-9+/]{43}$/,
+      problem(
+        "ssh.hostKeySha256 is not a SHA256 fingerprint",
+        "run: ssh-keyscan -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value (43 characters after the colon)",
+      ),
+    ),
+  connectTimeoutSeconds: z.number().positive().max(300).default(10),
+  keepaliveSeconds: z.number().positive().max(600).default(15),
+  maxSessions: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(8)
+    .describe("concurrent channels on one connection; sshd's MaxSessions defaults to 10"),
+});
+
+const hostSchema = z
+  .strictObject({
+    name: z
+      .string(problem("host name is not set", "give every host a short name, e.g. gpu-1"))
+      .regex(
+        /^[a-z0-9][a-z0-9-]{0,39}$/,
+        problem("host name must be lowercase letters, digits and -", "use e.g. gpu-1 (it is typed in Slack)"),
+      ),
+    ssh: sshSchema.optional(),
+    local: z.literal(true).optional(),
+    modelsDir: absolutePath("modelsDir"),
+    engineSourceDir: absolutePath("engineSourceDir"),
+    venv: absolutePath("venv"),
+    engineUpstream: z
+      .string()
+      .regex(
+        /^(https:\/\/|file:\/\/|\/|git@)[A-Za-z0-9._/:@~+-]+$/,
+        problem("engineUpstream is not a git URL", "use e.g. https://github.com/sgl-project/sglang.git"),
+      )
+      .default("https://github.com/sgl-project/sglang.git"),
+    unitDir: absolutePath("unitDir").default("/etc/systemd/system"),
+    currentUnit: unitName,
+    servingPort: z.number().int().min(1).max(65535).default(30000),
+    commandTimeoutSeconds: z.number().positive().max(3600).default(30),
+    extraPath: z.array(absolutePath("extraPath entry")).default([]),
+  })
+  .superRefine((host, ctx) => {
+    if ((host.ssh === undefined) === (host.local === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["ssh"],
+        message: problem(
+          `host ${host.name} needs exactly one of ssh or local`,
+          "add an ssh: block for a remote host, or local: true when the bot runs on the GPU host itself",
+        ),
+      });
+    }
+  });
+
+export const fileSchema = z
+  .strictObject({
+    slack: z.strictObject({ channel: channelId }, problem("slack is not set", "add slack: { channel: C… }")),
+    requesters: principals.refine(
+      (p) => p.users.length + p.groups.length > 0,
+      problem("nobody may request swaps", "list at least one user id or group id under requesters"),
+    ),
+    approvers: principals.refine(
+      (p) => p.users.length + p.groups.length > 0,
+      problem("nobody may approve swaps", "list at least one user id or group id under approvers"),
+    ),
+    health: z
+      .strictObject({
+        intervalSeconds: z.number().min(5).max(3600).default(30),
+        failureThreshold: z.number().int().min(1).max(100).default(3),
+        checkTimeoutSeconds: z.number().positive().max(300).default(10),
+      })
+      .prefault({}),
+    hosts: z
+      .array(hostSchema, problem("hosts is not set", "list at least one host under hosts:"))
+      .min(1, problem("no hosts are configured", "list at least one host under hosts:")),
+  })
+  .superRefine((file, ctx) => {
+    const seen = new Set<string>();
+    file.hosts.forEach((host, index) => {
+      if (seen.has(host.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["hosts", index, "name"],
+          message: problem(`host name ${host.name} is used twice`, "give every host a different name"),
+        });
+      }
+      seen.add(host.name);
+    });
+  });
+
+export type FileConfig = z.infer<typeof fileSchema>;
+export type HostConfig = FileConfig["hosts"][number];
+export type SshConfig = NonNullable<HostConfig["ssh"]>;
+export type Principals = FileConfig["requesters"];

@@ -1,0 +1,51 @@
+/**
+ * Every error a user can see carries a stable code and a fix-it message. The user sees `message` and
+ * `fix`; the log sees the cause and the stack. Codes survive crossing process boundaries (BullMQ job
+ * failures), classes do not, so code checks go through `errorCode()`.
+ */
+export type ErrorCode =
+  | "CONFIG_INVALID"
+  | "CONFIG_NOT_FOUND"
+  | "HOST_UNKNOWN"
+  | "HOST_UNREACHABLE"
+  | "HOST_KEY_MISMATCH"
+  | "HOST_AUTH_FAILED"
+  | "HOST_CONNECTION_LOST"
+  | "HOST_COMMAND_TIMEOUT"
+  | "HOST_COMMAND_FAILED"
+  | "QUEUE_UNAVAILABLE"
+  | "SLACK_API_ERROR"
+  | "INPUT_INVALID"
+  | "NOT_AUTHORIZED"
+  | "INTERNAL";
+
+export class CodedError extends Error {
+  readonly code: ErrorCode;
+  readonly fix: string;
+
+  constructor(code: ErrorCode, message: string, fix: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "CodedError";
+    this.code = code;
+    this.fix = fix;
+  }
+}
+
+export function isCodedError(error: unknown): error is CodedError {
+  return error instanceof CodedError;
+}
+
+/** Wraps anything thrown into a CodedError; unknown errors become INTERNAL with a generic fix. */
+export function asCodedError(error: unknown): CodedError {
+  if (error instanceof CodedError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new CodedError("INTERNAL", message, "This is a bug in modelswap; the bot's log has the details.", {
+    cause: error,
+  });
+}
+
+/** One line for a human: what went wrong and how to fix it. */
+export function describeError(error: unknown): string {
+  const coded = asCodedError(error);
+  return `${coded.message} (${coded.code}). Fix: ${coded.fix}`;
+}

@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { CodedError } from "../errors.ts";
+import type { ShellCommand } from "./shell-quote.ts";
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  type HostTransport,
+  OutputBuffer,
+} from "./transport.ts";
+
+export interface LocalTransportOptions {
+  hostName: string;
+  commandTimeoutMs: number;
+  extraPath?: readonly string[];
+}
+
+/**
+ * Commands run by bash on the bot's own machine, for `local: true` hosts. Each command gets its own
+ * process group so a timeout ends everything it started (work meant to outlive it detaches with setsid).
+ */
+export class LocalTransport implements HostTransport {
+  readonly hostName: string;
+
+  constructor(private readonly options: LocalTransportOptions) {
+    this.hostName = options.hostName;
+  }
+
+  exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
+    const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
+    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const extra = this.options.extraPath ?? [];
+    const env = { ...process.env };
+    if (extra.length > 0) env.PATH = [...extra, env.PATH ?? "/usr/bin:/bin"].join(":");
+    const started = Date.now();
+    return new Promise<ExecResult>((resolve, reject) => {
+      const child = spawn("bash", ["-c", command.text], {
+        env,
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      const stdout = new OutputBuffer(cap);
+      const stderr = new OutputBuffer(cap);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup(child.pid);
+      }, timeoutMs);
+      child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+      child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+      child.stdin.on("error", () => {
+        // the command may exit without reading its input
+      });
+      child.on("error", (error) => {
+        clearTimeout(timer);
+        reject(
+          new CodedError(
+            "HOST_COMMAND_FAILED",
+            `bash could not be started: ${error.message}`,
+            "install bash",
+          ),
+        );
+      });
+      child.on("close", (code, signal) => {
+        clearTimeout(timer);
+        if (timedOut) {
+          reject(
+            new CodedError(
+              "HOST_COMMAND_TIMEOUT",
+              `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
+              "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck)",
+            ),
+          );
+          return;
+        }
+        resolve({
+          code,
+          signal,
+          stdout: stdout.text(),
+          stderr: stderr.text(),
+          durationMs: Date.now() - started,
+        });
+      });
+      child.stdin.end(options.stdin ?? "");
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}

@@ -1,0 +1,272 @@
+import { readFile } from "node:fs/promises";
+import { Client, type ClientChannel } from "ssh2";
+import type { SshConfig } from "../config/file-schema.ts";
+import { CodedError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { fingerprintSha256 } from "./host-key.ts";
+import { Semaphore } from "./semaphore.ts";
+import { quote, type ShellCommand } from "./shell-quote.ts";
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  type HostTransport,
+  OutputBuffer,
+} from "./transport.ts";
+
+export interface SshTransportOptions {
+  hostName: string;
+  ssh: SshConfig;
+  commandTimeoutMs: number;
+  extraPath?: readonly string[];
+  log: Logger;
+}
+
+/**
+ * Commands over one reused SSH connection per host. The host key is always checked against the pinned
+ * fingerprint (ssh2 accepts any key unless told otherwise); channels are bounded below sshd's
+ * MaxSessions; a dropped connection is re-opened by the next command.
+ */
+export class SshTransport implements HostTransport {
+  readonly hostName: string;
+  private connection: Promise<Client> | undefined;
+  private readonly channels: Semaphore;
+  private closed = false;
+
+  constructor(private readonly options: SshTransportOptions) {
+    this.hostName = options.hostName;
+    this.channels = new Semaphore(options.ssh.maxSessions);
+  }
+
+  async exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
+    const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
+    return await this.channels.run(async () => {
+      const client = await this.connect();
+      try {
+        return await this.run(client, command, timeoutMs, options);
+      } catch (error) {
+        // A connection that died unnoticed fails when the channel opens, before anything ran: reconnect once.
+        if (!(error instanceof ChannelOpenError)) throw error;
+        this.forget(client);
+        return await this.run(await this.connect(), command, timeoutMs, options);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = this.connection;
+    this.connection = undefined;
+    if (pending === undefined) return;
+    try {
+      (await pending).end();
+    } catch {
+      // a connection that never opened has nothing to close
+    }
+  }
+
+  private forget(client: Client): void {
+    client.destroy();
+    this.connection = undefined;
+  }
+
+  private connect(): Promise<Client> {
+    if (this.closed) {
+      return Promise.reject(new CodedError("INTERNAL", "the SSH transport was closed", "restart the bot"));
+    }
+    this.connection ??= this.open().catch((error: unknown) => {
+      this.connection = undefined;
+      throw error;
+    });
+    return this.connection;
+  }
+
+  private async open(): Promise<Client> {
+    const { ssh, hostName, log } = this.options;
+    const privateKey = await readFile(ssh.privateKeyPath).catch((error: unknown) => {
+      throw new CodedError(
+        "HOST_AUTH_FAILED",
+        `cannot read the SSH private key for ${hostName}`,
+        `check that hosts[${hostName}].ssh.privateKeyPath exists and is readable by the bot`,
+        { cause: error },
+      );
+    });
+    let seenFingerprint: string | undefined;
+    const client = new Client();
+    return await new Promise<Client>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: CodedError) => {
+        if (settled) return;
+        settled = true;
+        client.destroy();
+        reject(error);
+      };
+      client.once("ready", () => {
+        settled = true;
+        log.debug({ host: hostName }, "ssh connected");
+        resolve(client);
+      });
+      client.on("error", (error: Error & { level?: string; code?: string }) => {
+        if (!settled) {
+          fail(this.connectError(error, seenFingerprint));
+          return;
+        }
+        log.warn({ host: hostName, err: error.message }, "ssh connection error");
+      });
+      client.on("close", () => {
+        if (!settled) {
+          fail(this.connectError(new Error("connection closed during handshake"), seenFingerprint));
+          return;
+        }
+        if (this.connection !== undefined) log.debug({ host: hostName }, "ssh connection closed");
+        this.connection = undefined;
+      });
+      client.connect({
+        host: ssh.address,
+        port: ssh.port,
+        username: ssh.user,
+        privateKey,
+        readyTimeout: ssh.connectTimeoutSeconds * 1000,
+        keepaliveInterval: ssh.keepaliveSeconds * 1000,
+        keepaliveCountMax: 3,
+        hostVerifier: (key: Buffer) => {
+          seenFingerprint = fingerprintSha256(key);
+          return seenFingerprint === ssh.hostKeySha256;
+        },
+      });
+    });
+  }
+
+  private connectError(
+    error: Error & { level?: string; code?: string },
+    seen: string | undefined,
+  ): CodedError {
+    const { ssh, hostName } = this.options;
+    const where = `${ssh.user}@${ssh.address}:${ssh.port}`;
+    if (seen !== undefined && seen !== ssh.hostKeySha256) {
+      return new CodedError(
+        "HOST_KEY_MISMATCH",
+        `${hostName} (${where}) presented host key ${seen}, but the config pins ${ssh.hostKeySha256}; the connection was refused`,
+        `if the host was reinstalled and you trust it, check the key on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then set hosts[${hostName}].ssh.hostKeySha256 to the new value; otherwise someone may be intercepting the connection`,
+        { cause: error },
+      );
+    }
+    if (error.level === "client-authentication") {
+      return new CodedError(
+        "HOST_AUTH_FAILED",
+        `${hostName} (${where}) refused the bot's SSH key`,
+        `add the bot's public key to ~${ssh.user}/.ssh/authorized_keys on the host`,
+        { cause: error },
+      );
+    }
+    const timedOut = error.level === "client-timeout" || /timed out/i.test(error.message);
+    return new CodedError(
+      "HOST_UNREACHABLE",
+      timedOut
+        ? `${hostName} (${where}) did not complete an SSH handshake within ${ssh.connectTimeoutSeconds} s`
+        : `${hostName} (${where}) is unreachable: ${error.code ?? error.message}`,
+      "check that the host is up, that sshd listens on that address and port, and that no firewall blocks the bot",
+      { cause: error },
+    );
+  }
+
+  private run(
+    client: Client,
+    command: ShellCommand,
+    timeoutMs: number,
+    options: ExecOptions,
+  ): Promise<ExecResult> {
+    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const started = Date.now();
+    // The remote `timeout` ends a hung command on the host too; our own timer is the backstop.
+    const remoteSeconds = Math.ceil(timeoutMs / 1000) + 1;
+    const pathPrefix =
+      this.options.extraPath && this.options.extraPath.length > 0
+        ? `PATH=${this.options.extraPath.map(quote).join(":")}:"$PATH" `
+        : "";
+    const wrapped = `${pathPrefix}exec timeout -k 2 ${remoteSeconds} bash -c ${quote(command.text)}`;
+    return new Promise<ExecResult>((resolve, reject) => {
+      client.exec(wrapped, (error, stream: ClientChannel) => {
+        if (error) {
+          reject(new ChannelOpenError(this.lostError(error)));
+          return;
+        }
+        const stdout = new OutputBuffer(cap);
+        const stderr = new OutputBuffer(cap);
+        let code: number | null = null;
+        let signal: string | null = null;
+        let done = false;
+        const timer = setTimeout(() => {
+          if (done) return;
+          done = true;
+          try {
+            stream.signal("KILL");
+          } catch {
+            // servers may refuse signals; closing the channel is enough
+          }
+          stream.close();
+          reject(
+            new CodedError(
+              "HOST_COMMAND_TIMEOUT",
+              `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
+              "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); check it over SSH",
+            ),
+          );
+        }, timeoutMs);
+        stream.on("data", (chunk: Buffer) => stdout.push(chunk));
+        stream.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+        stream.on("exit", (exitCode: number | null, exitSignal?: string) => {
+          code = exitCode;
+          signal = exitSignal ?? null;
+        });
+        stream.on("close", () => {
+          clearTimeout(timer);
+          if (done) return;
+          done = true;
+          // `timeout` exits 124 (TERM) or 137 (KILL) when it had to end the command.
+          if (code === 124 || code === 137) {
+            reject(
+              new CodedError(
+                "HOST_COMMAND_TIMEOUT",
+                `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
+                "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); check it over SSH",
+              ),
+            );
+            return;
+          }
+          if (code === null && signal === null) {
+            reject(
+              this.lostError(new Error("the connection closed before the command reported its exit status")),
+            );
+            return;
+          }
+          resolve({
+            code,
+            signal,
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+            durationMs: Date.now() - started,
+          });
+        });
+        if (options.stdin !== undefined) stream.end(options.stdin);
+        else stream.end();
+      });
+    });
+  }
+
+  private lostError(error: Error): CodedError {
+    return new CodedError(
+      "HOST_CONNECTION_LOST",
+      `the SSH connection to ${this.hostName} failed during a command: ${error.message}`,
+      "this is usually transient; if it persists, check sshd's MaxSessions and the host's load",
+      { cause: error },
+    );
+  }
+}
+
+/** The command channel could not be opened, so the command never ran and may be retried. */
+class ChannelOpenError extends CodedError {
+  constructor(inner: CodedError) {
+    super(inner.code, inner.message, inner.fix, { cause: inner.cause });
+  }
+}

@@ -1,0 +1,57 @@
+import type { ShellCommand } from "./shell-quote.ts";
+
+export interface ExecOptions {
+  /** Fails the command with HOST_COMMAND_TIMEOUT after this long (default: the host's commandTimeoutSeconds). */
+  timeoutMs?: number;
+  /** Written to the command's standard input, then closed. */
+  stdin?: string;
+  /** Keeps only the last this-many bytes of each stream (default 4 MiB). */
+  maxOutputBytes?: number;
+}
+
+export interface ExecResult {
+  /** Exit status, or null when the command was ended by a signal. */
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+/**
+ * Runs shell commands on one host. Implemented over SSH (ssh2) and locally (bash); both pass the same
+ * contract tests. Commands are `ShellCommand`s built with `sh`, so every value in them was quoted.
+ */
+export interface HostTransport {
+  readonly hostName: string;
+  exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
+/** Collects a stream's output, keeping the tail when it grows past the cap. */
+export class OutputBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size > this.cap && this.chunks.length > 1) {
+      const dropped = this.chunks.shift()!;
+      this.size -= dropped.length;
+      this.truncated = true;
+    }
+  }
+
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    const tail = all.length > this.cap ? all.subarray(all.length - this.cap) : all;
+    if (all.length > this.cap) this.truncated = true;
+    return tail.toString("utf8");
+  }
+}

@@ -1,0 +1,212 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CodedError } from "../../src/errors.ts";
+import { LocalTransport } from "../../src/host/local-transport.ts";
+import { quote, sh } from "../../src/host/shell-quote.ts";
+import { SshTransport } from "../../src/host/ssh-transport.ts";
+import type { HostTransport } from "../../src/host/transport.ts";
+import { createLogger } from "../../src/log.ts";
+import { freePort } from "../../testbench/free-port.ts";
+import { type BenchSshd, startSshd } from "../../testbench/sshd.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const log = createLogger({ level: "silent" });
+let dir: { path: string; remove: () => Promise<void> };
+let sshd: BenchSshd;
+let binDir: string;
+let ssh: SshTransport;
+let local: LocalTransport;
+
+function sshTransport(
+  overrides: Partial<{ port: number; hostKeySha256: string; connectTimeoutSeconds: number }>,
+  key: string,
+) {
+  return new SshTransport({
+    hostName: "test-host",
+    ssh: {
+      address: "127.0.0.1",
+      port: overrides.port ?? sshd.port,
+      user: process.env.USER ?? "root",
+      privateKeyPath: key,
+      hostKeySha256: overrides.hostKeySha256 ?? sshd.hostKeySha256(),
+      connectTimeoutSeconds: overrides.connectTimeoutSeconds ?? 5,
+      keepaliveSeconds: 5,
+      maxSessions: 4,
+    },
+    commandTimeoutMs: 10_000,
+    log,
+  });
+}
+
+let clientKey: string;
+
+beforeAll(async () => {
+  dir = await tempDir();
+  binDir = join(dir.path, "bin");
+  await mkdir(binDir);
+  // A command that only exists on the "host's" PATH proves the session gets the sandbox's PATH.
+  await writeFile(join(binDir, "only-on-host"), '#!/bin/sh\necho host-tool "$@"\n', { mode: 0o755 });
+  sshd = await startSshd(join(dir.path, "sshd"));
+  const login = await sshd.authorize({ PATH: `${binDir}:/usr/local/bin:/usr/bin:/bin` });
+  clientKey = login.privateKeyPath;
+  ssh = sshTransport({}, clientKey);
+  local = new LocalTransport({ hostName: "local-host", commandTimeoutMs: 10_000, extraPath: [binDir] });
+});
+
+afterAll(async () => {
+  await ssh?.close();
+  await sshd?.stop();
+  await dir?.remove();
+});
+
+const transports: [string, () => HostTransport][] = [
+  ["ssh", () => ssh],
+  ["local", () => local],
+];
+
+describe.each(transports)("HostTransport contract: %s", (_name, get) => {
+  it("runs a command and returns stdout, stderr and the exit code", async () => {
+    const result = await get().exec(sh`echo out; echo err >&2; exit 3`);
+    expect(result).toMatchObject({ code: 3, signal: null, stdout: "out\n", stderr: "err\n" });
+  });
+
+  it("finds the host's own tools on its PATH", async () => {
+    const result = await get().exec(sh`only-on-host ${"a b"}`);
+    expect(result.stdout).toBe("host-tool a b\n");
+  });
+
+  it("passes standard input", async () => {
+    const result = await get().exec(sh`wc -c`, { stdin: "12345" });
+    expect(result.stdout.trim()).toBe("5");
+  });
+
+  it("drains large output on both streams without deadlock", async () => {
+    const result = await get().exec(
+      sh`head -c 3000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2`,
+    );
+    expect(result.stdout.length).toBe(3_000_000);
+    expect(result.stderr.length).toBe(3_000_000);
+  });
+
+  it("keeps only the tail of output past the cap", async () => {
+    const result = await get().exec(sh`seq 1 100000`, { maxOutputBytes: 1000 });
+    expect(result.stdout.length).toBeLessThanOrEqual(1000);
+    expect(result.stdout.endsWith("100000\n")).toBe(true);
+  });
+
+  it("fails a hung command with HOST_COMMAND_TIMEOUT and does not hang", async () => {
+    const started = Date.now();
+    const error = await get()
+      .exec(sh`sleep 30`, { timeoutMs: 1500 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CodedError);
+    expect((error as CodedError).code).toBe("HOST_COMMAND_TIMEOUT");
+    expect(Date.now() - started).toBeLessThan(8000);
+  });
+
+  it("surfaces a signal that ended the command", async () => {
+    const result = await get().exec(sh`kill -TERM $$`);
+    expect(result.code === null ? result.signal : result.code).toMatch(/TERM|143/);
+  });
+
+  it("runs more concurrent commands than the channel limit", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => get().exec(sh`sleep 0.2; echo ${i}`)),
+    );
+    expect(results.map((r) => r.stdout.trim())).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
+  });
+
+  it("gives back any string byte for byte through a real bash (quote)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc
+          .oneof(
+            fc.string({ unit: "binary", maxLength: 60 }),
+            fc.constantFrom(
+              "'",
+              '"',
+              "$(id)",
+              "`id`",
+              "a\nb",
+              "; rm -rf /",
+              "*",
+              "~",
+              "-n",
+              "\\",
+              "$HOME",
+              "!!",
+              "é ∂ 𝔘",
+            ),
+          )
+          .filter((s) => !s.includes("\0")),
+        async (value) => {
+          const result = await get().exec(sh`printf %s ${value}`);
+          expect(result.stdout).toBe(value);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("SSH host key pinning and reachability", () => {
+  it("refuses a host whose key differs from the pin, and says which key it saw", async () => {
+    const wrongPin = `SHA256:${"A".repeat(43)}`;
+    const transport = sshTransport({ hostKeySha256: wrongPin }, clientKey);
+    const error = (await transport
+      .exec(sh`touch /tmp/should-never-run`)
+      .catch((e: unknown) => e)) as CodedError;
+    expect(error.code).toBe("HOST_KEY_MISMATCH");
+    expect(error.message).toContain(sshd.hostKeySha256());
+    expect(error.message).toContain(wrongPin);
+    expect(error.fix).toMatch(/hostKeySha256/);
+    await transport.close();
+  });
+
+  it("reports a closed port as unreachable at once", async () => {
+    const transport = sshTransport({ port: await freePort() }, clientKey);
+    const error = (await transport.exec(sh`true`).catch((e: unknown) => e)) as CodedError;
+    expect(error.code).toBe("HOST_UNREACHABLE");
+    expect(error.message).toContain("ECONNREFUSED");
+  });
+
+  it("gives up on a host that accepts TCP but never speaks SSH within the connect timeout", async () => {
+    const silent: Server = createServer(() => undefined);
+    const port = await freePort();
+    await new Promise<void>((resolve) => silent.listen(port, "127.0.0.1", resolve));
+    const transport = sshTransport({ port, connectTimeoutSeconds: 1 }, clientKey);
+    const started = Date.now();
+    const error = (await transport.exec(sh`true`).catch((e: unknown) => e)) as CodedError;
+    expect(error.code).toBe("HOST_UNREACHABLE");
+    expect(error.message).toMatch(/handshake within 1 s/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    silent.close();
+  });
+
+  it("reconnects after the connection dropped", async () => {
+    const transport = sshTransport({}, clientKey);
+    expect((await transport.exec(sh`echo one`)).stdout).toBe("one\n");
+    // End the server side of this very connection (the sshd process that owns the session).
+    const session = (await transport.exec(sh`ps -o ppid= -p $PPID`)).stdout.trim();
+    expect(session).toMatch(/^\d+$/);
+    process.kill(Number(session), "SIGKILL");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const again = await transport.exec(sh`echo two`);
+    expect(again.stdout).toBe("two\n");
+    const newSession = (await transport.exec(sh`ps -o ppid= -p $PPID`)).stdout.trim();
+    expect(newSession).not.toBe(session);
+    await transport.close();
+  });
+});
+
+describe("quote", () => {
+  it("leaves plain words alone and quotes everything else", () => {
+    expect(quote("sglang-qwen.service")).toBe("sglang-qwen.service");
+    expect(quote("")).toBe("''");
+    expect(quote("it's")).toBe(`'it'\\''s'`);
+    expect(() => quote("a\0b")).toThrow(/NUL/);
+  });
+});

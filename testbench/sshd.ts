@@ -1,0 +1,129 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { appendFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { userInfo } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { freePort } from "./free-port.ts";
+import { waitForPort } from "./wait-for-port.ts";
+
+const run = promisify(execFile);
+export const SSHD_BINARY = "/usr/sbin/sshd";
+
+export interface SshLogin {
+  user: string;
+  privateKeyPath: string;
+}
+
+export interface BenchSshd {
+  readonly port: number;
+  /** SHA256 fingerprint of the current host key, as `ssh-keygen -lf` prints it. */
+  hostKeySha256(): string;
+  /**
+   * A new client key whose sessions get these environment variables (via authorized_keys
+   * `environment=`): this is how one sshd serves many sandboxed hosts, each with its own PATH.
+   */
+  authorize(env: Record<string, string>): Promise<SshLogin>;
+  /** Replaces the host key and restarts sshd: a pinned client must now refuse the host. */
+  rotateHostKey(): Promise<void>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** A real OpenSSH sshd on a free loopback port, with a throwaway host key and key-only auth. */
+export async function startSshd(dir: string): Promise<BenchSshd> {
+  await mkdir(dir, { recursive: true });
+  await mkdir("/run/sshd", { recursive: true }).catch(() => undefined);
+  const port = await freePort();
+  const hostKey = join(dir, "ssh_host_ed25519_key");
+  const authorizedKeys = join(dir, "authorized_keys");
+  const configPath = join(dir, "sshd_config");
+  const user = userInfo().username;
+  let fingerprint = "";
+  let child: ChildProcess | undefined;
+  let keyCount = 0;
+
+  const makeHostKey = async () => {
+    await rm(hostKey, { force: true });
+    await rm(`${hostKey}.pub`, { force: true });
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "bench-host", "-f", hostKey]);
+    const { stdout } = await run("ssh-keygen", ["-lf", `${hostKey}.pub`]);
+    fingerprint = stdout.split(" ")[1] ?? "";
+  };
+
+  await makeHostKey();
+  await writeFile(authorizedKeys, "", { mode: 0o600 });
+  await writeFile(
+    configPath,
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${hostKey}`,
+      `AuthorizedKeysFile ${authorizedKeys}`,
+      "PermitUserEnvironment PATH,MODELSWAP_*",
+      "PubkeyAuthentication yes",
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "PermitRootLogin prohibit-password",
+      "StrictModes no",
+      "UsePAM no",
+      "MaxSessions 10",
+      "MaxStartups 100:30:200",
+      `PidFile ${join(dir, "sshd.pid")}`,
+      "LogLevel INFO",
+      "",
+    ].join("\n"),
+  );
+
+  const start = async () => {
+    child = spawn(SSHD_BINARY, ["-D", "-f", configPath, "-E", join(dir, "sshd.log")], { stdio: "ignore" });
+    child.on("error", (error) => {
+      throw new Error(
+        `sshd could not be started: ${error.message}. Install it: apt-get install openssh-server`,
+      );
+    });
+    await waitForPort(port, "sshd");
+  };
+
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (running === undefined || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once("exit", resolve));
+    running.kill("SIGTERM");
+    await exited;
+  };
+
+  await start();
+  return {
+    port,
+    hostKeySha256: () => fingerprint,
+    async authorize(env) {
+      keyCount += 1;
+      const keyPath = join(dir, `client_${keyCount}`);
+      await run("ssh-keygen", [
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        `bench-client-${keyCount}`,
+        "-f",
+        keyPath,
+      ]);
+      const publicKey = (await readFile(`${keyPath}.pub`, "utf8")).trim();
+      const options = Object.entries(env)
+        .map(([name, value]) => `environment="${name}=${value.replaceAll('"', '\\"')}"`)
+        .join(",");
+      await appendFile(authorizedKeys, `${options}${options ? " " : ""}${publicKey}\n`);
+      return { user, privateKeyPath: keyPath };
+    },
+    async rotateHostKey() {
+      await stop();
+      await makeHostKey();
+      await start();
+    },
+    stop,
+    start,
+  };
+}
