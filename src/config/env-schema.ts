@@ -12,54 +12,67 @@ const url = (name: string, example: string) =>
     );
 
 /** The environment: secrets and where things are. Secrets only ever come from here. */
-export const envSchema = z.object({
-  SLACK_BOT_TOKEN: z
-    .string(problem("SLACK_BOT_TOKEN is not set", "set it to the app's Bot User OAuth Token (xoxb-…)"))
-    .regex(
-      /^xoxb-[A-Za-z0-9-]+$/,
-      problem("SLACK_BOT_TOKEN is not a bot token", "use the token that starts with xoxb-"),
-    ),
-  SLACK_SIGNING_SECRET: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9]{16,}$/,
-      problem("SLACK_SIGNING_SECRET is malformed", "copy it from the app's Basic Information page"),
-    )
-    .optional(),
-  SLACK_APP_TOKEN: z
-    .string()
-    .regex(
-      /^xapp-[A-Za-z0-9-]+$/,
-      problem(
-        "SLACK_APP_TOKEN is not an app-level token",
-        "use the xapp-… token with connections:write, or unset it",
+export const envSchema = z
+  .object({
+    SLACK_BOT_TOKEN: z
+      .string(problem("SLACK_BOT_TOKEN is not set", "set it to the app's Bot User OAuth Token (xoxb-…)"))
+      .regex(
+        /^xoxb-[A-Za-z0-9-]+$/,
+        problem("SLACK_BOT_TOKEN is not a bot token", "use the token that starts with xoxb-"),
       ),
-    )
-    .optional(),
-  SLACK_API_URL: url("SLACK_API_URL", "https://slack.com/api/").default("https://slack.com/api/"),
-  REDIS_URL: z
-    .string()
-    .regex(
-      /^rediss?:\/\//,
-      problem("REDIS_URL is not a redis:// URL", "set it like redis://127.0.0.1:6379 (rediss:// for TLS)"),
-    )
-    .default("redis://127.0.0.1:6379"),
-  HF_ENDPOINT: url("HF_ENDPOINT", "https://huggingface.co").default("https://huggingface.co"),
-  HF_TOKEN: z
-    .string()
-    .regex(/^\S+$/, problem("HF_TOKEN contains whitespace", "paste the token alone (hf_…)"))
-    .optional(),
-  PORT: z.coerce
-    .number(problem("PORT is not a number", "set PORT to a TCP port such as 3000"))
-    .int()
-    .min(1, problem("PORT is out of range", "use 1–65535"))
-    .max(65535, problem("PORT is out of range", "use 1–65535"))
-    .default(3000),
-  LOG_LEVEL: z
-    .enum(LOG_LEVELS, problem("LOG_LEVEL is not a level", `use one of ${LOG_LEVELS.join(", ")}`))
-    .default("info"),
-  MODELSWAP_CONFIG: z.string().min(1).default("modelswap.yaml"),
-});
+    SLACK_SIGNING_SECRET: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9]{16,}$/,
+        problem("SLACK_SIGNING_SECRET is malformed", "copy it from the app's Basic Information page"),
+      )
+      .optional(),
+    SLACK_APP_TOKEN: z
+      .string()
+      .regex(
+        /^xapp-[A-Za-z0-9-]+$/,
+        problem(
+          "SLACK_APP_TOKEN is not an app-level token",
+          "use the xapp-… token with connections:write, or unset it",
+        ),
+      )
+      .optional(),
+    SLACK_API_URL: url("SLACK_API_URL", "https://slack.com/api/").default("https://slack.com/api/"),
+    REDIS_URL: z
+      .string()
+      .regex(
+        /^rediss?:\/\//,
+        problem("REDIS_URL is not a redis:// URL", "set it like redis://127.0.0.1:6379 (rediss:// for TLS)"),
+      )
+      .default("redis://127.0.0.1:6379"),
+    HF_ENDPOINT: url("HF_ENDPOINT", "https://huggingface.co").default("https://huggingface.co"),
+    HF_TOKEN: z
+      .string()
+      .regex(/^\S+$/, problem("HF_TOKEN contains whitespace", "paste the token alone (hf_…)"))
+      .optional(),
+    PORT: z.coerce
+      .number(problem("PORT is not a number", "set PORT to a TCP port such as 3000"))
+      .int()
+      .min(1, problem("PORT is out of range", "use 1–65535"))
+      .max(65535, problem("PORT is out of range", "use 1–65535"))
+      .default(3000),
+    LOG_LEVEL: z
+      .enum(LOG_LEVELS, problem("LOG_LEVEL is not a level", `use one of ${LOG_LEVELS.join(", ")}`))
+      .default("info"),
+    MODELSWAP_CONFIG: z.string().min(1).default("modelswap.yaml"),
+  })
+  .superRefine((env, ctx) => {
+    if (env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["SLACK_SIGNING_SECRET"],
+        message: problem(
+          "neither SLACK_SIGNING_SECRET (HTTP) nor SLACK_APP_TOKEN (Socket Mode) is set",
+          "set SLACK_SIGNING_SECRET from the app's Basic Information page, or SLACK_APP_TOKEN to use Socket Mode",
+        ),
+      });
+    }
+  });
 
 export type Env = z.infer<typeof envSchema>;
 

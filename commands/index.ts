@@ -1,0 +1,10 @@
+import type { SubCommand } from "../src/slack/sub-command.ts";
+import { helpCommand } from "./help.ts";
+import { statusCommand } from "./status.ts";
+
+/** Every `/llm` sub-command, in the order help lists them. */
+export function allCommands(): readonly SubCommand[] {
+  return COMMANDS;
+}
+
+const COMMANDS: readonly SubCommand[] = [statusCommand, helpCommand(() => COMMANDS)];

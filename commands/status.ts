@@ -1,0 +1,40 @@
+import { z } from "zod";
+
+import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import type { SubCommand } from "../src/slack/sub-command.ts";
+
+const hostName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/);
+
+/** `/llm status [host]`: queue a probe of one host, or of every host. */
+export const statusCommand: SubCommand = {
+  name: "status",
+  usage: "/llm status [host]",
+  summary: "served model, service, health and GPUs of a host (all hosts without one)",
+  async handle(request, { config, access, queue }) {
+    if (!(await access.isMember(request.user))) {
+      return refusal(
+        "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
+      );
+    }
+    const known = config.file.hosts.map((h) => h.name);
+    if (request.args.length > 1)
+      return reply(`Usage: \`${statusCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+    const wanted = request.args[0];
+    if (wanted !== undefined && !(hostName.safeParse(wanted).success && known.includes(wanted))) {
+      return reply(`Unknown host ${echo(wanted)}. Known hosts: ${known.join(", ")}.`);
+    }
+    const hosts = wanted === undefined ? known : [wanted];
+    try {
+      await queue.enqueueStatus({
+        hosts,
+        channel: request.channel,
+        user: request.user,
+        responseUrl: request.responseUrl,
+        requestedAt: new Date().toISOString(),
+      });
+    } catch (error) {
+      return failure(error);
+    }
+    return reply(`⏳ Checking ${hosts.join(", ")}…`);
+  },
+};

@@ -1,0 +1,29 @@
+import { type Job, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Logger } from "../src/log.ts";
+import { COMMAND_QUEUE, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
+import { QUEUE_PREFIX } from "../src/queue/redis-connection.ts";
+import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
+
+export type CommandWorkerDeps = StatusJobDeps;
+
+/** The worker for short command jobs (status now; history, cancel later). */
+export function createCommandWorker(connection: Redis, deps: CommandWorkerDeps, concurrency = 8): Worker {
+  const worker = new Worker(
+    COMMAND_QUEUE,
+    async (job: Job) => {
+      switch (job.name) {
+        case JOB_NAMES.status:
+          return await runStatusJob(statusJobSchema.parse(job.data), deps);
+        default:
+          throw new Error(`unknown job ${job.name}`);
+      }
+    },
+    { connection, prefix: QUEUE_PREFIX, concurrency },
+  );
+  worker.on("failed", (job, error) => {
+    deps.log.error({ job: job?.name, jobId: job?.id, err: error.message }, "command job failed");
+  });
+  worker.on("error", (error) => deps.log.warn({ err: error.message }, "command worker error"));
+  return worker;
+}

@@ -1,0 +1,90 @@
+import type { App } from "@slack/bolt";
+import { WebClient } from "@slack/web-api";
+import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { allCommands } from "../commands/index.ts";
+import { createCommandWorker } from "../jobs/command-worker.ts";
+import { envSecrets } from "./config/env-schema.ts";
+import type { Config } from "./config/load-config.ts";
+import { HostRegistry } from "./host/host-registry.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { CommandQueue } from "./queue/command-queue.ts";
+import { createRedis } from "./queue/redis-connection.ts";
+import { SlackPoster } from "./reporter/slack-poster.ts";
+import { AccessControl } from "./slack/access-control.ts";
+import { createSlackApp } from "./slack/create-slack-app.ts";
+
+export interface Roles {
+  /** Answers Slack: verifies, authorizes, acks, enqueues. */
+  bot: boolean;
+  /** Runs jobs: talks to hosts and posts results. */
+  worker: boolean;
+}
+
+export interface ModelswapOptions {
+  config: Config;
+  roles: Roles;
+  log?: Logger;
+}
+
+export interface RunningModelswap {
+  /** The HTTP port Bolt listens on (bot role, HTTP mode). */
+  port: number | undefined;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+/** The composition root: builds every adapter once from the config and wires them together. */
+export async function startModelswap({
+  config,
+  roles,
+  log: given,
+}: ModelswapOptions): Promise<RunningModelswap> {
+  const secrets = envSecrets(config.env);
+  const log = given ?? createLogger({ level: config.env.LOG_LEVEL, secrets });
+  const client = new WebClient(config.env.SLACK_BOT_TOKEN, {
+    slackApiUrl: config.env.SLACK_API_URL,
+    retryConfig: { retries: 5, factor: 2, minTimeout: 200, maxTimeout: 5000 },
+  });
+  const poster = new SlackPoster(client, secrets, log.child({ name: "slack" }));
+  const hosts = new HostRegistry(config.file.hosts, log);
+  const redisConnections: Redis[] = [];
+  let app: App | undefined;
+  let queue: CommandQueue | undefined;
+  let worker: Worker | undefined;
+  let port: number | undefined;
+
+  if (roles.worker) {
+    const connection = createRedis(config.env.REDIS_URL, "worker");
+    redisConnections.push(connection);
+    worker = createCommandWorker(connection, { hosts, poster, log: log.child({ name: "worker" }) });
+  }
+  if (roles.bot) {
+    const connection = createRedis(config.env.REDIS_URL, "producer");
+    connection.on("error", (error) => log.warn({ err: error.message }, "redis connection error (bot)"));
+    redisConnections.push(connection);
+    queue = new CommandQueue(connection);
+    const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
+    app = createSlackApp({ deps: { config, access, queue }, commands: allCommands(), log });
+    if (config.env.SLACK_APP_TOKEN === undefined) {
+      port = config.env.PORT;
+      await app.start(port);
+    } else {
+      await app.start();
+    }
+  }
+  log.info({ roles, hosts: hosts.names(), port }, "modelswap started");
+
+  return {
+    port,
+    log,
+    async stop() {
+      await app?.stop();
+      await worker?.close();
+      await queue?.close();
+      await hosts.closeAll();
+      await Promise.allSettled(redisConnections.map((c) => c.quit()));
+      log.info("modelswap stopped");
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { CodedError } from "../errors.ts";
+import { QUEUE_PREFIX } from "./redis-connection.ts";
+
+export const COMMAND_QUEUE = "commands";
+
+/** Job data crosses process boundaries: it is validated on both sides. */
+export const statusJobSchema = z.object({
+  hosts: z.array(z.string()).min(1),
+  channel: z.string(),
+  user: z.string(),
+  responseUrl: z.string().optional(),
+  requestedAt: z.string(),
+});
+export type StatusJob = z.infer<typeof statusJobSchema>;
+
+export const JOB_NAMES = { status: "status" } as const;
+
+const ENQUEUE_TIMEOUT_MS = 1500;
+
+/** The Slack side's handle on the queue: it only ever adds jobs. */
+export class CommandQueue {
+  private readonly queue: Queue;
+
+  constructor(connection: Redis) {
+    this.queue = new Queue(COMMAND_QUEUE, {
+      connection,
+      prefix: QUEUE_PREFIX,
+      defaultJobOptions: { removeOnComplete: { age: 3600, count: 1000 }, removeOnFail: { age: 86_400 } },
+    });
+    // Connection errors surface on add(); without a listener they would crash the process.
+    this.queue.on("error", () => undefined);
+  }
+
+  async enqueueStatus(data: StatusJob): Promise<string> {
+    const job = await withTimeout(
+      this.queue.add(JOB_NAMES.status, statusJobSchema.parse(data), { attempts: 2 }),
+    );
+    return job.id ?? "";
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+async function withTimeout<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer from Redis within ${ENQUEUE_TIMEOUT_MS} ms`)),
+      ENQUEUE_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } catch (error) {
+    throw new CodedError(
+      "QUEUE_UNAVAILABLE",
+      `the job queue is unavailable (${(error as Error).message})`,
+      "Redis is down or unreachable: check REDIS_URL and the redis-server; the command was not queued, try again once it is back",
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,78 @@
+import type { KnownBlock } from "@slack/types";
+
+/** A Slack message: Block Kit for people, `text` as the fallback for notifications and screen readers. */
+export interface SlackMessage {
+  text: string;
+  blocks: KnownBlock[];
+}
+
+/** Slack's limits (https://api.slack.com/reference/block-kit/blocks). */
+export const LIMITS = {
+  blocks: 50,
+  sectionText: 3000,
+  headerText: 150,
+  fieldText: 2000,
+  fields: 10,
+  contextElements: 10,
+  fallbackText: 4000,
+} as const;
+
+/** Cuts text to max characters, marking the cut. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** Keeps the last lines of a log that fit a code block in one section. */
+export function codeBlock(lines: readonly string[], max = LIMITS.sectionText): string {
+  const fence = "```";
+  const budget = max - fence.length * 2 - 2;
+  const kept: string[] = [];
+  let size = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = truncate(lines[i] ?? "", 300).replaceAll("```", "ˋˋˋ");
+    if (size + line.length + 1 > budget) break;
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return `${fence}\n${kept.join("\n")}\n${fence}`;
+}
+
+/** Escapes the three characters Slack's mrkdwn treats as control characters. */
+export function escapeMrkdwn(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+export function section(text: string): KnownBlock {
+  return { type: "section", text: { type: "mrkdwn", text: truncate(text, LIMITS.sectionText) } };
+}
+
+export function header(text: string): KnownBlock {
+  return {
+    type: "header",
+    text: { type: "plain_text", text: truncate(text, LIMITS.headerText), emoji: true },
+  };
+}
+
+export function context(...texts: string[]): KnownBlock {
+  return {
+    type: "context",
+    elements: texts
+      .slice(0, LIMITS.contextElements)
+      .map((text) => ({ type: "mrkdwn" as const, text: truncate(text, LIMITS.sectionText) })),
+  };
+}
+
+export function fields(pairs: readonly [string, string][]): KnownBlock {
+  return {
+    type: "section",
+    fields: pairs.slice(0, LIMITS.fields).map(([label, value]) => ({
+      type: "mrkdwn" as const,
+      text: truncate(`*${label}*\n${value}`, LIMITS.fieldText),
+    })),
+  };
+}
+
+export function message(text: string, blocks: KnownBlock[]): SlackMessage {
+  return { text: truncate(text, LIMITS.fallbackText), blocks: blocks.slice(0, LIMITS.blocks) };
+}

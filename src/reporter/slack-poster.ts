@@ -1,0 +1,98 @@
+import type { WebClient } from "@slack/web-api";
+import { CodedError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { redactSecrets } from "../log.ts";
+import type { SlackMessage } from "./message.ts";
+
+export interface PostOptions {
+  threadTs?: string;
+  /** Also show a thread reply in the channel (used for a swap's final outcome only). */
+  broadcast?: boolean;
+}
+
+/**
+ * Everything the bot says in Slack goes through here: one place that redacts secrets before they can
+ * leave, and turns Slack's error strings into fix-it messages. Rate limits (429 + Retry-After) are
+ * honoured by the WebClient's retry policy.
+ */
+export class SlackPoster {
+  constructor(
+    private readonly client: WebClient,
+    private readonly secrets: readonly string[],
+    private readonly log: Logger,
+  ) {}
+
+  async post(channel: string, msg: SlackMessage, options: PostOptions = {}): Promise<string> {
+    const clean = this.redact(msg);
+    const base = {
+      channel,
+      text: clean.text,
+      blocks: clean.blocks,
+      unfurl_links: false,
+      unfurl_media: false,
+    };
+    const result = await this.call("chat.postMessage", () =>
+      options.threadTs === undefined
+        ? this.client.chat.postMessage(base)
+        : this.client.chat.postMessage({
+            ...base,
+            thread_ts: options.threadTs,
+            reply_broadcast: options.broadcast === true,
+          }),
+    );
+    return String(result.ts);
+  }
+
+  async update(channel: string, ts: string, msg: SlackMessage): Promise<void> {
+    const clean = this.redact(msg);
+    await this.call("chat.update", () =>
+      this.client.chat.update({ channel, ts, text: clean.text, blocks: clean.blocks }),
+    );
+  }
+
+  async ephemeral(channel: string, user: string, msg: SlackMessage): Promise<void> {
+    const clean = this.redact(msg);
+    await this.call("chat.postEphemeral", () =>
+      this.client.chat.postEphemeral({ channel, user, text: clean.text, blocks: clean.blocks }),
+    );
+  }
+
+  /** Redacts secrets from a message (text and blocks alike). */
+  redact(msg: SlackMessage): SlackMessage {
+    if (this.secrets.length === 0) return msg;
+    return JSON.parse(redactSecrets(JSON.stringify(msg), this.secrets)) as SlackMessage;
+  }
+
+  private async call<T>(method: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      const slackError = (error as { data?: { error?: string } }).data?.error ?? (error as Error).message;
+      this.log.warn({ method, slackError }, "slack call failed");
+      throw new CodedError(
+        "SLACK_API_ERROR",
+        `Slack refused ${method}: ${slackError}`,
+        slackFix(slackError),
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+}
+
+function slackFix(error: string): string {
+  switch (error) {
+    case "not_in_channel":
+    case "channel_not_found":
+      return "invite the bot to the channel (/invite @modelswap) and check slack.channel in the config";
+    case "invalid_auth":
+    case "not_authed":
+    case "token_revoked":
+      return "SLACK_BOT_TOKEN is wrong or revoked: copy the Bot User OAuth Token again";
+    case "missing_scope":
+      return "add the missing scope to the Slack app (see manifest.yml) and reinstall it";
+    default:
+      return "check the bot's log for details";
+  }
+}

@@ -1,0 +1,129 @@
+import { formatDistanceStrict } from "date-fns";
+import type { GpuInfo } from "../gpu/nvidia-smi.ts";
+import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
+import {
+  codeBlock,
+  context,
+  escapeMrkdwn,
+  fields,
+  header,
+  message,
+  type SlackMessage,
+  section,
+  truncate,
+} from "./message.ts";
+
+const VERDICT: Record<HostVerdict, { emoji: string; label: string }> = {
+  healthy: { emoji: "🟢", label: "healthy" },
+  starting: { emoji: "🟡", label: "starting (loading the model)" },
+  "not-serving": { emoji: "🔴", label: "not serving" },
+  failed: { emoji: "🔴", label: "service failed" },
+  unreachable: { emoji: "⚫", label: "unreachable" },
+};
+
+/** The detailed `/llm status <host>` answer. */
+export function renderHostStatus(status: HostStatus, now = new Date()): SlackMessage {
+  const verdict = VERDICT[status.verdict];
+  const title = `${verdict.emoji} ${status.host}: ${verdict.label}`;
+  const blocks = [header(title)];
+  const footer = context(`checked ${formatTime(status.checkedAt)} · took ${status.durationMs} ms`);
+
+  if (status.connection !== undefined) {
+    blocks.push(
+      section(`*${escapeMrkdwn(status.connection.message)}*\n_Fix:_ ${escapeMrkdwn(status.connection.fix)}`),
+      context(`error \`${status.connection.code}\``),
+      footer,
+    );
+    return message(`${title}: ${status.connection.message}`, blocks);
+  }
+
+  const model = servedModel(status);
+  blocks.push(
+    fields([
+      ["Model", model === undefined ? "_none answering_" : `\`${escapeMrkdwn(model)}\``],
+      ["Service", unitLine(status, now)],
+      ["Server", serverLine(status)],
+      ["GPUs", gpuSummary(status.gpus, status.gpuProblem?.message)],
+    ]),
+  );
+  if (status.gpus.length > 0) blocks.push(section(codeBlock(gpuTable(status.gpus))));
+  if (status.gpuProblem !== undefined) {
+    blocks.push(
+      section(`⚠️ ${escapeMrkdwn(status.gpuProblem.message)}\n_Fix:_ ${escapeMrkdwn(status.gpuProblem.fix)}`),
+    );
+  }
+  if (status.journalTail.length > 0) {
+    blocks.push(
+      section(`*Last log lines of \`${status.unitName}\`*`),
+      section(codeBlock(status.journalTail)),
+    );
+  }
+  blocks.push(footer);
+  const text = `${title}. Model ${model ?? "none"}; service ${status.unit?.activeState ?? "unknown"}; ${gpuSummary(status.gpus, status.gpuProblem?.message)}`;
+  return message(text, blocks);
+}
+
+export function servedModel(status: HostStatus): string | undefined {
+  return status.server?.models[0];
+}
+
+function unitLine(status: HostStatus, now: Date): string {
+  const unit = status.unit;
+  if (unit === undefined) return `\`${status.unitName}\`: unknown`;
+  if (unit.loadState === "not-found") return `\`${unit.name}\`: *not installed*`;
+  const state = `${unit.activeState}${unit.subState ? ` (${unit.subState})` : ""}`;
+  const since =
+    unit.activeState === "active" && unit.activeSince !== undefined
+      ? `, up ${formatDistanceStrict(unit.activeSince, now)}`
+      : "";
+  const enabled = unit.unitFileState === "enabled" ? "" : `, ${unit.unitFileState || "not enabled"} ⚠️`;
+  const restarts = unit.restarts > 0 ? `, ${unit.restarts} restart(s)` : "";
+  return `\`${unit.name}\`: ${state}${since}${enabled}${restarts}`;
+}
+
+function serverLine(status: HostStatus): string {
+  const server = status.server;
+  if (server === undefined) return "unknown";
+  if (server.healthStatus === 200) return `:${status.port} /health OK`;
+  if (server.healthStatus === null)
+    return `:${status.port} ${escapeMrkdwn(server.healthError ?? "no answer")}`;
+  return `:${status.port} /health answered HTTP ${server.healthStatus}`;
+}
+
+function gpuSummary(gpus: readonly GpuInfo[], problem: string | undefined): string {
+  if (gpus.length === 0) return problem === undefined ? "none found" : "unavailable";
+  const names = new Set(gpus.map((g) => g.name));
+  const used = gpus.reduce((sum, g) => sum + g.memoryUsedMiB, 0);
+  const total = gpus.reduce((sum, g) => sum + g.memoryTotalMiB, 0);
+  const busy = gpus.filter((g) => (g.utilizationPct ?? 0) > 5).length;
+  const first = gpus[0]!;
+  const cc = `${first.computeCapability.major}.${first.computeCapability.minor}`;
+  return `${gpus.length}× ${[...names].join(" + ")} (sm ${cc}) · ${busy}/${gpus.length} busy · ${gib(used)}/${gib(total)} GiB`;
+}
+
+function gpuTable(gpus: readonly GpuInfo[]): string[] {
+  const rows = gpus.map((g) => [
+    String(g.index),
+    truncate(g.name.replace(/^NVIDIA /, ""), 28),
+    `${gib(g.memoryUsedMiB)}/${gib(g.memoryTotalMiB)} GiB`,
+    g.utilizationPct === null ? "n/a" : `${g.utilizationPct}%`,
+    g.temperatureC === null ? "n/a" : `${g.temperatureC}°C`,
+    g.powerDrawW === null ? "n/a" : `${Math.round(g.powerDrawW)} W`,
+  ]);
+  const head = ["GPU", "Name", "Memory", "Util", "Temp", "Power"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [line(head), ...rows.map(line)];
+}
+
+function gib(mib: number): string {
+  return (mib / 1024).toFixed(mib >= 10 * 1024 ? 0 : 1);
+}
+
+function formatTime(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}

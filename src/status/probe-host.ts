@@ -1,0 +1,197 @@
+import { asCodedError, type CodedError, type ErrorCode } from "../errors.ts";
+import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
+import { sh } from "../host/shell-quote.ts";
+import type { HostTransport } from "../host/transport.ts";
+import { parseUnitShow, type UnitInfo, unitShowCommand } from "./systemd-show.ts";
+
+export type HostVerdict = "healthy" | "starting" | "not-serving" | "failed" | "unreachable";
+
+export interface ProbeProblem {
+  code: ErrorCode;
+  message: string;
+  fix: string;
+}
+
+export interface ServerProbe {
+  /** HTTP status of /health, or null when nothing answered. */
+  healthStatus: number | null;
+  healthError: string | undefined;
+  /** Served model ids from /v1/models. */
+  models: string[];
+  /** The model's path on the host, from /v1/models `root` when the engine reports it. */
+  modelRoots: string[];
+}
+
+export interface HostStatus {
+  host: string;
+  unitName: string;
+  port: number;
+  checkedAt: Date;
+  durationMs: number;
+  verdict: HostVerdict;
+  /** Set when the host itself could not be reached (connection, host key, auth). */
+  connection: ProbeProblem | undefined;
+  unit: UnitInfo | undefined;
+  gpus: GpuInfo[];
+  gpuProblem: ProbeProblem | undefined;
+  server: ServerProbe | undefined;
+  /** Last journal lines of the unit, read when it is not healthy. */
+  journalTail: string[];
+}
+
+export interface ProbeTarget {
+  name: string;
+  unit: string;
+  port: number;
+}
+
+const CONNECTION_CODES: ReadonlySet<ErrorCode> = new Set([
+  "HOST_UNREACHABLE",
+  "HOST_KEY_MISMATCH",
+  "HOST_AUTH_FAILED",
+  "HOST_CONNECTION_LOST",
+]);
+
+/**
+ * Reads what `/llm status` shows for one host: the serving unit (systemctl show), the GPUs
+ * (nvidia-smi), and the server's /health and /v1/models (curl on the host, since the port is usually
+ * bound to localhost). Never throws: every failure becomes part of the status.
+ */
+export async function probeHost(
+  transport: HostTransport,
+  target: ProbeTarget,
+  timeoutMs: number,
+): Promise<HostStatus> {
+  const started = Date.now();
+  const status: HostStatus = {
+    host: target.name,
+    unitName: target.unit,
+    port: target.port,
+    checkedAt: new Date(started),
+    durationMs: 0,
+    verdict: "healthy",
+    connection: undefined,
+    unit: undefined,
+    gpus: [],
+    gpuProblem: undefined,
+    server: undefined,
+    journalTail: [],
+  };
+  const [unit, gpus, server] = await Promise.allSettled([
+    readUnit(transport, target.unit, timeoutMs),
+    readGpus(transport, timeoutMs),
+    readServer(transport, target.port, timeoutMs),
+  ]);
+
+  const connectionFailure = [unit, gpus, server]
+    .filter((r): r is PromiseRejectedResult => r.status === "rejected")
+    .map((r) => asCodedError(r.reason))
+    .find((e) => CONNECTION_CODES.has(e.code));
+  if (connectionFailure !== undefined) {
+    status.connection = toProblem(connectionFailure);
+    status.verdict = "unreachable";
+    status.durationMs = Date.now() - started;
+    return status;
+  }
+
+  if (unit.status === "fulfilled") status.unit = unit.value;
+  if (gpus.status === "fulfilled") status.gpus = gpus.value;
+  else status.gpuProblem = toProblem(asCodedError(gpus.reason));
+  if (server.status === "fulfilled") status.server = server.value;
+
+  status.verdict = verdictOf(status);
+  if (status.verdict !== "healthy") status.journalTail = await readJournal(transport, target.unit, timeoutMs);
+  status.durationMs = Date.now() - started;
+  return status;
+}
+
+function verdictOf(status: HostStatus): HostVerdict {
+  const active = status.unit?.activeState;
+  if (active === "failed") return "failed";
+  const healthy = status.server?.healthStatus === 200;
+  if (healthy) return "healthy";
+  if (active === "activating" || (active === "active" && startedRecently(status.unit))) return "starting";
+  return "not-serving";
+}
+
+/** A unit that became active in the last few minutes is probably still loading its model. */
+function startedRecently(unit: UnitInfo | undefined): boolean {
+  if (unit?.activeSince === undefined) return false;
+  return Date.now() - unit.activeSince.getTime() < 120_000;
+}
+
+async function readUnit(transport: HostTransport, unit: string, timeoutMs: number): Promise<UnitInfo> {
+  const result = await transport.exec(unitShowCommand(unit), { timeoutMs });
+  return parseUnitShow(unit, result.stdout);
+}
+
+async function readGpus(transport: HostTransport, timeoutMs: number): Promise<GpuInfo[]> {
+  const result = await transport.exec(gpuQueryCommand(), { timeoutMs });
+  if (result.code !== 0) throw nvidiaSmiError(result.code, result.stderr, result.stdout);
+  return parseGpuQuery(result.stdout);
+}
+
+const HTTP_MARK = "\n__modelswap_http_status__=";
+
+async function readServer(transport: HostTransport, port: number, timeoutMs: number): Promise<ServerProbe> {
+  const seconds = Math.max(1, Math.floor(timeoutMs / 1000) - 1);
+  const get = (path: string) =>
+    transport.exec(
+      sh`curl -sS --max-time ${seconds} -w ${`${HTTP_MARK}%{http_code}`} ${`http://127.0.0.1:${port}${path}`}`,
+      { timeoutMs, maxOutputBytes: 256 * 1024 },
+    );
+  const [health, models] = await Promise.all([get("/health"), get("/v1/models")]);
+  const healthAnswer = splitHttp(health.stdout);
+  const probe: ServerProbe = {
+    healthStatus: healthAnswer.status,
+    healthError: healthAnswer.status === null ? curlReason(health.code, health.stderr) : undefined,
+    models: [],
+    modelRoots: [],
+  };
+  const modelsAnswer = splitHttp(models.stdout);
+  if (modelsAnswer.status === 200) {
+    try {
+      const parsed = JSON.parse(modelsAnswer.body) as { data?: { id?: unknown; root?: unknown }[] };
+      for (const entry of parsed.data ?? []) {
+        if (typeof entry.id === "string") probe.models.push(entry.id);
+        if (typeof entry.root === "string") probe.modelRoots.push(entry.root);
+      }
+    } catch {
+      // a server that answers garbage to /v1/models simply lists no models
+    }
+  }
+  return probe;
+}
+
+function splitHttp(stdout: string): { status: number | null; body: string } {
+  const at = stdout.lastIndexOf(HTTP_MARK);
+  if (at < 0) return { status: null, body: stdout };
+  const status = Number(stdout.slice(at + HTTP_MARK.length).trim());
+  return { status: status > 0 ? status : null, body: stdout.slice(0, at) };
+}
+
+function curlReason(code: number | null, stderr: string): string {
+  if (code === 7) return "connection refused: nothing listens on the serving port";
+  if (code === 28) return "timed out: the server accepted the connection but did not answer";
+  if (code === 127) return "curl is not installed on the host";
+  return stderr.trim().split("\n")[0] || `curl exited ${code}`;
+}
+
+async function readJournal(transport: HostTransport, unit: string, timeoutMs: number): Promise<string[]> {
+  try {
+    const result = await transport.exec(sh`journalctl -u ${unit} -n 15 --no-pager -o cat`, {
+      timeoutMs,
+      maxOutputBytes: 64 * 1024,
+    });
+    return result.stdout
+      .split("\n")
+      .filter((line) => line.trim() !== "" && line !== "-- No entries --")
+      .slice(-15);
+  } catch {
+    return [];
+  }
+}
+
+function toProblem(error: CodedError): ProbeProblem {
+  return { code: error.code, message: error.message, fix: error.fix };
+}
