@@ -179,17 +179,27 @@ function curlReason(code: number | null, stderr: string): string {
 
 async function readJournal(transport: HostTransport, unit: string, timeoutMs: number): Promise<string[]> {
   try {
-    const result = await transport.exec(sh`journalctl -u ${unit} -n 15 --no-pager -o cat`, {
+    const result = await transport.exec(sh`journalctl -u ${unit} -n 120 --no-pager -o cat`, {
       timeoutMs,
-      maxOutputBytes: 64 * 1024,
+      maxOutputBytes: 256 * 1024,
     });
-    return result.stdout
+    const lines = result.stdout
       .split("\n")
-      .filter((line) => line.trim() !== "" && line !== "-- No entries --")
-      .slice(-15);
+      .filter((line) => line.trim() !== "" && line !== "-- No entries --");
+    return interestingTail(lines);
   } catch {
     return [];
   }
+}
+
+/**
+ * The lines an operator needs: from the last Python traceback on (the crash that matters, even when
+ * systemd's restart messages follow it), else the last 15 lines.
+ */
+export function interestingTail(lines: readonly string[], max = 40): string[] {
+  const traceback = lines.findLastIndex((line) => line.startsWith("Traceback (most recent call last)"));
+  if (traceback >= 0) return lines.slice(traceback, traceback + max);
+  return lines.slice(-15);
 }
 
 function toProblem(error: CodedError): ProbeProblem {

@@ -142,3 +142,13 @@ describe("configuration", () => {
     expect(socket.problems).toEqual([]);
   });
 });
+
+describe("the README's example config", () => {
+  it("is valid, apart from the SSH key file that exists only on a real bot machine", async () => {
+    const path = new URL("../../modelswap.example.yaml", import.meta.url).pathname;
+    const { problems } = await readConfig(env(path));
+    expect(problems.map((p) => `${p.path}: ${p.what}`)).toEqual([
+      "hosts[0].ssh.privateKeyPath: /etc/modelswap/id_ed25519 cannot be read by the bot",
+    ]);
+  });
+});

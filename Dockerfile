@@ -1,0 +1,20 @@
+# modelswap: the bot and worker. Small, non-root; runs the TypeScript sources through tsx.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends openssh-client ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+COPY commands ./commands
+COPY jobs ./jobs
+USER node
+EXPOSE 3000
+ENTRYPOINT ["node", "bin/modelswap.js"]
+CMD ["start"]

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * The walking skeleton end to end: signed slash commands into the real Bolt app, a real BullMQ job on a
+ * real Redis, real SSH into simulated GPU hosts, and the answer in the Slack emulator's channel.
+ */
+let bench: Bench;
+
+beforeAll(async () => {
+  bench = await startBench({
+    connectTimeoutSeconds: 2,
+    hosts: [
+      { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      {
+        name: "h200",
+        gpus: "h200-1gpu",
+        serving: { preset: "llama-bf16-small" },
+        faults: { sglang: "crash-on-start" },
+      },
+      { name: "idle", gpus: "8x-b200", serving: false },
+      { name: "box", gpus: "h200-1gpu", transport: "local", serving: { preset: "llama-bf16-small" } },
+      { name: "gone", reach: "refused", serving: false },
+      { name: "blackhole", reach: "silent", serving: false },
+      { name: "rebuilt", reach: "stale-key", serving: false },
+    ],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  await bench.startBot();
+}, 120_000);
+
+afterAll(async () => {
+  await bench?.stop();
+});
+
+async function statusOf(host: string): Promise<SlackMessage> {
+  const before = bench.slack.messages(CHANNEL).length;
+  const command = await bench.slack.command(USERS.alice, `status ${host}`, { channel: CHANNEL });
+  expect(command.status).toBe(200);
+  expect(command.ackResponse?.text ?? command.body).toContain(`Checking ${host}`);
+  return await bench.slack.waitFor(
+    () =>
+      bench.slack
+        .messages(CHANNEL)
+        .slice(before)
+        .find((m) => m.text.includes(`${host}:`)),
+    { timeoutMs: 20_000, what: `the status of ${host}` },
+  );
+}
+
+describe("/llm status", () => {
+  it("shows a healthy host: model, service, GPUs", async () => {
+    const message = await statusOf("gpu-1");
+    expect(message.text).toContain("🟢 gpu-1: healthy");
+    const body = JSON.stringify(message.blocks);
+    expect(body).toContain("Qwen/Qwen3-32B-FP8".split("/")[0]!);
+    expect(body).toContain("8× NVIDIA RTX PRO 6000 Blackwell Server Edition (sm 12.0)");
+    expect(body).toContain("sglang-gpu-1.service");
+    expect(body).toMatch(/active \(running\), up \d+ seconds?/);
+    expect(body).toContain("/health OK");
+  });
+
+  it("shows a host whose unit has failed, with the journal's last lines", async () => {
+    const message = await statusOf("h200");
+    expect(message.text).toContain("🔴 h200: service failed");
+    const body = JSON.stringify(message.blocks);
+    expect(body).toContain("Last log lines of `sglang-h200.service`");
+    expect(body).toContain("Traceback (most recent call last)");
+    expect(body).toContain("Start request repeated too quickly");
+    expect(body).toContain("1× NVIDIA H200 (sm 9.0)");
+  });
+
+  it("shows a host with no server on its port as not serving", async () => {
+    const message = await statusOf("idle");
+    expect(message.text).toContain("🔴 idle: not serving");
+    expect(JSON.stringify(message.blocks)).toContain("not installed");
+    expect(JSON.stringify(message.blocks)).toContain("connection refused");
+  });
+
+  it("works the same for a local host (bash on the bot's machine)", async () => {
+    const message = await statusOf("box");
+    expect(message.text).toContain("🟢 box: healthy");
+  });
+
+  it("answers for a host that refuses connections at once", async () => {
+    const message = await statusOf("gone");
+    expect(message.text).toContain("⚫ gone: unreachable");
+    expect(JSON.stringify(message.blocks)).toContain("ECONNREFUSED");
+  });
+
+  it("answers for a host that never completes the SSH handshake within the configured timeout", async () => {
+    const started = Date.now();
+    const message = await statusOf("blackhole");
+    expect(message.text).toContain("⚫ blackhole: unreachable");
+    expect(message.text).toContain("did not complete an SSH handshake within 2 s");
+    // the configured connect timeout is 2 s; the answer must not wait much longer than that
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("refuses a host whose key changed, and says which key it saw and how to fix the pin", async () => {
+    const message = await statusOf("rebuilt");
+    const body = JSON.stringify(message.blocks);
+    expect(message.text).toContain("⚫ rebuilt: unreachable");
+    expect(body).toContain(bench.sshd.hostKeySha256());
+    expect(body).toContain("HOST_KEY_MISMATCH");
+    expect(body).toContain("hostKeySha256");
+  });
+
+  it("never shows a stack trace or a secret in Slack", () => {
+    const everything = JSON.stringify(bench.slack.messages(CHANNEL));
+    expect(everything).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
+    expect(everything).not.toContain(bench.botToken);
+    expect(everything).not.toContain(bench.signingSecret);
+  });
+});
+
+describe("the Slack door", () => {
+  it("rejects a badly signed request and enqueues nothing", async () => {
+    const jobsBefore = await bench.queuedJobCount();
+    const messagesBefore = bench.slack.messages(CHANNEL).length;
+    const forged = await bench.slack.command(USERS.alice, "status gpu-1", {
+      channel: CHANNEL,
+      signWith: "not-the-secret",
+    });
+    expect(forged.status).toBe(401);
+    const stale = await bench.slack.command(USERS.alice, "status gpu-1", {
+      channel: CHANNEL,
+      timestamp: Math.floor(Date.now() / 1000) - 600,
+    });
+    expect(stale.status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await bench.queuedJobCount()).toBe(jobsBefore);
+    expect(bench.slack.messages(CHANNEL).length).toBe(messagesBefore);
+  });
+
+  it("refuses a user who is neither requester nor approver, ephemerally, and enqueues nothing", async () => {
+    const jobsBefore = await bench.queuedJobCount();
+    const command = await bench.slack.command(USERS.mallory, "status gpu-1", { channel: CHANNEL });
+    expect(command.status).toBe(200);
+    expect(command.ackResponse?.response_type).toBe("ephemeral");
+    expect(command.ackResponse?.text).toContain("not allowed");
+    expect(await bench.queuedJobCount()).toBe(jobsBefore);
+  });
+
+  it("lets a member of a requester user group in", async () => {
+    const command = await bench.slack.command(USERS.carol, "status gpu-1", { channel: CHANNEL });
+    expect(command.ackResponse?.text).toContain("Checking gpu-1");
+  });
+
+  it("answers help and unknown sub-commands with the usage", async () => {
+    const help = await bench.slack.command(USERS.mallory, "help", { channel: CHANNEL });
+    expect(help.ackResponse?.text).toContain("/llm status [host]");
+    const unknown = await bench.slack.command(USERS.alice, "frobnicate $(reboot)", { channel: CHANNEL });
+    expect(unknown.ackResponse?.text).toContain("Unknown sub-command");
+    expect(unknown.ackResponse?.text).toContain("/llm status [host]");
+  });
+
+  it("names the known hosts when asked about an unknown one", async () => {
+    const command = await bench.slack.command(USERS.alice, "status gpu-9;reboot", { channel: CHANNEL });
+    expect(command.ackResponse?.text).toContain("Unknown host `gpu-9;reboot`");
+    expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, box");
+    const extra = await bench.slack.command(USERS.alice, "status gpu-1 gpu-2", { channel: CHANNEL });
+    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host]`");
+  });
+});

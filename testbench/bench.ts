@@ -1,0 +1,310 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { pino } from "pino";
+import { stringify } from "yaml";
+import { type Config, loadConfig } from "../src/config/load-config.ts";
+import { createLogger, type Logger } from "../src/log.ts";
+import { type Roles, type RunningModelswap, startModelswap } from "../src/main.ts";
+import { freePort } from "./free-port.ts";
+import { createSimGpuHost, type GpuSetName, type SimGpuHost } from "./gpu-host/index.ts";
+import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/index.ts";
+import { type BenchRedis, startRedis } from "./redis.ts";
+import { type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
+import { type BenchSshd, startSshd } from "./sshd.ts";
+
+const run = promisify(execFile);
+
+/** The people of the bench workspace. */
+export const USERS = {
+  alice: "U0ALICE001", // requester
+  bob: "U0BOB00001", // approver
+  carol: "U0CAROL001", // requester through the S0MLOPS001 user group
+  mallory: "U0MALLORY1", // nobody
+} as const;
+export const CHANNEL = "C0LLMOPS01";
+export const MLOPS_GROUP = "S0MLOPS001";
+
+export interface BenchHostSpec {
+  name: string;
+  gpus?: GpuSetName;
+  /** How the bot reaches it (default ssh, through the bench's real sshd). */
+  transport?: "ssh" | "local";
+  /** The model the host serves at start (a Hub preset), or false for none. Default: a small BF16 model. */
+  serving?: { preset: ModelPreset; unit?: string } | false;
+  /**
+   * A broken way to reach it: `refused` (nothing listens), `silent` (TCP accepts, SSH never answers),
+   * `stale-key` (the pinned host key is not the one the host presents).
+   */
+  reach?: "refused" | "silent" | "stale-key";
+  /** Faults set before the serving unit starts (see gpu-host/README.md and SGLANG.md). */
+  faults?: Record<string, unknown>;
+  /** Wait until the serving model answers /health (default true when serving). */
+  waitHealthy?: boolean;
+}
+
+export interface BenchOptions {
+  hosts?: BenchHostSpec[];
+  /** Connect timeout the bot uses for every SSH host (s). */
+  connectTimeoutSeconds?: number;
+  commandTimeoutSeconds?: number;
+  /** Where the bot's pino log goes (default: a file in the bench directory). */
+  logTo?: "file" | "silent";
+}
+
+export interface BenchHost {
+  spec: BenchHostSpec;
+  sim: SimGpuHost;
+  servingPort: number;
+  unit: string;
+}
+
+/**
+ * The whole test bench: real redis-server and sshd, the simulated Slack, Hub and GPU hosts, and the
+ * config and environment that point the real bot at them. Tests and `npm run demo` both use it.
+ */
+export class Bench {
+  readonly hosts = new Map<string, BenchHost>();
+  private bots: RunningModelswap[] = [];
+  private silentServers: Server[] = [];
+  configPath = "";
+  env: Record<string, string> = {};
+
+  constructor(
+    readonly dir: string,
+    readonly redis: BenchRedis,
+    readonly sshd: BenchSshd,
+    readonly slack: SlackEmulator,
+    readonly hub: SimHub,
+    readonly signingSecret: string,
+    readonly botToken: string,
+    private readonly options: BenchOptions,
+  ) {}
+
+  host(name: string): BenchHost {
+    const host = this.hosts.get(name);
+    if (host === undefined) throw new Error(`the bench has no host ${name}`);
+    return host;
+  }
+
+  /** Loads the bench's config as the bot would (through the real zod schema). */
+  async config(): Promise<Config> {
+    return await loadConfig(this.env);
+  }
+
+  /** Starts the real bot in this process, pointed at the bench, and tells the Slack emulator where it is. */
+  async startBot(roles: Roles = { bot: true, worker: true }): Promise<RunningModelswap> {
+    const port = await freePort();
+    this.env.PORT = String(port);
+    const config = await this.config();
+    const bot = await startModelswap({ config, roles, log: this.logger(config) });
+    this.bots.push(bot);
+    if (roles.bot) this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
+    return bot;
+  }
+
+  /** The Redis keys of the bot's queues, for "nothing was enqueued" checks. */
+  async queuedJobCount(): Promise<number> {
+    const { Redis } = await import("ioredis");
+    const redis = new Redis(this.redis.url);
+    try {
+      const keys = await redis.keys("{modelswap}:*:id");
+      let total = 0;
+      for (const key of keys) total += Number((await redis.get(key)) ?? 0);
+      return total;
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const bot of this.bots.splice(0)) await bot.stop().catch(() => undefined);
+    for (const host of this.hosts.values()) await host.sim.stop().catch(() => undefined);
+    for (const server of this.silentServers) server.close();
+    await this.slack.stop();
+    await this.hub.stop();
+    await this.sshd.stop();
+    await this.redis.stop();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private logger(config: Config): Logger {
+    if (this.options.logTo === "silent") return createLogger({ level: "silent" });
+    return createLogger({
+      level: "debug",
+      secrets: [config.env.SLACK_BOT_TOKEN, this.signingSecret],
+      destination: pino.destination({ dest: join(this.dir, "bot.log"), sync: false, mkdir: true }),
+    });
+  }
+
+  /** @internal */
+  async addHost(spec: BenchHostSpec): Promise<Record<string, unknown>> {
+    const root = join(this.dir, "hosts", spec.name);
+    const sim = await createSimGpuHost({
+      root,
+      name: spec.name,
+      gpus: spec.gpus ?? "8x-rtx-pro-6000-blackwell",
+      hubUrl: this.hub.url,
+      hostMemGiB: 1024,
+    });
+    const servingPort = await freePort();
+    const unit = (spec.serving !== false && spec.serving?.unit) || `sglang-${spec.name}.service`;
+    this.hosts.set(spec.name, { spec, sim, servingPort, unit });
+    for (const [name, value] of Object.entries(spec.faults ?? {})) await sim.setFault(name, value);
+    if (spec.serving !== false) await this.serve(spec, sim, servingPort, unit);
+
+    const common = {
+      name: spec.name,
+      modelsDir: sim.modelsDir,
+      engineSourceDir: sim.engineSourceDir,
+      venv: sim.venvDir,
+      engineUpstream: `file://${join(this.dir, "upstream", "sglang.git")}`,
+      unitDir: sim.unitDir,
+      currentUnit: unit,
+      servingPort,
+      commandTimeoutSeconds: this.options.commandTimeoutSeconds ?? 10,
+    };
+    if (spec.transport === "local") return { ...common, local: true, extraPath: [sim.binDir] };
+    const login = await this.sshd.authorize({
+      PATH: `${sim.binDir}:/usr/local/bin:/usr/bin:/bin`,
+      MODELSWAP_SANDBOX: sim.root,
+    });
+    let port = this.sshd.port;
+    let hostKeySha256 = this.sshd.hostKeySha256();
+    if (spec.reach === "refused") port = await freePort();
+    if (spec.reach === "silent") port = await this.silentPort();
+    if (spec.reach === "stale-key") hostKeySha256 = await unrelatedFingerprint(this.dir);
+    return {
+      ...common,
+      ssh: {
+        address: "127.0.0.1",
+        port,
+        user: login.user,
+        privateKeyPath: login.privateKeyPath,
+        hostKeySha256,
+        connectTimeoutSeconds: this.options.connectTimeoutSeconds ?? 3,
+        keepaliveSeconds: 5,
+      },
+    };
+  }
+
+  private async serve(spec: BenchHostSpec, sim: SimGpuHost, port: number, unit: string): Promise<void> {
+    const model = makeModel(
+      spec.serving === false || spec.serving === undefined ? "llama-bf16-small" : spec.serving.preset,
+    );
+    const modelDir = join(sim.modelsDir, model.id);
+    for (const file of model.files) {
+      if (file.content === undefined) continue;
+      const path = join(modelDir, file.path);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, file.content);
+    }
+    const gpuCount = spec.gpus === "h200-1gpu" ? 1 : 8;
+    await sim.installUnit(
+      unit,
+      [
+        "[Unit]",
+        `Description=SGLang serving ${model.id}`,
+        "After=network-online.target",
+        "",
+        "[Service]",
+        `ExecStart=${sim.venvDir}/bin/python -m sglang.launch_server --model-path ${modelDir} --served-model-name ${model.id} --host 127.0.0.1 --port ${port} --tp-size ${gpuCount}`,
+        "Restart=on-failure",
+        "RestartSec=5",
+        "TimeoutStartSec=900",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "",
+      ].join("\n"),
+    );
+    const enabled = await sim.systemctl("enable", "--now", unit);
+    if (enabled.code !== 0)
+      throw new Error(`bench: could not start ${unit} on ${spec.name}: ${enabled.stderr}`);
+    if (spec.waitHealthy ?? spec.faults === undefined) await waitHealthy(port, `${spec.name}'s ${unit}`);
+  }
+
+  private async silentPort(): Promise<number> {
+    const server = createServer(() => undefined);
+    const port = await freePort();
+    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    this.silentServers.push(server);
+    return port;
+  }
+}
+
+async function waitHealthy(port: number, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/health`);
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`bench: ${what} did not become healthy within ${timeoutMs} ms`);
+}
+
+async function unrelatedFingerprint(dir: string): Promise<string> {
+  const path = join(dir, `old-host-key-${randomBytes(4).toString("hex")}`);
+  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path]);
+  const { stdout } = await run("ssh-keygen", ["-lf", `${path}.pub`]);
+  return stdout.split(" ")[1] ?? "";
+}
+
+/** Starts the bench: one call, everything real or simulated that the bot talks to. */
+export async function startBench(options: BenchOptions = {}): Promise<Bench> {
+  const dir = await mkdtemp(join(tmpdir(), "modelswap-bench-"));
+  const signingSecret = randomBytes(16).toString("hex");
+  const botToken = `xoxb-bench-${randomBytes(8).toString("hex")}`;
+  const [redis, sshd, slack, hub] = await Promise.all([
+    startRedis(join(dir, "redis")),
+    startSshd(join(dir, "sshd")),
+    startSlackEmulator({
+      botToken,
+      signingSecret,
+      users: [
+        { id: USERS.alice, name: "alice" },
+        { id: USERS.bob, name: "bob" },
+        { id: USERS.carol, name: "carol" },
+        { id: USERS.mallory, name: "mallory" },
+      ],
+      userGroups: [{ id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] }],
+      channels: [{ id: CHANNEL, name: "llm-ops" }],
+    }),
+    startSimHub(),
+  ]);
+  const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
+  try {
+    const hostSpecs = options.hosts ?? [{ name: "gpu-1" }];
+    const hosts = await Promise.all(hostSpecs.map((spec) => bench.addHost(spec)));
+    const config = {
+      slack: { channel: CHANNEL },
+      requesters: { users: [USERS.alice], groups: [MLOPS_GROUP] },
+      approvers: { users: [USERS.bob] },
+      health: { intervalSeconds: 30, failureThreshold: 3 },
+      hosts,
+    };
+    bench.configPath = join(dir, "modelswap.yaml");
+    await writeFile(bench.configPath, stringify(config));
+    bench.env = {
+      SLACK_BOT_TOKEN: botToken,
+      SLACK_SIGNING_SECRET: signingSecret,
+      SLACK_API_URL: slack.apiUrl,
+      REDIS_URL: redis.url,
+      HF_ENDPOINT: hub.url,
+      LOG_LEVEL: "debug",
+      MODELSWAP_CONFIG: bench.configPath,
+    };
+    return bench;
+  } catch (error) {
+    await bench.stop();
+    throw error;
+  }
+}
