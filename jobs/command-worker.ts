@@ -1,6 +1,5 @@
 import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Logger } from "../src/log.ts";
 import { COMMAND_QUEUE, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
 import { QUEUE_PREFIX } from "../src/queue/redis-connection.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";

@@ -45,6 +45,8 @@ export interface BenchHostSpec {
   faults?: Record<string, unknown>;
   /** Wait until the serving model answers /health (default true when serving). */
   waitHealthy?: boolean;
+  /** The bot's per-command timeout for this host (s); default the bench's. */
+  commandTimeoutSeconds?: number;
 }
 
 export interface BenchOptions {
@@ -166,7 +168,7 @@ export class Bench {
       unitDir: sim.unitDir,
       currentUnit: unit,
       servingPort,
-      commandTimeoutSeconds: this.options.commandTimeoutSeconds ?? 10,
+      commandTimeoutSeconds: spec.commandTimeoutSeconds ?? this.options.commandTimeoutSeconds ?? 10,
     };
     if (spec.transport === "local") return { ...common, local: true, extraPath: [sim.binDir] };
     const login = await this.sshd.authorize({

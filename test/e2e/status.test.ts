@@ -20,6 +20,8 @@ beforeAll(async () => {
         faults: { sglang: "crash-on-start" },
       },
       { name: "idle", gpus: "8x-b200", serving: false },
+      { name: "loading", gpus: "8x-b200", faults: { sglang: "hang" }, waitHealthy: false },
+      { name: "stuck-gpu", gpus: "8x-h200", faults: { nvidiaSmi: "hang" }, commandTimeoutSeconds: 2 },
       { name: "box", gpus: "h200-1gpu", transport: "local", serving: { preset: "llama-bf16-small" } },
       { name: "gone", reach: "refused", serving: false },
       { name: "blackhole", reach: "silent", serving: false },
@@ -76,6 +78,19 @@ describe("/llm status", () => {
     expect(message.text).toContain("🔴 idle: not serving");
     expect(JSON.stringify(message.blocks)).toContain("not installed");
     expect(JSON.stringify(message.blocks)).toContain("connection refused");
+  });
+
+  it("shows a unit that is up but still loading its model as starting", async () => {
+    const message = await statusOf("loading");
+    expect(message.text).toContain("🟡 loading: starting (loading the model)");
+  });
+
+  it("still answers when nvidia-smi hangs, and says so", async () => {
+    const message = await statusOf("stuck-gpu");
+    const body = JSON.stringify(message.blocks);
+    expect(message.text).toContain("stuck-gpu: healthy");
+    expect(body).toContain("did not finish within 2 s");
+    expect(body).toContain("nvidia-smi");
   });
 
   it("works the same for a local host (bash on the bot's machine)", async () => {
@@ -159,7 +174,7 @@ describe("the Slack door", () => {
   it("names the known hosts when asked about an unknown one", async () => {
     const command = await bench.slack.command(USERS.alice, "status gpu-9;reboot", { channel: CHANNEL });
     expect(command.ackResponse?.text).toContain("Unknown host `gpu-9;reboot`");
-    expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, box");
+    expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, loading, stuck-gpu, box");
     const extra = await bench.slack.command(USERS.alice, "status gpu-1 gpu-2", { channel: CHANNEL });
     expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host]`");
   });

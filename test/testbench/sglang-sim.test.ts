@@ -1,0 +1,831 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../testbench/free-port.ts";
+import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
+import { tempDir } from "../support/tmp.ts";
+
+const PYTHON_SHIM = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  "../../testbench/gpu-host/shims/python.mjs",
+);
+
+interface Sandbox {
+  root: string;
+  remove: () => Promise<void>;
+}
+
+/** A minimal sandbox of our own: state/config.json, state/faults.json, models/. */
+async function makeSandbox(gpus: string, faults: Record<string, unknown> = {}): Promise<Sandbox> {
+  const dir = await tempDir("sglang-sim-");
+  await mkdir(join(dir.path, "state", "gpu-usage"), { recursive: true });
+  await writeFile(join(dir.path, "state", "config.json"), JSON.stringify({ name: "gpu-test", gpus }));
+  await writeFile(join(dir.path, "state", "faults.json"), JSON.stringify(faults));
+  return { root: dir.path, remove: dir.remove };
+}
+
+const DENSE_CONFIG = {
+  architectures: ["Qwen3ForCausalLM"],
+  model_type: "qwen3",
+  hidden_size: 2048,
+  intermediate_size: 6144,
+  num_hidden_layers: 28,
+  num_attention_heads: 16,
+  num_key_value_heads: 8,
+  head_dim: 128,
+  vocab_size: 151936,
+  max_position_embeddings: 40960,
+  eos_token_id: 151645,
+};
+
+const MOE_CONFIG = {
+  architectures: ["Qwen3MoeForCausalLM"],
+  model_type: "qwen3_moe",
+  hidden_size: 4096,
+  intermediate_size: 12288,
+  moe_intermediate_size: 1536,
+  num_experts: 128,
+  num_hidden_layers: 48,
+  num_attention_heads: 64,
+  num_key_value_heads: 4,
+  head_dim: 128,
+  vocab_size: 151936,
+  max_position_embeddings: 262144,
+  eos_token_id: 151645,
+};
+
+async function writeModel(root: string, name: string, config: object, nvfp4 = false): Promise<string> {
+  const dir = join(root, "models", name);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, "config.json"), JSON.stringify(config));
+  if (nvfp4) {
+    await writeFile(
+      join(dir, "hf_quant_config.json"),
+      JSON.stringify({
+        producer: { name: "modelopt", version: "0.37.0" },
+        quantization: { quant_algo: "NVFP4", kv_cache_quant_algo: null, group_size: 16 },
+      }),
+    );
+  }
+  return dir;
+}
+
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<ChildProcess>();
+
+function python(sandbox: Sandbox, args: string[], env: Record<string, string> = {}): Proc {
+  const child = spawn(process.execPath, [PYTHON_SHIM, ...args], {
+    env: { ...process.env, MODELSWAP_SANDBOX: sandbox.root, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
+    child.on("exit", (code, signal) => {
+      running.delete(child);
+      // let the pipes drain
+      setTimeout(() => res({ code, signal }), 20);
+    });
+  });
+  const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(out)) {
+      if (child.exitCode !== null)
+        throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}:\n${out}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return { child, output: () => out, waitFor, exited };
+}
+
+async function run(sandbox: Sandbox, args: string[], env: Record<string, string> = {}) {
+  const p = python(sandbox, args, env);
+  const { code } = await p.exited;
+  return { code, output: p.output() };
+}
+
+async function stopProc(p: Proc): Promise<number | null> {
+  if (p.child.exitCode !== null) return p.child.exitCode;
+  p.child.kill("SIGTERM");
+  const { code } = await p.exited;
+  return code;
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = connect({ host: "127.0.0.1", port });
+    s.once("connect", () => {
+      s.destroy();
+      res(true);
+    });
+    s.once("error", () => res(false));
+  });
+}
+
+async function getJson(port: number, path: string): Promise<{ status: number; body: unknown; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`);
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = null;
+  }
+  return { status: res.status, body, text };
+}
+
+interface GenerateBody {
+  text: string;
+  output_ids: number[];
+  meta_info: {
+    finish_reason: unknown;
+    completion_tokens: number;
+    prompt_tokens: number;
+    output_token_logprobs: [number | null, number, string | null][];
+  };
+}
+
+interface ChatBody {
+  object: string;
+  model: string;
+  choices: {
+    index: number;
+    finish_reason: string;
+    message: { content: string };
+    logprobs: { content: { token: string; logprob: number | null; bytes: number[] }[] } | null;
+  }[];
+  usage: { completion_tokens: number };
+}
+
+interface CompletionBody {
+  object: string;
+  choices: { text: string; logprobs: { token_logprobs: (number | null)[] } }[];
+}
+
+async function postJson<T>(
+  port: number,
+  path: string,
+  payload: unknown,
+): Promise<{ status: number; body: T }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(payload),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+async function startServer(sandbox: Sandbox, modelDir: string, extra: string[] = []) {
+  const port = await freePort();
+  const proc = python(sandbox, [
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    modelDir,
+    "--port",
+    String(port),
+    ...extra,
+  ]);
+  return { port, proc };
+}
+
+afterAll(() => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+describe("simulated SGLang server: healthy dense model on 1x H200", () => {
+  let sb: Sandbox;
+  let port: number;
+  let proc: Proc;
+  let model: string;
+
+  beforeAll(async () => {
+    sb = await makeSandbox("h200-1gpu", { sglang: { loadSeconds: 0.6, msPerToken: 1, ttftMs: 3 } });
+    model = await writeModel(sb.root, "Qwen3-4B", DENSE_CONFIG);
+    ({ port, proc } = await startServer(sb, model, ["--served-model-name", "qwen3-4b", "--tp", "1"]));
+    // Like the real server, the port is not bound while the weights load.
+    await proc.waitFor(/Load weight begin\. avail mem=\d+\.\d\d GB/);
+    expect(await portOpen(port)).toBe(false);
+    await proc.waitFor(/The server is fired up and ready to roll!/);
+  });
+
+  afterAll(async () => {
+    if (proc) await stopProc(proc);
+    await sb?.remove();
+  });
+
+  it("logs the real startup lines in order", () => {
+    const log = proc.output();
+    const order = [
+      /server_args=ServerArgs\(model_path='[^']+Qwen3-4B', /,
+      /\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Load weight begin\. avail mem=/,
+      /Load weight end\. elapsed=\d+\.\d\d s, type=Qwen3ForCausalLM, dtype=torch\.bfloat16, avail mem=/,
+      /KV Cache is allocated\. dtype: torch\.bfloat16, #tokens: \d+, K size: \d+\.\d\d GB, V size: \d+\.\d\d GB/,
+      /max_total_num_tokens=\d+, chunked_prefill_size=\d+/,
+      /INFO: {5}Uvicorn running on http:\/\/127\.0\.0\.1:\d+ \(Press CTRL\+C to quit\)/,
+      /The server is fired up and ready to roll!/,
+    ];
+    let at = 0;
+    for (const re of order) {
+      const m = re.exec(log.slice(at));
+      expect(m, `missing ${re} after offset ${at}`).not.toBeNull();
+      at += (m?.index ?? 0) + (m?.[0].length ?? 0);
+    }
+  });
+
+  it("answers /health, /health_generate, /v1/models and /get_model_info like SGLang", async () => {
+    const health = await getJson(port, "/health");
+    expect(health.status).toBe(200);
+    expect(health.text).toBe("");
+    expect((await getJson(port, "/health_generate")).status).toBe(200);
+    const models = await getJson(port, "/v1/models");
+    expect(models.body).toMatchObject({
+      object: "list",
+      data: [{ id: "qwen3-4b", object: "model", owned_by: "sglang", root: "qwen3-4b", max_model_len: 40960 }],
+    });
+    const info = await getJson(port, "/get_model_info");
+    expect(info.body).toMatchObject({
+      model_path: model,
+      tokenizer_path: model,
+      is_generation: true,
+      preferred_sampling_params: null,
+      weight_version: "default",
+    });
+    const server = await getJson(port, "/get_server_info");
+    expect(server.body).toMatchObject({ tp_size: 1, port, version: "0.5.6" });
+    expect((server.body as { internal_states: unknown[] }).internal_states).toHaveLength(1);
+    expect((await getJson(port, "/nope")).status).toBe(404);
+  });
+
+  it("/generate returns text, meta_info and output_token_logprobs", async () => {
+    const { status, body } = await postJson<GenerateBody>(port, "/generate", {
+      text: "What is the capital of France? The capital of France is",
+      sampling_params: { temperature: 0, max_new_tokens: 16 },
+      return_logprob: true,
+    });
+    expect(status).toBe(200);
+    expect(body.text).toContain("Paris");
+    expect(body.meta_info.finish_reason).toEqual({ type: "stop", matched: 151645 });
+    expect(body.meta_info.completion_tokens).toBe(body.meta_info.output_token_logprobs.length);
+    expect(body.meta_info.prompt_tokens).toBeGreaterThan(5);
+    for (const [lp, id, text] of body.meta_info.output_token_logprobs) {
+      expect(typeof lp).toBe("number");
+      expect(lp ?? 0).toBeLessThan(0);
+      expect(Number.isInteger(id)).toBe(true);
+      expect(text).toBeNull();
+    }
+    // deterministic at temperature 0
+    const again = await postJson<GenerateBody>(port, "/generate", {
+      text: "What is the capital of France? The capital of France is",
+      sampling_params: { temperature: 0, max_new_tokens: 16 },
+      return_logprob: true,
+    });
+    expect(again.body.text).toBe(body.text);
+    expect(again.body.meta_info.output_token_logprobs).toEqual(body.meta_info.output_token_logprobs);
+    // arithmetic, length limit
+    const four = await postJson<GenerateBody>(port, "/generate", {
+      text: "2+2=",
+      sampling_params: { temperature: 0, max_new_tokens: 4 },
+    });
+    expect(four.body.text.trim()).toBe("4");
+    const long = await postJson<GenerateBody>(port, "/generate", {
+      text: "Tell me a story",
+      sampling_params: { temperature: 0, max_new_tokens: 10, ignore_eos: true },
+    });
+    expect(long.body.meta_info).toMatchObject({
+      completion_tokens: 10,
+      finish_reason: { type: "length", length: 10 },
+    });
+  });
+
+  it("/generate streams SSE chunks ending in [DONE]", async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/generate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        text: "hello",
+        sampling_params: { max_new_tokens: 5, ignore_eos: true },
+        stream: true,
+      }),
+    });
+    const text = await res.text();
+    const events = text.split("\n\n").filter((e) => e.startsWith("data: "));
+    expect(events.at(-1)).toBe("data: [DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)));
+    expect(chunks).toHaveLength(5);
+    expect(chunks.map((c) => c.meta_info.completion_tokens)).toEqual([1, 2, 3, 4, 5]);
+    expect(chunks.at(-1).meta_info.finish_reason).toEqual({ type: "length", length: 5 });
+    expect(chunks[0].meta_info.finish_reason).toBeNull();
+  });
+
+  it("/v1/chat/completions and /v1/completions return OpenAI shapes with logprobs", async () => {
+    const chat = await postJson<ChatBody>(port, "/v1/chat/completions", {
+      model: "qwen3-4b",
+      messages: [{ role: "user", content: "What is the capital of France?" }],
+      temperature: 0,
+      max_tokens: 32,
+      logprobs: true,
+    });
+    expect(chat.status).toBe(200);
+    expect(chat.body).toMatchObject({
+      object: "chat.completion",
+      model: "qwen3-4b",
+      choices: [{ index: 0, finish_reason: "stop" }],
+    });
+    expect(chat.body.choices[0]?.message.content).toBe("The capital of France is Paris.");
+    const content = chat.body.choices[0]?.logprobs?.content ?? [];
+    expect(content.map((c) => c.token).join("")).toBe("The capital of France is Paris.");
+    expect(content.every((c) => c.logprob !== null && c.logprob < 0)).toBe(true);
+    expect(chat.body.usage.completion_tokens).toBe(content.length);
+
+    const completion = await postJson<CompletionBody>(port, "/v1/completions", {
+      model: "qwen3-4b",
+      prompt: "The capital of France is",
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: 1,
+    });
+    expect(completion.body.object).toBe("text_completion");
+    expect(completion.body.choices[0]?.text).toBe(" Paris.");
+    expect(completion.body.choices[0]?.logprobs.token_logprobs.every((v) => v !== null && v < 0)).toBe(true);
+  });
+
+  it("registers GPU usage for nvidia-smi", async () => {
+    const file = join(sb.root, "state", "gpu-usage", `${proc.child.pid}.json`);
+    const usage = JSON.parse(await readFile(file, "utf8"));
+    expect(usage.gpus).toEqual([0]);
+    expect(usage.memMiB).toBeGreaterThan(100_000);
+    expect(usage.memMiB).toBeLessThan(143_771);
+  });
+
+  it("runs bench_serving against it and prints the real summary", async () => {
+    const outFile = join(sb.root, "bench.jsonl");
+    const r = await run(sb, [
+      "-m",
+      "sglang.bench_serving",
+      "--backend",
+      "sglang",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--dataset-name",
+      "random",
+      "--random-input-len",
+      "64",
+      "--random-output-len",
+      "16",
+      "--random-range-ratio",
+      "1",
+      "--num-prompts",
+      "12",
+      "--max-concurrency",
+      "4",
+      "--output-file",
+      outFile,
+      "--disable-tqdm",
+    ]);
+    expect(r.code, r.output).toBe(0);
+    const lines = r.output.split("\n");
+    const start = lines.indexOf("============ Serving Benchmark Result ============");
+    expect(start).toBeGreaterThan(0);
+    const values = new Map<string, string>();
+    for (const line of lines.slice(start + 1)) {
+      if (line === "=".repeat(50)) break;
+      if (/^-+[A-Za-z]/.test(line)) continue;
+      expect(line.slice(40, 41), line).toBe(" ");
+      values.set(line.slice(0, 40).trim(), line.slice(41).trim());
+    }
+    expect(values.get("Backend:")).toBe("sglang");
+    expect(values.get("Traffic request rate:")).toBe("inf");
+    expect(values.get("Max request concurrency:")).toBe("4");
+    expect(values.get("Successful requests:")).toBe("12");
+    expect(values.get("Total input tokens:")).toBe(String(12 * 64));
+    expect(values.get("Total generated tokens:")).toBe(String(12 * 16));
+    expect(Number(values.get("Peak concurrent requests:"))).toBe(4);
+    const ttft = Number(values.get("Mean TTFT (ms):"));
+    const tpot = Number(values.get("Mean TPOT (ms):"));
+    const e2e = Number(values.get("Mean E2E Latency (ms):"));
+    expect(ttft).toBeGreaterThan(0);
+    expect(tpot).toBeGreaterThan(0.5);
+    expect(tpot).toBeLessThan(50);
+    expect(e2e).toBeGreaterThan(ttft);
+    expect(Number(values.get("Output token throughput (tok/s):"))).toBeGreaterThan(0);
+    for (const label of [
+      "P99 TTFT (ms):",
+      "Median ITL (ms):",
+      "P95 ITL (ms):",
+      "Max ITL (ms):",
+      "P90 E2E Latency (ms):",
+    ]) {
+      expect(values.has(label), label).toBe(true);
+    }
+    // Python's json.dumps writes float("inf") as a bare Infinity, exactly like the real tool.
+    const raw = (await readFile(outFile, "utf8")).trim();
+    expect(raw).toContain('"request_rate": Infinity');
+    const result = JSON.parse(raw.replace(/: (-?Infinity|NaN)\b/g, ': "$1"'));
+    expect(result).toMatchObject({
+      backend: "sglang",
+      completed: 12,
+      total_output_tokens: 192,
+      max_concurrency: 4,
+    });
+    expect(result.mean_ttft_ms).toBeCloseTo(ttft, 1);
+  });
+
+  it("stops cleanly on SIGTERM and frees its GPUs", async () => {
+    const pid = proc.child.pid;
+    const code = await stopProc(proc);
+    expect(code).toBe(0);
+    expect(existsSync(join(sb.root, "state", "gpu-usage", `${pid}.json`))).toBe(false);
+    expect(proc.output()).toContain("INFO:     Shutting down");
+  });
+
+  it("bench_serving fails clearly when the server is down", async () => {
+    const r = await run(sb, [
+      "-m",
+      "sglang.bench_serving",
+      "--port",
+      String(port),
+      "--dataset-name",
+      "random",
+      "--num-prompts",
+      "2",
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain(`Failed to fetch model from http://0.0.0.0:${port}/v1/models`);
+    expect(r.output).toContain("Connection refused");
+  });
+});
+
+describe("simulated SGLang server: NVFP4", () => {
+  let sb: Sandbox;
+  let model: string;
+  const procs: Proc[] = [];
+
+  beforeAll(async () => {
+    sb = await makeSandbox("8x-rtx-pro-6000-blackwell", {
+      sglang: { loadSeconds: 0.2, msPerToken: 1, ttftMs: 2 },
+    });
+    model = await writeModel(sb.root, "Qwen3-MoE-NVFP4", MOE_CONFIG, true);
+  });
+
+  afterAll(async () => {
+    for (const p of procs) await stopProc(p);
+    await sb?.remove();
+  });
+
+  it("on sm_120 without the FlashInfer backends: healthy, but outputs '!!!!' with null logprobs", async () => {
+    const { port, proc } = await startServer(sb, model, ["--tp", "4", "--quantization", "modelopt_fp4"]);
+    procs.push(proc);
+    await proc.waitFor(/fired up and ready to roll/);
+    expect(proc.output()).toMatch(
+      /Load weight end\. elapsed=[\d.]+ s, type=Qwen3MoeForCausalLM, quant=modelopt_fp4, quant_algo=NVFP4/,
+    );
+    expect((await getJson(port, "/health_generate")).status).toBe(200);
+    const gen = await postJson<GenerateBody>(port, "/generate", {
+      text: "What is the capital of France?",
+      sampling_params: { temperature: 0, max_new_tokens: 12 },
+      return_logprob: true,
+    });
+    expect(gen.body.text).toBe("!".repeat(12));
+    expect(gen.body.output_ids).toEqual(Array(12).fill(0));
+    expect(gen.body.meta_info.output_token_logprobs.every((t) => t[0] === null && t[1] === 0)).toBe(true);
+    const chat = await postJson<ChatBody>(port, "/v1/chat/completions", {
+      messages: [{ role: "user", content: "What is the capital of France?" }],
+      temperature: 0,
+      max_tokens: 8,
+      logprobs: true,
+    });
+    expect(chat.body.choices[0]?.message.content).toBe("!!!!!!!!");
+    expect(chat.body.choices[0]?.finish_reason).toBe("length");
+    expect(chat.body.choices[0]?.logprobs?.content[0]?.logprob).toBeNull();
+    const usage = JSON.parse(
+      await readFile(join(sb.root, "state", "gpu-usage", `${proc.child.pid}.json`), "utf8"),
+    );
+    expect(usage.gpus).toEqual([0, 1, 2, 3]);
+    expect(await stopProc(proc)).toBe(0);
+  });
+
+  it("on sm_120 with --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn: sane output", async () => {
+    const { port, proc } = await startServer(sb, model, [
+      "--tp-size",
+      "8",
+      "--moe-runner-backend",
+      "flashinfer_cutlass",
+      "--fp4-gemm-backend=flashinfer_cudnn",
+      "--trust-remote-code",
+      "--enable-hierarchical-cache",
+      "--hicache-ratio",
+      "4",
+      "--tool-call-parser",
+      "qwen3_coder",
+      "--reasoning-parser",
+      "qwen3",
+    ]);
+    procs.push(proc);
+    await proc.waitFor(/fired up and ready to roll/);
+    const gen = await postJson<GenerateBody>(port, "/generate", {
+      text: "What is the capital of France?",
+      sampling_params: { temperature: 0, max_new_tokens: 12 },
+      return_logprob: true,
+    });
+    expect(gen.body.text).toContain("Paris");
+    expect(gen.body.meta_info.output_token_logprobs.every((t) => typeof t[0] === "number")).toBe(true);
+    expect(await stopProc(proc)).toBe(0);
+  });
+
+  it("on 1x H200 (compute capability 9.0): crashes while loading with the real error", async () => {
+    const h200 = await makeSandbox("h200-1gpu", { sglang: { loadSeconds: 0.1 } });
+    try {
+      const m = await writeModel(h200.root, "Qwen3-MoE-NVFP4", MOE_CONFIG, true);
+      const r = await run(h200, [
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        m,
+        "--port",
+        String(await freePort()),
+      ]);
+      expect(r.code).toBe(1);
+      expect(r.output).toContain("Load weight begin.");
+      expect(r.output).toContain("Scheduler hit an exception: Traceback (most recent call last):");
+      expect(r.output).toContain(
+        "ValueError: The quantization method modelopt_fp4 is not supported for the current GPU. Minimum capability: 100. Current capability: 90.",
+      );
+      expect(r.output).toContain("Received sigquit from a child process. It usually means the child failed.");
+      expect(r.output).not.toContain("fired up");
+    } finally {
+      await h200.remove();
+    }
+  });
+});
+
+describe("simulated SGLang command line", () => {
+  let sb: Sandbox;
+  let model: string;
+
+  beforeAll(async () => {
+    sb = await makeSandbox("8x-rtx-pro-6000-blackwell", { sglang: { loadSeconds: 0.1 } });
+    model = await writeModel(sb.root, "dense", DENSE_CONFIG);
+  });
+  afterAll(async () => {
+    await sb?.remove();
+  });
+
+  it("rejects an unknown flag like argparse (exit 2)", async () => {
+    const r = await run(sb, ["-m", "sglang.launch_server", "--model-path", model, "--foo", "bar"]);
+    expect(r.code).toBe(2);
+    expect(r.output).toMatch(/^usage: launch_server\.py \[-h\] --model-path MODEL_PATH/m);
+    expect(r.output).toContain("launch_server.py: error: unrecognized arguments: --foo bar");
+  });
+
+  it("rejects an invalid choice and a missing --model-path", async () => {
+    const bad = await run(sb, [
+      "-m",
+      "sglang.launch_server",
+      "--model-path",
+      model,
+      "--quantization",
+      "nvfp4x",
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toMatch(
+      /error: argument --quantization: invalid choice: 'nvfp4x' \(choose from 'awq', 'fp8', /,
+    );
+    const missing = await run(sb, ["-m", "sglang.launch_server", "--port", "1234"]);
+    expect(missing.code).toBe(2);
+    expect(missing.output).toContain("error: the following arguments are required: --model-path/--model");
+  });
+
+  it("--help lists every supported flag, including --fp4-gemm-backend", async () => {
+    const r = await run(sb, ["-m", "sglang.launch_server", "--help"]);
+    expect(r.code).toBe(0);
+    for (const flag of [
+      "--model-path MODEL_PATH, --model MODEL_PATH",
+      "--tp-size TP_SIZE, --tensor-parallel-size TP_SIZE",
+      "--fp4-gemm-backend {auto,flashinfer_cudnn,",
+      "--moe-runner-backend {auto,",
+      "--enable-hierarchical-cache",
+      "--hicache-ratio HICACHE_RATIO",
+      "--mem-fraction-static MEM_FRACTION_STATIC",
+    ]) {
+      expect(r.output, flag).toContain(flag);
+    }
+  });
+
+  it("takes the flag spellings from the engine source when it has server_args.py", async () => {
+    const src = join(sb.root, "opt", "sglang", "python", "sglang", "srt");
+    await mkdir(src, { recursive: true });
+    // An older engine: no --fp4-gemm-backend yet.
+    await writeFile(join(src, "server_args.py"), renderServerArgsPy({ omit: ["--fp4-gemm-backend"] }));
+    try {
+      const r = await run(sb, [
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        model,
+        "--fp4-gemm-backend",
+        "flashinfer_cudnn",
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.output).toContain(
+        "launch_server.py: error: unrecognized arguments: --fp4-gemm-backend flashinfer_cudnn",
+      );
+      const help = await run(sb, ["-m", "sglang.launch_server", "--help"]);
+      expect(help.output).toContain("--moe-runner-backend {auto,");
+      expect(help.output).not.toContain("--fp4-gemm-backend");
+      // Every other flag of that engine still works.
+      const { port, proc } = await startServer(sb, model, [
+        "--tp",
+        "2",
+        "--moe-runner-backend",
+        "flashinfer_cutlass",
+      ]);
+      await proc.waitFor(/fired up and ready to roll/);
+      expect((await getJson(port, "/health")).status).toBe(200);
+      expect(await stopProc(proc)).toBe(0);
+    } finally {
+      await rm(join(src, "server_args.py"), { force: true });
+    }
+  });
+
+  it("python --version, import checks and unknown modules behave like CPython", async () => {
+    const version = await run(sb, ["--version"]);
+    expect(version).toEqual({ code: 0, output: "Python 3.12.3\n" });
+    const missing = await run(sb, ["-c", "import sglang; print(sglang.__version__)"]);
+    expect(missing.code).toBe(1);
+    expect(missing.output).toBe(
+      "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'sglang'\n",
+    );
+    const pkg = join(sb.root, "opt", "sglang", "python", "sglang");
+    await mkdir(pkg, { recursive: true });
+    await writeFile(join(pkg, "version.py"), '__version__ = "0.5.6"\n');
+    const ok = await run(sb, ["-c", "import sglang; print(sglang.__version__)"]);
+    expect(ok).toEqual({ code: 0, output: "0.5.6\n" });
+    const torch = await run(sb, [
+      "-c",
+      "import torch; print(torch.cuda.device_count(), torch.cuda.get_device_capability())",
+    ]);
+    expect(torch.output).toBe("8 (12, 0)\n");
+    const nomod = await run(sb, ["-m", "sglang.nope"]);
+    expect(nomod.code).toBe(1);
+    expect(nomod.output).toContain("No module named sglang.nope");
+    const badopt = await run(sb, ["--frobnicate"]);
+    expect(badopt.code).toBe(2);
+  });
+});
+
+describe("simulated SGLang faults", () => {
+  let sb: Sandbox;
+  let model: string;
+
+  beforeAll(async () => {
+    sb = await makeSandbox("h200-1gpu");
+    model = await writeModel(sb.root, "dense", DENSE_CONFIG);
+  });
+  afterAll(async () => {
+    await sb?.remove();
+  });
+
+  async function withFaults(faults: Record<string, unknown>) {
+    await writeFile(join(sb.root, "state", "faults.json"), JSON.stringify(faults));
+  }
+
+  it("crash-on-start: Python traceback, exit 1", async () => {
+    await withFaults({ sglang: "crash-on-start" });
+    const r = await run(sb, ["-m", "sglang.launch_server", "--model-path", model]);
+    expect(r.code).toBe(1);
+    expect(r.output).toMatch(/^Traceback \(most recent call last\):/m);
+    expect(r.output).toContain("ImportError:");
+  });
+
+  it("a model directory without config.json crashes with the transformers error", async () => {
+    await withFaults({ sglang: { loadSeconds: 0.1 } });
+    const empty = join(sb.root, "models", "empty");
+    await mkdir(empty, { recursive: true });
+    const r = await run(sb, ["-m", "sglang.launch_server", "--model-path", empty]);
+    expect(r.code).toBe(1);
+    expect(r.output).toContain(`OSError: ${empty} does not appear to have a file named config.json.`);
+  });
+
+  it("oom: torch.OutOfMemoryError in the journal, exit 1", async () => {
+    await withFaults({ sglang: { mode: "oom", loadSeconds: 0.1 } });
+    const r = await run(sb, [
+      "-m",
+      "sglang.launch_server",
+      "--model-path",
+      model,
+      "--port",
+      String(await freePort()),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.output).toMatch(
+      /torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total capacity of/,
+    );
+  });
+
+  it("hang (per port): never finishes loading, never binds, still stops on SIGTERM", async () => {
+    const port = await freePort();
+    await withFaults({ sglang: { loadSeconds: 0.1, ports: { [String(port)]: { mode: "hang" } } } });
+    const proc = python(sb, ["-m", "sglang.launch_server", "--model-path", model, "--port", String(port)]);
+    await proc.waitFor(/Load weight begin/);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await portOpen(port)).toBe(false);
+    expect(proc.output()).not.toContain("Load weight end");
+    expect(await stopProc(proc)).toBe(0);
+  });
+
+  it("sampling-errors: logs the sampler error and answers garbage; die-after: exits later", async () => {
+    await withFaults({ sglang: { modes: ["sampling-errors"], loadSeconds: 0.1, "die-after": 1.2 } });
+    const { port, proc } = await startServer(sb, model);
+    await proc.waitFor(/fired up and ready to roll/);
+    const gen = await postJson<GenerateBody>(port, "/generate", {
+      text: "What is the capital of France?",
+      sampling_params: { temperature: 0, max_new_tokens: 8 },
+      return_logprob: true,
+    });
+    expect(gen.body.text).not.toContain("Paris");
+    expect(proc.output()).toContain("Detected errors during sampling! NaN in the logits.");
+    const { code } = await proc.exited;
+    expect(code).toBe(1);
+    expect(proc.output()).toContain("Scheduler hit an exception");
+  });
+
+  it("answers /health with 503 during warmup; a second server on the same GPU runs out of memory", async () => {
+    await withFaults({ sglang: { loadSeconds: 0.1, warmupMs: 700 } });
+    const { port, proc } = await startServer(sb, model);
+    await proc.waitFor(/Uvicorn running on/);
+    expect((await getJson(port, "/health")).status).toBe(503);
+    await proc.waitFor(/fired up and ready to roll/);
+    expect((await getJson(port, "/health")).status).toBe(200);
+    // The first server holds most of GPU 0 (per the usage registry nvidia-smi reads).
+    const second = await run(sb, [
+      "-m",
+      "sglang.launch_server",
+      "--model-path",
+      model,
+      "--port",
+      String(await freePort()),
+    ]);
+    expect(second.code).toBe(1);
+    expect(second.output).toContain(
+      "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    );
+    expect(await stopProc(proc)).toBe(0);
+  });
+
+  it("exits 1 with uvicorn's error when the port is taken", async () => {
+    await withFaults({ sglang: { loadSeconds: 0.1 } });
+    const blocker = createServer();
+    const port = await freePort();
+    await new Promise<void>((res) => blocker.listen(port, "127.0.0.1", () => res()));
+    try {
+      const r = await run(sb, ["-m", "sglang.launch_server", "--model-path", model, "--port", String(port)]);
+      expect(r.code).toBe(1);
+      expect(r.output).toContain(
+        `ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', ${port}): address already in use`,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("a bigger model than the GPUs hold runs out of memory by itself", async () => {
+    await withFaults({ sglang: { loadSeconds: 0.1 } });
+    const big = await writeModel(sb.root, "big", {
+      ...DENSE_CONFIG,
+      hidden_size: 16384,
+      intermediate_size: 53248,
+      num_hidden_layers: 126,
+      num_attention_heads: 128,
+    });
+    const r = await run(sb, [
+      "-m",
+      "sglang.launch_server",
+      "--model-path",
+      big,
+      "--port",
+      String(await freePort()),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.output).toContain("torch.OutOfMemoryError: CUDA out of memory.");
+  });
+});

@@ -1,0 +1,318 @@
+/**
+ * Imitates: nothing by itself — the view of the simulated GPU host that the simulated SGLang
+ * (`python -m sglang.launch_server`, `python -m sglang.bench_serving`, `python -c ...`) needs:
+ * the sandbox root, faults, config, the GPU set (compute capability, memory), the engine source
+ * directory, and the GPU-usage registry that the simulated `nvidia-smi` reads.
+ *
+ * It prefers the shared `sandbox.mjs` beside it (written by the gpu-host helper) and falls back to
+ * reading the same files directly when that module or one of its functions is missing:
+ *   <sandbox>/state/config.json   { "gpus": "<set name>", "sglang": { loadSeconds, ... } }
+ *   <sandbox>/state/faults.json   { "sglang": "nan" | [...] | { mode, loadSeconds, ports: {...} } }
+ *   <sandbox>/state/gpu-usage/<pid>.json  { gpus, memMiB, util, processName }
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** @type {Record<string, unknown> | null} */
+let shared = null;
+try {
+  shared = await import("./sandbox.mjs");
+} catch {
+  shared = null;
+}
+
+/** @type {Record<string, unknown> | null} */
+let gpuSets = null;
+try {
+  gpuSets = await import("./gpu-sets.mjs");
+} catch {
+  gpuSets = null;
+}
+
+/** @param {string} name */
+function sharedFn(name) {
+  const fn = shared?.[name];
+  return typeof fn === "function" ? fn : null;
+}
+
+/** Sandbox root (env MODELSWAP_SANDBOX), or null when the shims run outside a sandbox. */
+export function sandboxRoot() {
+  const fn = sharedFn("sandboxRoot");
+  if (fn) {
+    try {
+      const root = fn();
+      if (typeof root === "string" && root !== "") return root;
+    } catch {
+      // fall through to the environment
+    }
+  }
+  const root = process.env.MODELSWAP_SANDBOX;
+  return root && root !== "" ? root : null;
+}
+
+/** @param {string} path */
+function readJson(path) {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+/** @returns {Record<string, any>} */
+export function readConfig() {
+  const fn = sharedFn("readConfig");
+  if (fn) {
+    try {
+      const cfg = fn();
+      if (cfg && typeof cfg === "object") return cfg;
+    } catch {
+      // fall back to the file
+    }
+  }
+  const root = sandboxRoot();
+  if (!root) return {};
+  return readJson(join(root, "state", "config.json")) ?? {};
+}
+
+/** @returns {Record<string, any>} */
+export function readFaults() {
+  const fn = sharedFn("readFaults");
+  if (fn) {
+    try {
+      const faults = fn();
+      if (faults && typeof faults === "object") return faults;
+    } catch {
+      // fall back to the file
+    }
+  }
+  const root = sandboxRoot();
+  if (!root) return {};
+  return readJson(join(root, "state", "faults.json")) ?? {};
+}
+
+/** Records one invocation for tests (no-op without the shared module). */
+export function recordCall(cmd, argv) {
+  const fn = sharedFn("recordCall");
+  if (!fn || !sandboxRoot()) return;
+  try {
+    fn(cmd, argv);
+  } catch {
+    // recording must never break the command itself
+  }
+}
+
+/** Path of the venv interpreter on the host (<engine>/.venv/bin/python), for messages. */
+export function venvPython() {
+  const dir = engineDir();
+  return dir ? join(dir, ".venv", "bin", "python") : "python";
+}
+
+/** Engine source directory: config `sglang.sourceDir`, else <sandbox>/opt/sglang. */
+export function engineDir() {
+  const cfg = readConfig();
+  const configured = cfg?.sglang?.sourceDir;
+  if (typeof configured === "string" && configured !== "") return configured;
+  const root = sandboxRoot();
+  return root ? join(root, "opt", "sglang") : null;
+}
+
+/** `__version__` from <engine>/python/sglang/version.py, or null when SGLang is not installed. */
+export function engineVersion() {
+  const dir = engineDir();
+  if (!dir) return null;
+  const file = join(dir, "python", "sglang", "version.py");
+  if (!existsSync(file)) return null;
+  const match = /__version__\s*=\s*["']([^"']+)["']/.exec(readFileSync(file, "utf8"));
+  return match ? match[1] : null;
+}
+
+/**
+ * GPU models the simulated host knows (by a substring of the set name). Memory is what the real
+ * `nvidia-smi --query-gpu=memory.total` reports in MiB.
+ */
+const GPU_MODELS = [
+  { match: "rtx-pro-6000", name: "NVIDIA RTX PRO 6000 Blackwell Server Edition", cc: 12.0, memMiB: 97887 },
+  { match: "rtx-5090", name: "NVIDIA GeForce RTX 5090", cc: 12.0, memMiB: 32607 },
+  { match: "b300", name: "NVIDIA B300", cc: 10.3, memMiB: 275040 },
+  { match: "gb200", name: "NVIDIA GB200", cc: 10.0, memMiB: 189471 },
+  { match: "b200", name: "NVIDIA B200", cc: 10.0, memMiB: 183359 },
+  { match: "h200", name: "NVIDIA H200", cc: 9.0, memMiB: 143771 },
+  { match: "h100", name: "NVIDIA H100 80GB HBM3", cc: 9.0, memMiB: 81559 },
+  { match: "a100", name: "NVIDIA A100-SXM4-80GB", cc: 8.0, memMiB: 81920 },
+  { match: "l40s", name: "NVIDIA L40S", cc: 8.9, memMiB: 46068 },
+];
+
+/**
+ * The GPU set of the host: { setName, count, name, cc, memMiB }.
+ * Uses the shared module's description when it offers one, else parses the set name
+ * ("8x-rtx-pro-6000-blackwell", "h200-1gpu", "8x-b200").
+ */
+export function gpuSet() {
+  const cfg = readConfig();
+  const setName = typeof cfg.gpus === "string" && cfg.gpus !== "" ? cfg.gpus : "h200-1gpu";
+  const fn = gpuSets?.gpuSet;
+  if (typeof fn === "function") {
+    try {
+      const parsed = fromSharedDescription(setName, fn(setName));
+      if (parsed) return parsed;
+    } catch {
+      // unknown to the shared table: fall back to parsing the name
+    }
+  }
+  return parseSetName(setName);
+}
+
+/** @param {string} setName @param {any} info */
+function fromSharedDescription(setName, info) {
+  const gpus = Array.isArray(info) ? info : Array.isArray(info?.gpus) ? info.gpus : null;
+  if (!gpus || gpus.length === 0) return null;
+  const first = gpus[0];
+  const cc = Number.parseFloat(String(first.computeCap ?? first.compute_cap ?? first.cc ?? ""));
+  const total = Number(first.memoryTotalMiB ?? first.memoryMiB ?? first.memMiB ?? Number.NaN);
+  if (!Number.isFinite(cc) || !Number.isFinite(total)) return null;
+  const memMiB = total - (Number(first.reservedMiB) || 0);
+  return { setName, count: gpus.length, name: String(first.name ?? "NVIDIA GPU"), cc, memMiB };
+}
+
+/** @param {string} setName */
+export function parseSetName(setName) {
+  const lower = setName.toLowerCase();
+  const model = GPU_MODELS.find((m) => lower.includes(m.match)) ?? GPU_MODELS.find((m) => m.match === "h200");
+  const countMatch = /^(\d+)\s*x/.exec(lower) ?? /(\d+)\s*-?gpus?\b/.exec(lower);
+  const count = countMatch ? Math.max(1, Number.parseInt(countMatch[1], 10)) : 1;
+  return { setName, count, name: model.name, cc: model.cc, memMiB: model.memMiB };
+}
+
+function usageDir() {
+  const root = sandboxRoot();
+  return root ? join(root, "state", "gpu-usage") : null;
+}
+
+/** @param {number} pid */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return /** @type {NodeJS.ErrnoException} */ (err).code === "EPERM";
+  }
+}
+
+/**
+ * MiB used on each GPU index by other live processes (per the usage registry).
+ * @returns {Map<number, number>}
+ */
+export function memoryUsedByOthers() {
+  const used = new Map();
+  const live = sharedFn("liveGpuUsage");
+  if (live && sandboxRoot()) {
+    try {
+      for (const entry of live()) {
+        if (entry.pid === process.pid) continue;
+        entry.gpus.forEach((gpu, i) => {
+          const mem = Array.isArray(entry.memMiB) ? Number(entry.memMiB[i]) : Number(entry.memMiB);
+          used.set(gpu, (used.get(gpu) ?? 0) + (mem || 0));
+        });
+      }
+      return used;
+    } catch {
+      used.clear();
+    }
+  }
+  const dir = usageDir();
+  if (!dir || !existsSync(dir)) return used;
+  for (const file of readdirSync(dir)) {
+    const m = /^(\d+)\.json$/.exec(file);
+    if (!m) continue;
+    const pid = Number.parseInt(m[1], 10);
+    if (pid === process.pid || !alive(pid)) continue;
+    const entry = readJson(join(dir, file));
+    if (!entry || !Array.isArray(entry.gpus)) continue;
+    for (const gpu of entry.gpus) {
+      used.set(gpu, (used.get(gpu) ?? 0) + (Number(entry.memMiB) || 0));
+    }
+  }
+  return used;
+}
+
+/**
+ * Registers (or updates) this process's GPU usage: nvidia-smi shows it.
+ * @param {{gpus:number[], memMiB:number, util:number, processName:string}} usage
+ */
+export function registerGpuUsage(usage) {
+  const fn = sharedFn("registerGpuUsage");
+  if (fn && sandboxRoot()) {
+    try {
+      fn({ pid: process.pid, ...usage });
+      return;
+    } catch {
+      // fall back to the file
+    }
+  }
+  const dir = usageDir();
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${process.pid}.json`);
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, JSON.stringify(usage));
+  renameSync(tmp, file);
+}
+
+/** Removes this process's GPU usage entry (process exit frees the memory). */
+export function clearGpuUsage() {
+  const fn = sharedFn("clearGpuUsage");
+  if (fn && sandboxRoot()) {
+    try {
+      fn(process.pid);
+    } catch {
+      // the file removal below still runs
+    }
+  }
+  const dir = usageDir();
+  if (!dir) return;
+  rmSync(join(dir, `${process.pid}.json`), { force: true });
+}
+
+const DEFAULTS = { loadSeconds: 1.5, msPerToken: 2, ttftMs: 5, warmupMs: 150, dieAfter: null };
+
+/**
+ * The SGLang fault settings for a server on `port`: defaults < config.sglang < faults.sglang
+ * < faults.sglang.ports[port]. Returns { modes:Set<string>, loadSeconds, msPerToken, ttftMs,
+ * warmupMs, dieAfter }.
+ * @param {number | null} port
+ */
+export function sglangFaults(port) {
+  const out = { ...DEFAULTS, modes: new Set() };
+  const cfg = readConfig();
+  apply(out, cfg?.sglang);
+  const faults = readFaults();
+  const fs = faults?.sglang;
+  apply(out, fs);
+  if (fs && typeof fs === "object" && !Array.isArray(fs) && fs.ports && port !== null) {
+    apply(out, fs.ports[String(port)]);
+  }
+  return out;
+}
+
+/** @param {any} out @param {any} spec */
+function apply(out, spec) {
+  if (spec === undefined || spec === null) return;
+  if (typeof spec === "string") {
+    out.modes.add(spec);
+    return;
+  }
+  if (Array.isArray(spec)) {
+    for (const item of spec) apply(out, item);
+    return;
+  }
+  if (typeof spec !== "object") return;
+  if (typeof spec.mode === "string") out.modes.add(spec.mode);
+  if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
+  for (const key of ["loadSeconds", "msPerToken", "ttftMs", "warmupMs"]) {
+    const v = Number(spec[key]);
+    if (spec[key] !== undefined && Number.isFinite(v) && v >= 0) out[key] = v;
+  }
+  const die = spec["die-after"] ?? spec.dieAfter;
+  if (die !== undefined && Number.isFinite(Number(die))) out.dieAfter = Number(die);
+}
