@@ -179,3 +179,25 @@ describe("the Slack door", () => {
     expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host]`");
   });
 });
+
+describe("when Redis is down", () => {
+  it("answers at once that the queue is unavailable instead of hanging past Slack's deadline, then recovers", async () => {
+    await bench.redis.stop();
+    try {
+      const command = await bench.slack.command(USERS.alice, "status gpu-1", { channel: CHANNEL });
+      expect(command.timedOut).toBe(false);
+      expect(command.ackResponse?.text).toContain("job queue is unavailable");
+      expect(command.ackResponse?.text).toContain("QUEUE_UNAVAILABLE");
+      expect(command.ackResponse?.text).toContain("Redis is down or unreachable");
+    } finally {
+      await bench.redis.start();
+    }
+    let recovered = false;
+    for (let attempt = 0; attempt < 50 && !recovered; attempt++) {
+      const again = await bench.slack.command(USERS.alice, "status gpu-1", { channel: CHANNEL });
+      recovered = again.ackResponse?.text?.includes("Checking gpu-1") === true;
+      if (!recovered) await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(recovered).toBe(true);
+  });
+});

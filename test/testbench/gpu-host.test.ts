@@ -8,10 +8,10 @@ import { createSimGpuHost, type SimGpuHost } from "../../testbench/gpu-host/inde
 import { isAlive, processGroupMembers, registerGpuUsage } from "../../testbench/gpu-host/shims/sandbox.mjs";
 import { interpretUnit, parseCommandLine } from "../../testbench/gpu-host/shims/unit-file.mjs";
 
-const FIXTURES = [resolve("test/fixtures/gpu-host"), "/work/shared/fixtures/gpu-host"].find((dir) =>
-  existsSync(join(dir, "h200-1gpu")),
-);
-if (FIXTURES === undefined) throw new Error("the real GPU host captures (fixtures/gpu-host) are missing");
+// The real captures, copied into the repository from the team's shared fixtures.
+const FIXTURES = new URL("../fixtures/gpu-host", import.meta.url).pathname;
+if (!existsSync(join(FIXTURES, "h200-1gpu")))
+  throw new Error("the real GPU host captures (test/fixtures/gpu-host) are missing");
 const fixture = (name: string) => readFileSync(join(FIXTURES, "h200-1gpu", name), "utf8");
 
 const FIXTURE_QUERY =
