@@ -118,6 +118,8 @@ const hostSchema = z
     servingPort: z.number().int().min(1).max(65535).default(30000),
     commandTimeoutSeconds: z.number().positive().max(3600).default(30),
     extraPath: z.array(absolutePath("extraPath entry")).default([]),
+    enginePatches: z.array(absolutePath("enginePatches entry")).default([]),
+    sudo: z.boolean().default(false),
   })
   .superRefine((host, ctx) => {
     if ((host.ssh === undefined) === (host.local === undefined)) {
@@ -148,6 +150,25 @@ export const fileSchema = z
         intervalSeconds: z.number().min(5).max(3600).default(30),
         failureThreshold: z.number().int().min(1).max(100).default(3),
         checkTimeoutSeconds: z.number().positive().max(300).default(10),
+      })
+      .prefault({}),
+    approvals: z
+      .strictObject({
+        allowSelfApproval: z.boolean().default(false),
+        ttlMinutes: z
+          .number()
+          .min(1)
+          .max(7 * 24 * 60)
+          .default(240),
+      })
+      .prefault({}),
+    swaps: z
+      .strictObject({
+        pollSeconds: z.number().min(0.1).max(300).default(5),
+        cardUpdateSeconds: z.number().min(0).max(600).default(15),
+        downloadRetries: z.number().int().min(0).max(20).default(3),
+        sanityTimeoutSeconds: z.number().positive().max(3600).default(120),
+        benchmarkTimeoutSeconds: z.number().positive().max(7200).default(900),
       })
       .prefault({}),
     hosts: z

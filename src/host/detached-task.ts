@@ -1,0 +1,110 @@
+import { CodedError } from "../errors.ts";
+import { quote, sh } from "./shell-quote.ts";
+import type { HostTransport } from "./transport.ts";
+
+export interface DetachedStatus {
+  /** running: alive; exited: finished and wrote its exit status; dead: gone without one; missing: never started. */
+  state: "running" | "exited" | "dead" | "missing";
+  exitCode: number | undefined;
+  logTail: string[];
+}
+
+/**
+ * Long work on a host (downloads, engine builds) runs detached from the SSH session: `setsid nohup`, its
+ * own process group, pid/log/exit status in files of its task directory. It survives a dropped
+ * connection and a bot restart; a restarted worker re-attaches by reading the directory.
+ *
+ * `secrets` are written through standard input to a mode-600 file that the task reads and deletes as it
+ * starts, so they never appear on a command line (`ps`) or in the script.
+ */
+export async function startDetached(
+  transport: HostTransport,
+  dir: string,
+  script: string,
+  secrets: Record<string, string> = {},
+): Promise<void> {
+  const wrapper = [
+    "#!/usr/bin/env bash",
+    "# Written by modelswap: a detached task. Its pid, log and exit status live beside this file.",
+    `cd ${quote(dir)} || exit 1`,
+    "echo $$ > pid",
+    "if [ -f .secret-env ]; then . ./.secret-env; rm -f .secret-env; fi",
+    "( set -euo pipefail",
+    script,
+    ")",
+    "code=$?",
+    'echo "$code" > exit.tmp && mv exit.tmp exit',
+    'exit "$code"',
+    "",
+  ].join("\n");
+  const env = Object.entries(secrets)
+    .map(([name, value]) => `export ${name}=${quote(value)}`)
+    .join("\n");
+  await must(
+    transport,
+    sh`mkdir -p ${dir} && rm -f ${dir}/exit ${dir}/pid && cat > ${dir}/run.sh.tmp && mv ${dir}/run.sh.tmp ${dir}/run.sh`,
+    wrapper,
+  );
+  if (env !== "") await must(transport, sh`umask 077 && cat > ${dir}/.secret-env`, `${env}\n`);
+  await must(
+    transport,
+    // The redirections must be on the backgrounded command itself, or a subshell keeps the channel open.
+    sh`cd ${dir} || exit 1; setsid nohup bash ${dir}/run.sh >> ${dir}/log 2>&1 < /dev/null & echo started`,
+  );
+}
+
+/** Reads a task's state from its directory; checks the pid is really this task's and not a zombie. */
+export async function detachedStatus(
+  transport: HostTransport,
+  dir: string,
+  logLines = 20,
+): Promise<DetachedStatus> {
+  const result = await transport.exec(sh`
+    if [ ! -d ${dir} ] || [ ! -f ${dir}/run.sh ]; then echo state=missing; exit 0; fi
+    if [ -f ${dir}/exit ]; then echo state=exited; echo "exit=$(cat ${dir}/exit)";
+    else
+      pid=$(cat ${dir}/pid 2>/dev/null || true)
+      if [ -n "$pid" ] && [ -r /proc/$pid/cmdline ] && tr '\\0' ' ' < /proc/$pid/cmdline | grep -qF ${`${dir}/run.sh`} \
+         && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ]; then echo state=running; else echo state=dead; fi
+    fi
+    echo ---log---
+    tail -n ${logLines} ${dir}/log 2>/dev/null || true
+  `);
+  const [head = "", log = ""] = result.stdout.split("---log---\n");
+  const state = /state=(\w+)/.exec(head)?.[1] as DetachedStatus["state"] | undefined;
+  const exit = /exit=(\d+)/.exec(head)?.[1];
+  return {
+    state: state ?? "missing",
+    exitCode: exit === undefined ? undefined : Number(exit),
+    logTail: log.split("\n").filter((line) => line !== ""),
+  };
+}
+
+/** Ends a task and everything it started (its process group); the files stay. */
+export async function stopDetached(transport: HostTransport, dir: string): Promise<void> {
+  await transport.exec(sh`
+    pid=$(cat ${dir}/pid 2>/dev/null || true)
+    [ -n "$pid" ] || exit 0
+    alive() { ps -o stat= -g "$pid" 2>/dev/null | grep -qv '^Z'; }
+    kill -TERM -- -"$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do alive || exit 0; sleep 0.1; done
+    kill -KILL -- -"$pid" 2>/dev/null || true
+  `);
+}
+
+/** Reads a small file the task wrote (e.g. the engine commit); undefined when absent. */
+export async function readTaskFile(transport: HostTransport, path: string): Promise<string | undefined> {
+  const result = await transport.exec(sh`cat ${path} 2>/dev/null`);
+  return result.code === 0 ? result.stdout : undefined;
+}
+
+async function must(transport: HostTransport, command: ReturnType<typeof sh>, stdin?: string): Promise<void> {
+  const result = await transport.exec(command, stdin === undefined ? {} : { stdin });
+  if (result.code !== 0) {
+    throw new CodedError(
+      "HOST_COMMAND_FAILED",
+      `${transport.hostName}: could not start a detached task: ${result.stderr.trim().split("\n")[0] ?? ""}`,
+      "check that the bot's user can write the models directory on the host",
+    );
+  }
+}

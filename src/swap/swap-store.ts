@@ -1,0 +1,105 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
+import type { Decision, SwapRecord } from "./swap-record.ts";
+
+const key = (...parts: string[]) => `${QUEUE_PREFIX}:${parts.join(":")}`;
+
+/** What a host serves now, as modelswap last left it (the config's currentUnit until the first swap). */
+export interface ServingState {
+  unit: string;
+  repo?: string;
+  sha?: string;
+  modelDir?: string;
+  since: string;
+  swapId?: string;
+}
+
+/**
+ * Swap records and the facts that must survive restarts, in Redis under the deployment's hash tag:
+ * one key per swap, a per-host lock (one active swap per host), first-wins decisions, and what each host
+ * serves.
+ */
+export class SwapStore {
+  constructor(private readonly redis: Redis) {}
+
+  static newId(): string {
+    return `sw-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+  }
+
+  async get(id: string): Promise<SwapRecord | undefined> {
+    const raw = await this.redis.get(key("swap", id));
+    return raw === null ? undefined : (JSON.parse(raw) as SwapRecord);
+  }
+
+  async save(record: SwapRecord): Promise<void> {
+    await this.redis
+      .multi()
+      .set(key("swap", record.id), JSON.stringify(record))
+      .zadd(key("swaps"), Date.parse(record.createdAt), record.id)
+      .exec();
+  }
+
+  /** Takes the host for this swap; returns the swap that holds it when it is busy. */
+  async lockHost(host: string, swapId: string): Promise<{ ok: true } | { ok: false; holder: string }> {
+    const set = await this.redis.set(key("lock", "host", host), swapId, "NX");
+    if (set === "OK") return { ok: true };
+    const holder = await this.redis.get(key("lock", "host", host));
+    if (holder === null) return this.lockHost(host, swapId);
+    return { ok: false, holder };
+  }
+
+  async hostLockHolder(host: string): Promise<string | undefined> {
+    return (await this.redis.get(key("lock", "host", host))) ?? undefined;
+  }
+
+  /** Releases the host only if this swap holds it. */
+  async unlockHost(host: string, swapId: string): Promise<void> {
+    await this.redis.eval(
+      "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+      1,
+      key("lock", "host", host),
+      swapId,
+    );
+  }
+
+  /** Records a decision if none was recorded yet for this plan; returns the one that stands. */
+  async decide(swapId: string, decision: Decision): Promise<{ recorded: boolean; decision: Decision }> {
+    const k = key("decision", swapId, decision.planHash);
+    const set = await this.redis.set(k, JSON.stringify(decision), "NX");
+    if (set === "OK") return { recorded: true, decision };
+    const existing = await this.redis.get(k);
+    return { recorded: false, decision: JSON.parse(existing ?? "null") as Decision };
+  }
+
+  async decision(swapId: string, planHash: string): Promise<Decision | undefined> {
+    const raw = await this.redis.get(key("decision", swapId, planHash));
+    return raw === null ? undefined : (JSON.parse(raw) as Decision);
+  }
+
+  async indexPlanMessage(channel: string, ts: string, swapId: string): Promise<void> {
+    await this.redis.set(key("planmsg", channel, ts), swapId);
+  }
+
+  async swapForPlanMessage(channel: string, ts: string): Promise<string | undefined> {
+    return (await this.redis.get(key("planmsg", channel, ts))) ?? undefined;
+  }
+
+  async serving(host: string): Promise<ServingState | undefined> {
+    const raw = await this.redis.get(key("host", host, "serving"));
+    return raw === null ? undefined : (JSON.parse(raw) as ServingState);
+  }
+
+  async setServing(host: string, state: ServingState): Promise<void> {
+    await this.redis.set(key("host", host, "serving"), JSON.stringify(state));
+  }
+
+  async lastBenchmark(host: string): Promise<{ repo: string; result: unknown } | undefined> {
+    const raw = await this.redis.get(key("host", host, "benchmark"));
+    return raw === null ? undefined : (JSON.parse(raw) as { repo: string; result: unknown });
+  }
+
+  async setLastBenchmark(host: string, repo: string, result: unknown): Promise<void> {
+    await this.redis.set(key("host", host, "benchmark"), JSON.stringify({ repo, result }));
+  }
+}

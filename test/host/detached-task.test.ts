@@ -1,0 +1,80 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { detachedStatus, startDetached, stopDetached } from "../../src/host/detached-task.ts";
+import { LocalTransport } from "../../src/host/local-transport.ts";
+import { sh } from "../../src/host/shell-quote.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const host = new LocalTransport({ hostName: "local", commandTimeoutMs: 10_000 });
+let dir: { path: string; remove: () => Promise<void> };
+beforeAll(async () => {
+  dir = await tempDir();
+});
+afterAll(() => dir.remove());
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("detached tasks", () => {
+  it("outlive the command that started them, and report their exit status and log", async () => {
+    const task = join(dir.path, "ok");
+    await startDetached(host, task, "echo working; sleep 0.5; echo done");
+    expect((await detachedStatus(host, task)).state).toBe("running");
+    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    const status = await detachedStatus(host, task);
+    expect(status).toMatchObject({ state: "exited", exitCode: 0, logTail: ["working", "done"] });
+  });
+
+  it("reports a failing script's exit code (errexit applies)", async () => {
+    const task = join(dir.path, "fail");
+    await startDetached(host, task, "false\necho never");
+    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    const status = await detachedStatus(host, task);
+    expect(status.exitCode).toBe(1);
+    expect(status.logTail).not.toContain("never");
+  });
+
+  it("passes secrets without putting them in the script or on a command line", async () => {
+    const task = join(dir.path, "secret");
+    const token = "hf_canary_0123456789abcdef";
+    await startDetached(
+      host,
+      task,
+      'ps -eo args | grep -c "$HF_TOKEN" > seen || true; sleep 1; test -n "$HF_TOKEN"',
+      {
+        HF_TOKEN: token,
+      },
+    );
+    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    expect((await detachedStatus(host, task)).exitCode).toBe(0);
+    expect(await readFile(join(task, "run.sh"), "utf8")).not.toContain(token);
+    // only the grep itself matched: no process carried the token in its arguments
+    expect((await readFile(join(task, "seen"), "utf8")).trim()).toBe("1");
+    const left = await host.exec(sh`ls -A ${task}`);
+    expect(left.stdout).not.toContain(".secret-env");
+  });
+
+  it("stop ends the task's whole process group; a killed task is dead, not exited", async () => {
+    const task = join(dir.path, "long");
+    await startDetached(host, task, "sleep 300 & sleep 300; wait");
+    await until(async () => (await detachedStatus(host, task)).state === "running");
+    await stopDetached(host, task);
+    await until(async () => (await detachedStatus(host, task)).state !== "running");
+    expect((await detachedStatus(host, task)).state).toBe("dead");
+    // zombies (this container's PID 1 reaps nothing) do not count: they hold no resources
+    const left = await host.exec(
+      sh`ps -eo stat=,args= | grep -F ${`${task}/run.sh`} | grep -v grep | grep -v '^Z' || true`,
+    );
+    expect(left.stdout.trim()).toBe("");
+  });
+
+  it("says missing for a task that never started", async () => {
+    expect((await detachedStatus(host, join(dir.path, "nothing"))).state).toBe("missing");
+  });
+});
