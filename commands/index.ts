@@ -1,10 +1,11 @@
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { helpCommand } from "./help.ts";
 import { statusCommand } from "./status.ts";
+import { swapCommand } from "./swap.ts";
 
 /** Every `/llm` sub-command, in the order help lists them. */
 export function allCommands(): readonly SubCommand[] {
   return COMMANDS;
 }
 
-const COMMANDS: readonly SubCommand[] = [statusCommand, helpCommand(() => COMMANDS)];
+const COMMANDS: readonly SubCommand[] = [swapCommand, statusCommand, helpCommand(() => COMMANDS)];

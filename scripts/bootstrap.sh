@@ -21,6 +21,9 @@ declare -A needed=(
   [ps]=procps
   [timeout]=coreutils
   [setsid]=util-linux
+  [systemd-analyze]=systemd
+  [diff]=diffutils
+  [sha256sum]=coreutils
 )
 missing=()
 for cmd in "${!needed[@]}"; do

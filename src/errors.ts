@@ -17,6 +17,16 @@ export type ErrorCode =
   | "SLACK_API_ERROR"
   | "INPUT_INVALID"
   | "NOT_AUTHORIZED"
+  | "HUB_NOT_FOUND"
+  | "HUB_REVISION_NOT_FOUND"
+  | "HUB_GATED"
+  | "HUB_TOKEN_INVALID"
+  | "HUB_NO_SAFETENSORS"
+  | "HUB_UNAVAILABLE"
+  | "HUB_BAD_RESPONSE"
+  | "MODEL_CONFIG_UNSUPPORTED"
+  | "SANITY_FAILED"
+  | "BENCH_FAILED"
   | "INTERNAL";
 
 export class CodedError extends Error {

@@ -4,15 +4,19 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
+import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { envSecrets } from "./config/env-schema.ts";
 import type { Config } from "./config/load-config.ts";
 import { HostRegistry } from "./host/host-registry.ts";
+import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { createRedis } from "./queue/redis-connection.ts";
+import { SwapQueue } from "./queue/swap-queue.ts";
 import { SlackPoster } from "./reporter/slack-poster.ts";
 import { AccessControl } from "./slack/access-control.ts";
 import { createSlackApp } from "./slack/create-slack-app.ts";
+import { SwapStore } from "./swap/swap-store.ts";
 
 export interface Roles {
   /** Answers Slack: verifies, authorizes, acks, enqueues. */
@@ -51,21 +55,40 @@ export async function startModelswap({
   const redisConnections: Redis[] = [];
   let app: App | undefined;
   let queue: CommandQueue | undefined;
-  let worker: Worker | undefined;
+  const workers: Worker[] = [];
+  let swaps: SwapQueue | undefined;
   let port: number | undefined;
 
   if (roles.worker) {
     const connection = createRedis(config.env.REDIS_URL, "worker");
     redisConnections.push(connection);
-    worker = createCommandWorker(connection, { hosts, poster, log: log.child({ name: "worker" }) });
+    const workerLog = log.child({ name: "worker" });
+    const hub = new HubClient({
+      endpoint: config.env.HF_ENDPOINT,
+      ...(config.env.HF_TOKEN === undefined ? {} : { token: config.env.HF_TOKEN }),
+      log: workerLog,
+    });
+    const store = new SwapStore(connection);
+    workers.push(
+      createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
+      createSwapWorker(connection, { config, store, hosts, hub, poster, log: workerLog }),
+    );
   }
   if (roles.bot) {
     const connection = createRedis(config.env.REDIS_URL, "producer");
     connection.on("error", (error) => log.warn({ err: error.message }, "redis connection error (bot)"));
+    await ready(connection, log);
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
+    swaps = new SwapQueue(connection);
+    const store = new SwapStore(connection);
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
-    app = createSlackApp({ deps: { config, access, queue }, commands: allCommands(), log });
+    app = createSlackApp({
+      deps: { config, access, queue, swaps, store },
+      decisions: { config, store, access, swaps, poster, log },
+      commands: allCommands(),
+      log,
+    });
     if (config.env.SLACK_APP_TOKEN === undefined) {
       port = config.env.PORT;
       await app.start(port);
@@ -80,11 +103,23 @@ export async function startModelswap({
     log,
     async stop() {
       await app?.stop();
-      await worker?.close();
+      await Promise.all(workers.map((w) => w.close()));
       await queue?.close();
+      await swaps?.close();
       await hosts.closeAll();
       await Promise.allSettled(redisConnections.map((c) => c.quit()));
       log.info("modelswap stopped");
     },
   };
+}
+
+/** Waits (briefly) for a fail-fast connection to be up, so the first command does not race it. */
+async function ready(connection: Redis, log: Logger): Promise<void> {
+  if (connection.status === "ready") return;
+  const up = await Promise.race([
+    new Promise<boolean>((resolve) => connection.once("ready", () => resolve(true))),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
+  ]);
+  if (!up)
+    log.warn("Redis is not reachable yet: commands will answer that the queue is unavailable until it is");
 }

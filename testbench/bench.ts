@@ -11,7 +11,14 @@ import { type Config, loadConfig } from "../src/config/load-config.ts";
 import { createLogger, type Logger } from "../src/log.ts";
 import { type Roles, type RunningModelswap, startModelswap } from "../src/main.ts";
 import { freePort } from "./free-port.ts";
-import { createSimGpuHost, type GpuSetName, type SimGpuHost } from "./gpu-host/index.ts";
+import {
+  createEngineUpstream,
+  createSimGpuHost,
+  type EngineUpstream,
+  type GpuSetName,
+  type SimGpuHost,
+  type SimGpuHostOptions,
+} from "./gpu-host/index.ts";
 import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/index.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
@@ -25,6 +32,7 @@ export const USERS = {
   bob: "U0BOB00001", // approver
   carol: "U0CAROL001", // requester through the S0MLOPS001 user group
   mallory: "U0MALLORY1", // nobody
+  dave: "U0DAVE0001", // requester and approver (for self-approval)
 } as const;
 export const CHANNEL = "C0LLMOPS01";
 export const MLOPS_GROUP = "S0MLOPS001";
@@ -47,6 +55,10 @@ export interface BenchHostSpec {
   waitHealthy?: boolean;
   /** The bot's per-command timeout for this host (s); default the bench's. */
   commandTimeoutSeconds?: number;
+  /** The engine at start: `preinstalled` (default, SGLang 0.5.5 installed editable) or `none`. */
+  engine?: SimGpuHostOptions["engine"];
+  /** Which Hugging Face CLIs the host has (default `hf`). */
+  hubCli?: SimGpuHostOptions["hubCli"];
 }
 
 export interface BenchOptions {
@@ -56,6 +68,10 @@ export interface BenchOptions {
   commandTimeoutSeconds?: number;
   /** Where the bot's pino log goes (default: a file in the bench directory). */
   logTo?: "file" | "silent";
+  /** The config's `swaps:` section (polling, card throttling, timeouts). */
+  swaps?: Record<string, number>;
+  /** The config's `approvals:` section. */
+  approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
 }
 
 export interface BenchHost {
@@ -75,6 +91,8 @@ export class Bench {
   private silentServers: Server[] = [];
   configPath = "";
   env: Record<string, string> = {};
+  /** The engine upstream every host's `engineUpstream` points at: a real bare git repository. */
+  upstream: EngineUpstream = { url: "", path: "", commits: {} };
 
   constructor(
     readonly dir: string,
@@ -152,6 +170,8 @@ export class Bench {
       gpus: spec.gpus ?? "8x-rtx-pro-6000-blackwell",
       hubUrl: this.hub.url,
       hostMemGiB: 1024,
+      engine: spec.engine,
+      hubCli: spec.hubCli,
     });
     const servingPort = await freePort();
     const unit = (spec.serving !== false && spec.serving?.unit) || `sglang-${spec.name}.service`;
@@ -164,7 +184,7 @@ export class Bench {
       modelsDir: sim.modelsDir,
       engineSourceDir: sim.engineSourceDir,
       venv: sim.venvDir,
-      engineUpstream: `file://${join(this.dir, "upstream", "sglang.git")}`,
+      engineUpstream: this.upstream.url,
       unitDir: sim.unitDir,
       currentUnit: unit,
       servingPort,
@@ -265,7 +285,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
   const dir = await mkdtemp(join(tmpdir(), "modelswap-bench-"));
   const signingSecret = randomBytes(16).toString("hex");
   const botToken = `xoxb-bench-${randomBytes(8).toString("hex")}`;
-  const [redis, sshd, slack, hub] = await Promise.all([
+  const [redis, sshd, slack, hub, upstream] = await Promise.all([
     startRedis(join(dir, "redis")),
     startSshd(join(dir, "sshd")),
     startSlackEmulator({
@@ -276,21 +296,26 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
         { id: USERS.bob, name: "bob" },
         { id: USERS.carol, name: "carol" },
         { id: USERS.mallory, name: "mallory" },
+        { id: USERS.dave, name: "dave" },
       ],
       userGroups: [{ id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] }],
       channels: [{ id: CHANNEL, name: "llm-ops" }],
     }),
     startSimHub(),
+    createEngineUpstream(join(dir, "upstream")),
   ]);
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
+  bench.upstream = upstream;
   try {
     const hostSpecs = options.hosts ?? [{ name: "gpu-1" }];
     const hosts = await Promise.all(hostSpecs.map((spec) => bench.addHost(spec)));
     const config = {
       slack: { channel: CHANNEL },
-      requesters: { users: [USERS.alice], groups: [MLOPS_GROUP] },
-      approvers: { users: [USERS.bob] },
+      requesters: { users: [USERS.alice, USERS.dave], groups: [MLOPS_GROUP] },
+      approvers: { users: [USERS.bob, USERS.dave] },
       health: { intervalSeconds: 30, failureThreshold: 3 },
+      approvals: options.approvals ?? {},
+      swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, ...options.swaps },
       hosts,
     };
     bench.configPath = join(dir, "modelswap.yaml");

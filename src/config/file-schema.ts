@@ -169,6 +169,12 @@ export const fileSchema = z
         downloadRetries: z.number().int().min(0).max(20).default(3),
         sanityTimeoutSeconds: z.number().positive().max(3600).default(120),
         benchmarkTimeoutSeconds: z.number().positive().max(7200).default(900),
+        /** Overrides the health wait the plan derives from the model's size. */
+        healthTimeoutSeconds: z
+          .number()
+          .positive()
+          .max(24 * 3600)
+          .optional(),
       })
       .prefault({}),
     hosts: z

@@ -79,10 +79,19 @@ export interface SwapPlan {
   modelDir: string;
   unitName: string;
   unitText: string;
-  /** Unified diff of the current unit against the new one. */
+  /** Unified diff of the current unit against the new one ("" when they are the same). */
   unitDiff: string;
   /** Seconds from the old unit's stop to the new one's health, estimated from the weights' size. */
   expectedDowntimeSeconds: number;
   /** Health wait limit for this model. */
   healthTimeoutSeconds: number;
+  /** The swap this plan belongs to (named in the unit file). */
+  swapId: string;
+  /** The engine's Python venv on the host (ExecStart runs `<venv>/bin/python`). */
+  venv: string;
+  /** Where serving units are installed on the host, and the new unit's path there. */
+  unitDir: string;
+  unitPath: string;
+  /** What the plan says besides flags and checks ("Hierarchical KV cache off: …", recipe remarks). */
+  notes: string[];
 }

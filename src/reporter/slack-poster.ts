@@ -57,6 +57,16 @@ export class SlackPoster {
     );
   }
 
+  /** Adds the bot's own reaction (so people can click it); an existing one is fine. */
+  async react(channel: string, ts: string, name: string): Promise<void> {
+    try {
+      await this.client.reactions.add({ channel, timestamp: ts, name });
+    } catch (error) {
+      const slackError = (error as { data?: { error?: string } }).data?.error;
+      if (slackError !== "already_reacted") this.log.warn({ slackError, name }, "could not add a reaction");
+    }
+  }
+
   /** Redacts secrets from a message (text and blocks alike). */
   redact(msg: SlackMessage): SlackMessage {
     if (this.secrets.length === 0) return msg;

@@ -1,12 +1,15 @@
 import { App, HTTPReceiver, SocketModeReceiver } from "@slack/bolt";
 import type { Logger } from "../log.ts";
+import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
+import type { DecisionDeps } from "./decide-swap.ts";
 import { routeCommand } from "./route-command.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
 export interface SlackAppOptions {
   deps: CommandDeps;
   commands: readonly SubCommand[];
+  decisions: DecisionDeps;
   log: Logger;
   /** The slash command this app answers (default `/llm`). */
   slashCommand?: string;
@@ -17,7 +20,13 @@ export interface SlackAppOptions {
  * `/llm` request is routed, authorized and acknowledged with an ephemeral answer. Work happens on the
  * worker, never here.
  */
-export function createSlackApp({ deps, commands, log, slashCommand = "/llm" }: SlackAppOptions): App {
+export function createSlackApp({
+  deps,
+  commands,
+  decisions,
+  log,
+  slashCommand = "/llm",
+}: SlackAppOptions): App {
   const { env } = deps.config;
   const logger = boltLogger(log);
   const receiver =
@@ -59,6 +68,8 @@ export function createSlackApp({ deps, commands, log, slashCommand = "/llm" }: S
       "command acked",
     );
   });
+
+  registerApprovalListeners(app, decisions);
 
   app.error(async (error) => {
     log.error({ err: error }, "unhandled error in the Slack layer");

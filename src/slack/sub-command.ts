@@ -1,6 +1,8 @@
 import type { Config } from "../config/load-config.ts";
 import type { CommandQueue } from "../queue/command-queue.ts";
+import type { SwapQueue } from "../queue/swap-queue.ts";
 import type { SlackMessage } from "../reporter/message.ts";
+import type { SwapStore } from "../swap/swap-store.ts";
 import type { AccessControl } from "./access-control.ts";
 
 /** One `/llm <sub-command>` request, as Slack delivered it (all of it untrusted). */
@@ -16,6 +18,8 @@ export interface CommandDeps {
   config: Config;
   access: AccessControl;
   queue: CommandQueue;
+  swaps: SwapQueue;
+  store: SwapStore;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { ModelInfo } from "../hub/types.ts";
 import type { SwapPlan } from "../plan/types.ts";
 import type { SwapRequest } from "./parse-swap-request.ts";
 
@@ -75,6 +76,7 @@ export interface SwapRecord {
   /** The live card (parent message) and the plan message in its thread. */
   cardTs?: string;
   planTs?: string;
+  model?: ModelInfo;
   plan?: SwapPlan;
   planHash?: string;
   approvalExpiresAt?: string;

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
+import { removeEditableInstall, writeEditableInstall } from "../../testbench/gpu-host/shims/venv.mjs";
 import { tempDir } from "../support/tmp.ts";
 
 const PYTHON_SHIM = resolve(
@@ -19,13 +20,26 @@ interface Sandbox {
   remove: () => Promise<void>;
 }
 
-/** A minimal sandbox of our own: state/config.json, state/faults.json, models/. */
+/**
+ * A minimal sandbox of our own: state/config.json, state/faults.json, models/, and SGLang 0.5.6
+ * installed editable from opt/sglang/python (no server_args.py there: the built-in flags).
+ */
 async function makeSandbox(gpus: string, faults: Record<string, unknown> = {}): Promise<Sandbox> {
   const dir = await tempDir("sglang-sim-");
   await mkdir(join(dir.path, "state", "gpu-usage"), { recursive: true });
   await writeFile(join(dir.path, "state", "config.json"), JSON.stringify({ name: "gpu-test", gpus }));
   await writeFile(join(dir.path, "state", "faults.json"), JSON.stringify(faults));
+  await installEngine(dir.path);
   return { root: dir.path, remove: dir.remove };
+}
+
+/** `pip install -e <root>/opt/sglang/python` of an engine whose version.py says 0.5.6. */
+async function installEngine(root: string): Promise<string> {
+  const project = join(root, "opt", "sglang", "python");
+  await mkdir(join(project, "sglang"), { recursive: true });
+  await writeFile(join(project, "sglang", "version.py"), '__version__ = "0.5.6"\n');
+  writeEditableInstall({ name: "sglang", version: "0.5.6", projectDir: project }, root);
+  return project;
 }
 
 const DENSE_CONFIG = {
@@ -670,16 +684,28 @@ describe("simulated SGLang command line", () => {
   it("python --version, import checks and unknown modules behave like CPython", async () => {
     const version = await run(sb, ["--version"]);
     expect(version).toEqual({ code: 0, output: "Python 3.12.3\n" });
-    const missing = await run(sb, ["-c", "import sglang; print(sglang.__version__)"]);
-    expect(missing.code).toBe(1);
-    expect(missing.output).toBe(
-      "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'sglang'\n",
-    );
-    const pkg = join(sb.root, "opt", "sglang", "python", "sglang");
-    await mkdir(pkg, { recursive: true });
-    await writeFile(join(pkg, "version.py"), '__version__ = "0.5.6"\n');
-    const ok = await run(sb, ["-c", "import sglang; print(sglang.__version__)"]);
-    expect(ok).toEqual({ code: 0, output: "0.5.6\n" });
+    // Not installed (no __editable__.sglang-*.pth in the venv): import and -m fail like CPython.
+    removeEditableInstall("sglang", sb.root);
+    try {
+      const missing = await run(sb, ["-c", "import sglang; print(sglang.__version__)"]);
+      expect(missing.code).toBe(1);
+      expect(missing.output).toBe(
+        "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'sglang'\n",
+      );
+      const noServer = await run(sb, ["-m", "sglang.launch_server", "--help"]);
+      expect(noServer.code).toBe(1);
+      expect(noServer.output).toContain(
+        "Error while finding module specification for 'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')",
+      );
+    } finally {
+      await installEngine(sb.root);
+    }
+    // Installed: the version comes from the installed project's sglang/version.py.
+    const ok = await run(sb, ["-c", "import sglang; print(sglang.__version__, sglang.__file__)"]);
+    expect(ok).toEqual({
+      code: 0,
+      output: `0.5.6 ${join(sb.root, "opt", "sglang", "python", "sglang", "__init__.py")}\n`,
+    });
     const torch = await run(sb, [
       "-c",
       "import torch; print(torch.cuda.device_count(), torch.cuda.get_device_capability())",

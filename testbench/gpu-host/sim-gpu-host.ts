@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
 import {
   isAlive,
   processGroupAlive,
@@ -10,6 +11,7 @@ import {
   sleep,
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
+import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
 import { shimScriptPath, writeShimWrapper } from "./write-shim-wrapper.ts";
 
 export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200";
@@ -29,8 +31,24 @@ export interface SimGpuHostOptions {
   gpus: GpuSetName;
   /** Base URL of the simulated Hub, for the hf shim (state/config.json "hubUrl"). */
   hubUrl?: string;
-  /** Host RAM in GiB (stored in state/config.json "hostMemGiB"). */
+  /** Host RAM in GiB (stored in state/config.json "hostMemGiB"; `free` reports it as the total). */
   hostMemGiB?: number;
+  /**
+   * The engine at start. `preinstalled` (default): an older SGLang (0.5.5, with every current
+   * flag) is installed editable from `engineSourceDir/python` — plain files, no `.git` — so the
+   * host can serve a model at once, as a real host would before its first swap. `none`: `engineSourceDir` exists but is empty,
+   * and `import sglang` fails.
+   */
+  engine?: "preinstalled" | "none";
+  /** Which Hugging Face CLIs exist in `bin/` (default `hf`, as with huggingface_hub 1.x). */
+  hubCli?: "hf" | "huggingface-cli" | "both" | "none";
+}
+
+/** The engine `import sglang` finds: version (`__version__`) and project directory. */
+export interface InstalledEngine {
+  version: string | null;
+  projectDir: string;
+  packageDir: string;
 }
 
 export interface ShimCall {
@@ -166,6 +184,7 @@ export class SimGpuHost {
   readonly modelsDir: string;
   readonly engineSourceDir: string;
   readonly venvDir: string;
+  readonly sitePackagesDir: string;
   readonly stateDir: string;
   private faultsChain: Promise<void> = Promise.resolve();
 
@@ -179,7 +198,21 @@ export class SimGpuHost {
     this.modelsDir = paths.modelsDir;
     this.engineSourceDir = paths.engineSourceDir;
     this.venvDir = paths.venvDir;
+    this.sitePackagesDir = paths.sitePackagesDir;
     this.stateDir = paths.stateDir;
+  }
+
+  /** The engine `import sglang` finds (the newest editable-install marker), or null. */
+  installedEngine(): InstalledEngine | null {
+    const found = importableSglang(this.root);
+    return found
+      ? { version: found.version, projectDir: found.projectDir, packageDir: found.packageDir }
+      : null;
+  }
+
+  /** What pip changed in the venv: `replaced` is true once the CUDA stack was touched. */
+  cudaStack(): StackState {
+    return readStackState(this.root);
   }
 
   /** Environment for running commands "on" this host locally: PATH with `<root>/bin` first. */
@@ -393,16 +426,33 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   if (opts.hostMemGiB !== undefined) config.hostMemGiB = opts.hostMemGiB;
   writeJsonAtomic(paths.configFile, config);
   if (readJsonFile<unknown>(paths.faultsFile, null) === null) writeJsonAtomic(paths.faultsFile, {});
-  for (const name of ["systemctl", "journalctl", "nvidia-smi", "hf"]) {
+  for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free"]) {
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
   }
-  // Optional shims written by other helpers: wrapped only when present.
-  for (const name of ["huggingface-cli"]) {
-    if (existsSync(shimScriptPath(name)))
+  const hubCli = opts.hubCli ?? "hf";
+  const clis = {
+    hf: hubCli === "hf" || hubCli === "both",
+    "huggingface-cli": hubCli !== "hf" && hubCli !== "none",
+  };
+  for (const [name, wanted] of Object.entries(clis)) {
+    if (wanted && existsSync(shimScriptPath(name)))
       await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
+    else await rm(join(paths.binDir, name), { force: true });
   }
   for (const name of ["python", "python3"]) {
     await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("python"), host.root);
+  }
+  for (const name of ["pip", "pip3"]) {
+    await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("pip"), host.root);
+  }
+  await mkdir(paths.sitePackagesDir, { recursive: true });
+  await mkdir(paths.engineSourceDir, { recursive: true });
+  if ((opts.engine ?? "preinstalled") === "preinstalled" && importableSglang(host.root) === null) {
+    await writeEngineTree(paths.engineSourceDir, ENGINE_PREINSTALLED);
+    writeEditableInstall(
+      { ...engineDistribution(ENGINE_PREINSTALLED), projectDir: join(paths.engineSourceDir, "python") },
+      host.root,
+    );
   }
   return host;
 }

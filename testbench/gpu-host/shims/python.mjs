@@ -2,7 +2,8 @@
  * Imitates: `<venv>/bin/python` (CPython 3.12.3) on the simulated GPU host, as far as the bot
  * uses it:
  *   python --version / -V                       -> "Python 3.12.3"
- *   python -c "import sglang; print(sglang.__version__)"   (tiny evaluator, see SGLANG.md)
+ *   python -c "import sglang; print(sglang.__version__)"   (tiny evaluator, see SGLANG.md): sglang
+ *       is importable while the venv holds an `__editable__.sglang-*.pth` marker (venv.mjs)
  *   python -m sglang.launch_server <flags>      -> simulated SGLang server (sglang-server.mjs)
  *   python -m sglang.bench_serving <flags>      -> simulated benchmark client (sglang-bench-serving.mjs)
  *   python -m pip ...                           -> delegated to shims/pip.mjs when that exists
@@ -14,7 +15,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { engineDir, engineVersion, gpuSet, recordCall, venvPython } from "./sglang-host.mjs";
+import { gpuSet, installedSglang, recordCall, venvPython } from "./sglang-host.mjs";
+import { moduleVersion } from "./venv.mjs";
 
 const VERSION = "3.12.3";
 const EXE = process.env.MODELSWAP_PYTHON || venvPython();
@@ -94,6 +96,15 @@ async function main() {
 
 /** @param {string} module @param {string[]} rest */
 async function runModule(module, rest) {
+  if (
+    (module === "sglang.launch_server" || module === "sglang.bench_serving") &&
+    installedSglang() === null
+  ) {
+    fail(
+      `${EXE}: Error while finding module specification for '${module}' (ModuleNotFoundError: No module named 'sglang')`,
+      1,
+    );
+  }
   if (module === "sglang.launch_server") {
     const { launchServer } = await import("./sglang-server.mjs");
     await launchServer(rest);
@@ -110,11 +121,7 @@ async function runModule(module, rest) {
       return r.status ?? 1;
     }
   }
-  if (
-    module.startsWith("sglang.") &&
-    engineVersion() === null &&
-    !existsSync(engineDir() ?? "/nonexistent")
-  ) {
+  if ((module === "sglang" || module.startsWith("sglang.")) && installedSglang() === null) {
     fail(
       `${EXE}: Error while finding module specification for '${module}' (ModuleNotFoundError: No module named 'sglang')`,
       1,
@@ -127,7 +134,8 @@ async function runModule(module, rest) {
 // -------------------------------------------------------------------------------------------
 // A very small evaluator for import checks.
 
-const ALWAYS_AVAILABLE = new Set([
+/** Standard library modules the evaluator can import. */
+const STDLIB = new Set([
   "sys",
   "os",
   "json",
@@ -138,7 +146,13 @@ const ALWAYS_AVAILABLE = new Set([
   "subprocess",
   "pathlib",
   "math",
+]);
+
+/** Third-party modules: importable while their distribution is installed in the venv (venv.mjs). */
+const THIRD_PARTY = [
   "torch",
+  "torchvision",
+  "torchaudio",
   "transformers",
   "flashinfer",
   "sgl_kernel",
@@ -147,19 +161,16 @@ const ALWAYS_AVAILABLE = new Set([
   "requests",
   "aiohttp",
   "huggingface_hub",
-]);
+  "safetensors",
+  "tokenizers",
+  "xgrammar",
+];
 
-const MODULE_VERSIONS = {
-  torch: "2.9.1+cu130",
-  transformers: "4.57.1",
-  flashinfer: "0.5.3",
-  sgl_kernel: "0.3.20",
-  triton: "3.5.1",
-  numpy: "2.3.5",
-  requests: "2.32.5",
-  aiohttp: "3.13.2",
-  huggingface_hub: "1.3.3",
-};
+/** CUDA version a torch build was made for: the `+cuXYZ` label, else PyPI's default (12.8). @param {string} v */
+function torchCuda(v) {
+  const m = /\+cu(\d+)(\d)$/.exec(v);
+  return m ? `${m[1]}.${m[2]}` : "12.8";
+}
 
 class PyError extends Error {
   /** @param {string} line */
@@ -205,18 +216,27 @@ function statements(src) {
 function runCode(code) {
   /** @type {Map<string, string>} name -> module path */
   const names = new Map([["__name__", "__main__"]]);
-  const version = engineVersion();
+  const sglang = installedSglang();
+  const version = sglang?.version ?? null;
   const gpus = gpuSet();
-  const sglangFile = join(engineDir() ?? "/usr/lib/python3/dist-packages", "python", "sglang", "__init__.py");
+  const sglangFile = join(sglang?.packageDir ?? "/usr/lib/python3/dist-packages/sglang", "__init__.py");
+  /** @type {Record<string, string>} */
+  const versions = {};
+  for (const mod of THIRD_PARTY) {
+    const v = moduleVersion(mod);
+    if (v !== null) versions[mod] = v;
+  }
 
   /** @param {string} mod */
   const importModule = (mod) => {
     const top = mod.split(".")[0];
     if (top === "sglang") {
-      if (version === null) throw new PyError(`ModuleNotFoundError: No module named 'sglang'`);
+      if (sglang === null) throw new PyError(`ModuleNotFoundError: No module named 'sglang'`);
+      if (version === null) throw new PyError(`ModuleNotFoundError: No module named 'sglang.version'`);
       return;
     }
-    if (!ALWAYS_AVAILABLE.has(top)) throw new PyError(`ModuleNotFoundError: No module named '${top}'`);
+    if (!STDLIB.has(top) && !(top in versions))
+      throw new PyError(`ModuleNotFoundError: No module named '${top}'`);
   };
 
   /** @param {string} expr @returns {string} Python str() of the value */
@@ -238,7 +258,7 @@ function runCode(code) {
       "sglang.__version__": version ?? "",
       "sglang.version.__version__": version ?? "",
       "sglang.__file__": sglangFile,
-      "torch.version.cuda": "13.0",
+      "torch.version.cuda": torchCuda(versions.torch ?? ""),
       "torch.cuda.is_available": "True",
       "torch.cuda.device_count": String(gpus.count),
       "torch.cuda.get_device_name": gpus.name,
@@ -248,7 +268,7 @@ function runCode(code) {
       "platform.python_version": VERSION,
       __name__: "__main__",
     };
-    for (const [mod, v] of Object.entries(MODULE_VERSIONS)) values[`${mod}.__version__`] = v;
+    for (const [mod, v] of Object.entries(versions)) values[`${mod}.__version__`] = v;
     if (full in values) return values[full];
     throw new PyError(
       `AttributeError: module '${bound.split(".")[0]}' has no attribute '${rest.join(".") || head}'`,

@@ -9,6 +9,7 @@ export interface SandboxPaths {
   modelsDir: string;
   engineSourceDir: string;
   venvDir: string;
+  sitePackagesDir: string;
   stateDir: string;
   unitsStateDir: string;
   loadedDir: string;
@@ -19,6 +20,7 @@ export interface SandboxPaths {
   faultsFile: string;
   configFile: string;
   callsFile: string;
+  cudaStackFile: string;
 }
 
 export interface GpuUsage {

@@ -4,10 +4,12 @@
  * A shim finds its sandbox through the MODELSWAP_SANDBOX environment variable, which the
  * `<root>/bin/<name>` wrapper scripts set. Layout of a sandbox:
  *
- *   <root>/bin/                      shim wrappers (systemctl, journalctl, nvidia-smi, hf)
+ *   <root>/bin/                      shim wrappers (systemctl, journalctl, nvidia-smi, hf, df, free)
  *   <root>/etc/systemd/system/       unit files (+ <target>.wants/ symlinks made by `enable`)
  *   <root>/models/                   model downloads
- *   <root>/opt/sglang/.venv/bin/     python / python3 wrappers
+ *   <root>/opt/sglang/               engine source (git checkout target; python/ is the package)
+ *   <root>/opt/venvs/sglang/bin/     python / python3 / pip / pip3 wrappers
+ *   <root>/opt/venvs/sglang/lib/python3.12/site-packages/   editable-install markers (venv.mjs)
  *   <root>/state/config.json         { name, gpus, hubUrl, hostMemGiB }
  *   <root>/state/faults.json         fault switches (see README.md)
  *   <root>/state/calls.jsonl         one JSON line per shim invocation
@@ -16,6 +18,7 @@
  *   <root>/state/journal/<unit>.log  the unit's journal, "ISO\tpid\tcomm\tmessage" per line
  *   <root>/state/gpu-usage/<pid>.json  simulated GPU usage of a live process
  *   <root>/state/procs/<pid>.json    long-lived processes to kill on SimGpuHost.stop()
+ *   <root>/state/cuda-stack.json     packages pip changed in the venv (venv.mjs)
  *
  * All writes of whole files are atomic (temporary file + rename), so shims may run concurrently.
  */
@@ -54,7 +57,8 @@ export function sandboxPaths(root = sandboxRoot()) {
     unitDir: join(root, "etc", "systemd", "system"),
     modelsDir: join(root, "models"),
     engineSourceDir: join(root, "opt", "sglang"),
-    venvDir: join(root, "opt", "sglang", ".venv"),
+    venvDir: join(root, "opt", "venvs", "sglang"),
+    sitePackagesDir: join(root, "opt", "venvs", "sglang", "lib", "python3.12", "site-packages"),
     stateDir,
     unitsStateDir: join(stateDir, "units"),
     loadedDir: join(stateDir, "loaded"),
@@ -65,6 +69,7 @@ export function sandboxPaths(root = sandboxRoot()) {
     faultsFile: join(stateDir, "faults.json"),
     configFile: join(stateDir, "config.json"),
     callsFile: join(stateDir, "calls.jsonl"),
+    cudaStackFile: join(stateDir, "cuda-stack.json"),
   };
 }
 

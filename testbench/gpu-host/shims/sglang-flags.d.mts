@@ -12,7 +12,8 @@ export interface FlagSpec {
 
 export declare const BUILTIN_FLAGS: FlagSpec[];
 export declare class ArgError extends Error {}
-export declare function loadFlagSpecs(engineDirPath: string | null): { specs: FlagSpec[]; source: string };
+/** Flags of the engine whose project directory (holding `sglang/`) is `projectDir`; built-in when null. */
+export declare function loadFlagSpecs(projectDir: string | null): { specs: FlagSpec[]; source: string };
 export declare function parseArgs(
   specs: FlagSpec[],
   argv: string[],

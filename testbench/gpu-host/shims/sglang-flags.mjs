@@ -4,7 +4,8 @@
  * abbreviations such as `--tp`, `--flag=value`, `unrecognized arguments` / `invalid choice` /
  * `the following arguments are required` errors with exit 2) and `--help` output.
  *
- * Which flags exist: when <engine>/python/sglang/srt/server_args.py exists, the `"--xxx"` string
+ * Which flags exist: when <project>/sglang/srt/server_args.py of the installed engine exists
+ * (<project> is the directory of `pip install -e`, e.g. <engine source>/python), the `"--xxx"` string
  * literals in it plus the `field: A[...]` dataclass fields (kebab-cased) of the current upstream
  * style; otherwise the built-in list below (current upstream spellings).
  */
@@ -521,12 +522,13 @@ const SEMANTIC_ALIASES = {
 };
 
 /**
- * The flag set of the engine: from its server_args.py when present, else the built-in list.
- * @param {string | null} engineDirPath
+ * The flag set of the engine: from `<projectDir>/sglang/srt/server_args.py` when present, else the
+ * built-in list. `projectDir` is the installed engine's project directory (holding `sglang/`).
+ * @param {string | null} projectDir
  * @returns {{specs: FlagSpec[], source: string}}
  */
-export function loadFlagSpecs(engineDirPath) {
-  const file = engineDirPath ? join(engineDirPath, "python", "sglang", "srt", "server_args.py") : null;
+export function loadFlagSpecs(projectDir) {
+  const file = projectDir ? join(projectDir, "sglang", "srt", "server_args.py") : null;
   if (!file || !existsSync(file)) return { specs: BUILTIN_FLAGS, source: "builtin" };
   const text = readFileSync(file, "utf8");
   const names = new Set();

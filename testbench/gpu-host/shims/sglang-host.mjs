@@ -1,8 +1,9 @@
 /**
  * Imitates: nothing by itself — the view of the simulated GPU host that the simulated SGLang
  * (`python -m sglang.launch_server`, `python -m sglang.bench_serving`, `python -c ...`) needs:
- * the sandbox root, faults, config, the GPU set (compute capability, memory), the engine source
- * directory, and the GPU-usage registry that the simulated `nvidia-smi` reads.
+ * the sandbox root, faults, config, the GPU set (compute capability, memory), the installed
+ * engine (the `__editable__.sglang-*.pth` marker `pip install -e` leaves in the venv, see
+ * venv.mjs), and the GPU-usage registry that the simulated `nvidia-smi` reads.
  *
  * It prefers the shared `sandbox.mjs` beside it (written by the gpu-host helper) and falls back to
  * reading the same files directly when that module or one of its functions is missing:
@@ -12,6 +13,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { importableSglang } from "./venv.mjs";
 
 /** @type {Record<string, unknown> | null} */
 let shared = null;
@@ -102,29 +104,53 @@ export function recordCall(cmd, argv) {
   }
 }
 
-/** Path of the venv interpreter on the host (<engine>/.venv/bin/python), for messages. */
-export function venvPython() {
-  const dir = engineDir();
-  return dir ? join(dir, ".venv", "bin", "python") : "python";
-}
-
-/** Engine source directory: config `sglang.sourceDir`, else <sandbox>/opt/sglang. */
-export function engineDir() {
-  const cfg = readConfig();
-  const configured = cfg?.sglang?.sourceDir;
-  if (typeof configured === "string" && configured !== "") return configured;
+/** The venv of the host: `sandboxPaths().venvDir` (<sandbox>/opt/venvs/sglang), or null. */
+export function venvDir() {
   const root = sandboxRoot();
-  return root ? join(root, "opt", "sglang") : null;
+  if (!root) return null;
+  const fn = sharedFn("sandboxPaths");
+  if (fn) {
+    try {
+      return fn(root).venvDir;
+    } catch {
+      // fall through
+    }
+  }
+  return join(root, "opt", "venvs", "sglang");
 }
 
-/** `__version__` from <engine>/python/sglang/version.py, or null when SGLang is not installed. */
+/** Path of the venv interpreter on the host (<venv>/bin/python), for messages. */
+export function venvPython() {
+  const dir = venvDir();
+  return dir ? join(dir, "bin", "python") : "python";
+}
+
+/** site-packages of the venv, or null outside a sandbox. */
+export function sitePackagesDir() {
+  const dir = venvDir();
+  return dir ? join(dir, "lib", "python3.12", "site-packages") : null;
+}
+
+/**
+ * The installed (importable) SGLang, as Python finds it: the newest
+ * `<site-packages>/__editable__.sglang-*.pth` marker names the project directory (what
+ * `pip install -e <dir>` was given) whose `sglang/` package is imported. Null when SGLang is not
+ * installed or its directory is gone.
+ * @returns {{ projectDir: string; packageDir: string; version: string | null } | null}
+ */
+export function installedSglang() {
+  const root = sandboxRoot();
+  return root ? importableSglang(root) : null;
+}
+
+/** The project directory of the installed SGLang (holding `sglang/`), or null when not installed. */
+export function engineDir() {
+  return installedSglang()?.projectDir ?? null;
+}
+
+/** `__version__` of the installed SGLang (`<project>/sglang/version.py`), or null. */
 export function engineVersion() {
-  const dir = engineDir();
-  if (!dir) return null;
-  const file = join(dir, "python", "sglang", "version.py");
-  if (!existsSync(file)) return null;
-  const match = /__version__\s*=\s*["']([^"']+)["']/.exec(readFileSync(file, "utf8"));
-  return match ? match[1] : null;
+  return installedSglang()?.version ?? null;
 }
 
 /**
@@ -278,11 +304,12 @@ const DEFAULTS = { loadSeconds: 1.5, msPerToken: 2, ttftMs: 5, warmupMs: 150, di
 
 /**
  * The SGLang fault settings for a server on `port`: defaults < config.sglang < faults.sglang
- * < faults.sglang.ports[port]. Returns { modes:Set<string>, loadSeconds, msPerToken, ttftMs,
- * warmupMs, dieAfter }.
+ * < faults.sglang.ports[port] < faults.sglang.models[<part of the model path>]. Returns
+ * { modes:Set<string>, loadSeconds, msPerToken, ttftMs, warmupMs, dieAfter }.
  * @param {number | null} port
+ * @param {string | null} [modelPath]
  */
-export function sglangFaults(port) {
+export function sglangFaults(port, modelPath = null) {
   const out = { ...DEFAULTS, modes: new Set() };
   const cfg = readConfig();
   apply(out, cfg?.sglang);
@@ -291,6 +318,9 @@ export function sglangFaults(port) {
   apply(out, fs);
   if (fs && typeof fs === "object" && !Array.isArray(fs) && fs.ports && port !== null) {
     apply(out, fs.ports[String(port)]);
+  }
+  if (fs && typeof fs === "object" && !Array.isArray(fs) && fs.models && modelPath !== null) {
+    for (const [part, spec] of Object.entries(fs.models)) if (modelPath.includes(part)) apply(out, spec);
   }
   return out;
 }

@@ -32,6 +32,7 @@ import {
   readFaults,
   registerGpuUsage,
   sglangFaults,
+  sitePackagesDir,
 } from "./sglang-host.mjs";
 import { generate, hash32, isNvfp4, readModelDir, tokenize } from "./sglang-model.mjs";
 
@@ -80,19 +81,15 @@ class SimServer {
   constructor(args, engine) {
     this.args = args;
     this.engine = engine;
-    this.srcRoot = engine
-      ? join(engine, "python", "sglang")
-      : "/usr/local/lib/python3.12/dist-packages/sglang";
-    this.site = engine
-      ? join(engine, ".venv", "lib", "python3.12", "site-packages")
-      : "/usr/local/lib/python3.12/dist-packages";
+    this.site = sitePackagesDir() ?? "/usr/local/lib/python3.12/dist-packages";
+    this.srcRoot = engine ? join(engine, "sglang") : join(this.site, "sglang");
     this.version = engineVersion() ?? "0.5.6";
     this.port = Number(args.port ?? 30000);
     this.host = String(args.host ?? "127.0.0.1");
     this.tp = Math.max(1, Number(args.tp_size ?? 1));
     this.dp = Math.max(1, Number(args.dp_size ?? 1));
     this.baseGpu = Number(args.base_gpu_id ?? 0);
-    this.faults = sglangFaults(this.port);
+    this.faults = sglangFaults(this.port, String(this.args.model_path ?? ""));
     this.gpu = gpuSet();
     this.level = LEVELS[String(args.log_level ?? "info").toLowerCase()] ?? 20;
     this.status = "Starting";
@@ -812,7 +809,7 @@ class SimServer {
 
   /** Current output mode: "nan", "garbage" or "ok". */
   outputMode() {
-    const runtime = sglangFaults(this.port).modes;
+    const runtime = sglangFaults(this.port, String(this.args.model_path ?? "")).modes;
     if (runtime.has("nan")) return "nan";
     if (runtime.has("sampling-errors")) return "garbage";
     if (this.nvfp4 && this.gpu.cc >= 12 && this.gpu.cc < 13) {

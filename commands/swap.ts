@@ -1,0 +1,68 @@
+import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import type { SubCommand } from "../src/slack/sub-command.ts";
+import { ACCEPTED_FORMS, parseSwapRequest, SWAP_USAGE } from "../src/swap/parse-swap-request.ts";
+import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
+import { SwapStore } from "../src/swap/swap-store.ts";
+
+const FORMS = ACCEPTED_FORMS.map((f) => `• \`${f}\``).join("\n");
+
+/** `/llm swap <hf-url> [--host H] [--tp N] [--dry-run] [--engine-ref REF]`: validate, lock the host, enqueue. */
+export const swapCommand: SubCommand = {
+  name: "swap",
+  usage: SWAP_USAGE,
+  summary: "swap the model a host serves (plan → approval → switch → checks, rolled back on failure)",
+  async handle(request, { config, access, store, swaps }) {
+    if (!(await access.isRequester(request.user))) {
+      return refusal(
+        "Only requesters may start swaps. Ask an admin to add you to the requesters in the config.",
+      );
+    }
+    const parsed = parseSwapRequest(request.args);
+    if (!parsed.ok) {
+      return reply(
+        `Cannot swap: ${parsed.reason}.\nUsage: \`${SWAP_USAGE}\`\nAccepted model forms:\n${FORMS}`,
+      );
+    }
+    const { request: swap } = parsed;
+    const known = config.file.hosts.map((h) => h.name);
+    const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
+    if (host === undefined)
+      return reply(`Which host? Add \`--host <host>\`. Known hosts: ${known.join(", ")}.`);
+    if (!known.includes(host)) return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
+
+    const id = SwapStore.newId();
+    if (!swap.dryRun) {
+      const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
+      if (!lock.ok) {
+        if ("error" in lock) return failure(lock.error);
+        const running = await store.get(lock.holder);
+        const stage = running === undefined ? "unknown" : running.step;
+        return reply(
+          `🚧 ${host} is busy: swap \`${lock.holder}\` (${running?.request.model.repo ?? "?"}) is at stage *${stage}*. One swap per host at a time; wait for it to finish or cancel it.`,
+        );
+      }
+    }
+    const record: SwapRecord = {
+      id,
+      host,
+      requester: request.user,
+      channel: config.file.slack.channel,
+      createdAt: new Date().toISOString(),
+      request: swap,
+      step: "resolve",
+      stages: newStages(),
+      tasks: {},
+    };
+    try {
+      await store.save(record);
+      await swaps.enqueue(id);
+    } catch (error) {
+      if (!swap.dryRun) await store.unlockHost(host, id).catch(() => undefined);
+      return failure(error);
+    }
+    const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
+    return reply(
+      `${swap.dryRun ? "📝 Planning (dry run)" : "🔄 Swap queued"}: \`${model}\` → *${host}* (swap \`${id}\`). Follow its card in <#${config.file.slack.channel}>.`,
+    );
+  },
+};

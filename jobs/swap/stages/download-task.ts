@@ -1,0 +1,39 @@
+import { quote } from "../../../src/host/shell-quote.ts";
+import type { ModelInfo } from "../../../src/hub/types.ts";
+
+/** Where a swap keeps its detached tasks on the host: beside the models, which the bot can always write. */
+export function taskDir(modelsDir: string, swapId: string, name: "download" | "build"): string {
+  return `${modelsDir.replace(/\/+$/, "")}/.modelswap/tasks/${swapId}/${name}`;
+}
+
+/** The data files the download task verifies against: `<size> <path>` and sha256sum's `<hash>  <path>`. */
+export function verificationFiles(info: ModelInfo): { sizes: string; sums: string } {
+  const sizes = info.files.map((f) => `${f.size} ${f.path}`).join("\n");
+  const sums = info.files
+    .filter((f) => f.sha256 !== undefined)
+    .map((f) => `${f.sha256}  ${f.path}`)
+    .join("\n");
+  return { sizes: `${sizes}\n`, sums: sums === "" ? "" : `${sums}\n` };
+}
+
+/**
+ * The detached download: `hf download` pinned to the commit, then every file's size and every LFS file's
+ * sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
+ * process (fixtures/gpu-host/hf-download-1.33.md), so orphaned *.incomplete files are removed first.
+ */
+export function downloadScript(info: ModelInfo, modelDir: string, dir: string): string {
+  const partials = `${modelDir}/.cache/huggingface/download`;
+  return [
+    `mkdir -p ${quote(modelDir)}`,
+    `find ${quote(partials)} -name '*.incomplete' -delete 2>/dev/null || true`,
+    `echo "modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}"`,
+    `hf download ${quote(info.repo)} --revision ${quote(info.sha)} --local-dir ${quote(modelDir)} --max-workers 8`,
+    `cd ${quote(modelDir)}`,
+    `while read -r size path; do`,
+    `  actual=$(stat -c %s -- "$path" 2>/dev/null || echo missing)`,
+    `  if [ "$actual" != "$size" ]; then echo "modelswap: size mismatch for $path: expected $size, found $actual"; exit 3; fi`,
+    `done < ${quote(`${dir}/sizes`)}`,
+    `if [ -s ${quote(`${dir}/sha256sums`)} ]; then sha256sum --quiet --strict -c ${quote(`${dir}/sha256sums`)}; fi`,
+    `echo "modelswap: verified $(wc -l < ${quote(`${dir}/sizes`)}) files"`,
+  ].join("\n");
+}

@@ -1,0 +1,41 @@
+import { describeError } from "../../../src/errors.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
+import { interestingTail } from "../../../src/status/probe-host.ts";
+import type { StageContext } from "../swap-context.ts";
+import { waitHealthy } from "./wait-healthy.ts";
+
+/**
+ * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
+ * engine checked out at its previous commit when the build changed it, the old unit enabled and started,
+ * and its health awaited. Returns whether the host serves again.
+ */
+export async function rollback(ctx: StageContext, why: string): Promise<{ ok: boolean; detail: string }> {
+  const { record, host } = ctx;
+  const plan = record.plan!;
+  const oldUnit = record.previous!.unit;
+  await ctx.say(`↩️ Rolling back to \`${oldUnit}\`: ${why}`);
+  try {
+    if (oldUnit !== plan.unitName) {
+      await ctx.exec(ctx.privileged(sh`systemctl disable --now ${plan.unitName}`));
+    }
+    const previousCommit = record.engine?.previousCommit;
+    if (previousCommit !== undefined && previousCommit !== record.engine?.commit) {
+      await ctx.must(
+        sh`git -C ${host.engineSourceDir} checkout -q -f --detach ${previousCommit} && ${`${host.venv}/bin/pip`} install -q -e ${`${host.engineSourceDir}/python`} --no-deps`,
+        `restoring the engine at ${previousCommit.slice(0, 7)}`,
+        { timeoutMs: 600_000 },
+      );
+    }
+    await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
+  } catch (error) {
+    return { ok: false, detail: describeError(error) };
+  }
+  const health = await waitHealthy(ctx, oldUnit, Math.max(600, plan.healthTimeoutSeconds));
+  if (!health.healthy) {
+    await ctx.say(`❌ \`${oldUnit}\` did not come back: ${health.why}`, {
+      log: interestingTail(health.journal),
+    });
+    return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
+  }
+  return { ok: true, detail: `${oldUnit} is healthy again` };
+}

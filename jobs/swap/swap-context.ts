@@ -1,0 +1,124 @@
+import type { HostConfig } from "../../src/config/file-schema.ts";
+import type { Config } from "../../src/config/load-config.ts";
+import { CodedError } from "../../src/errors.ts";
+import type { HostRegistry } from "../../src/host/host-registry.ts";
+import { type ShellCommand, sh } from "../../src/host/shell-quote.ts";
+import type { ExecOptions, ExecResult, HostTransport } from "../../src/host/transport.ts";
+import type { HubClient } from "../../src/hub/hub-client.ts";
+import type { Logger } from "../../src/log.ts";
+import { codeBlock, message, type SlackMessage, section } from "../../src/reporter/message.ts";
+import type { SlackPoster } from "../../src/reporter/slack-poster.ts";
+import { renderSwapCard } from "../../src/reporter/swap-card.ts";
+import type { StageName, StageState, SwapRecord } from "../../src/swap/swap-record.ts";
+import type { SwapStore } from "../../src/swap/swap-store.ts";
+
+/** Everything the swap pipeline needs, built once by the composition root. */
+export interface SwapDeps {
+  config: Config;
+  store: SwapStore;
+  hosts: HostRegistry;
+  hub: HubClient;
+  poster: SlackPoster;
+  log: Logger;
+}
+
+/**
+ * What a stage gets: the swap's record, its host, and capabilities bound to them. Stages never touch
+ * Slack or ssh2 directly.
+ */
+export interface StageContext {
+  record: SwapRecord;
+  host: HostConfig;
+  deps: SwapDeps;
+  log: Logger;
+  transport: HostTransport;
+  exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
+  /** exec that throws HOST_COMMAND_FAILED (with the output's last line) on a non-zero exit. */
+  must(command: ShellCommand, what: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Runs a privileged command: prefixed with `sudo -n` on hosts configured with `sudo: true`. */
+  privileged(command: ShellCommand): ShellCommand;
+  stage(name: StageName, state: StageState["state"], detail?: string): void;
+  /**
+   * A message in the swap's thread, optionally followed by log lines in a code block (kept to what fits).
+   * A message Slack refuses is logged, never allowed to fail the swap.
+   */
+  say(msg: SlackMessage | string, options?: { broadcast?: boolean; log?: readonly string[] }): Promise<void>;
+  /** Edits the card in place; throttled unless forced. */
+  updateCard(force?: boolean): Promise<void>;
+  save(): Promise<void>;
+  now(): Date;
+}
+
+export function createStageContext(record: SwapRecord, deps: SwapDeps): StageContext {
+  const host = deps.hosts.config(record.host);
+  const transport = deps.hosts.transport(record.host);
+  const log = deps.log.child({ swap: record.id, host: record.host });
+  let lastCard = record.lastCardUpdate ? Date.parse(record.lastCardUpdate) : 0;
+  let dirty = true;
+  const ctx: StageContext = {
+    record,
+    host,
+    deps,
+    log,
+    transport,
+    exec: (command, options) => transport.exec(command, options),
+    async must(command, what, options) {
+      const result = await transport.exec(command, options);
+      if (result.code !== 0) {
+        const said = (result.stderr.trim() || result.stdout.trim()).split("\n").at(-1) ?? "";
+        throw new CodedError(
+          "HOST_COMMAND_FAILED",
+          `${what} failed on ${host.name} (exit ${result.code ?? result.signal}): ${said}`,
+          "the swap's thread has the output; fix the cause on the host and start the swap again",
+        );
+      }
+      return result;
+    },
+    privileged: (command) => (host.sudo ? sh`sudo -n ${command}` : command),
+    stage(name, state, detail) {
+      const current = record.stages[name];
+      const at = new Date().toISOString();
+      if (current.state !== state) {
+        dirty = true;
+        if (state === "running") current.startedAt ??= at;
+        if (state === "done" || state === "failed" || state === "skipped") current.finishedAt = at;
+      }
+      if (detail !== undefined && detail !== current.detail) dirty = true;
+      current.state = state;
+      if (detail !== undefined) current.detail = detail;
+    },
+    async say(msg, options) {
+      if (record.cardTs === undefined) return;
+      let m = typeof msg === "string" ? message(msg, [section(msg)]) : msg;
+      if (options?.log !== undefined && options.log.length > 0) {
+        m = message(m.text, [...m.blocks, section(codeBlock(options.log))]);
+      }
+      try {
+        await deps.poster.post(record.channel, m, {
+          threadTs: record.cardTs,
+          broadcast: options?.broadcast === true,
+        });
+      } catch (error) {
+        log.warn({ err: (error as Error).message }, "could not post to the swap's thread");
+      }
+    },
+    async updateCard(force = false) {
+      const card = renderSwapCard(record);
+      if (record.cardTs === undefined) {
+        record.cardTs = await deps.poster.post(record.channel, card);
+        lastCard = Date.now();
+        dirty = false;
+        return;
+      }
+      const due = Date.now() - lastCard >= deps.config.file.swaps.cardUpdateSeconds * 1000;
+      if (!dirty || (!force && !due)) return;
+      await deps.poster.update(record.channel, record.cardTs, card);
+      lastCard = Date.now();
+      record.lastCardUpdate = new Date(lastCard).toISOString();
+      dirty = false;
+    },
+    save: () => deps.store.save(record),
+    now: () => new Date(),
+  };
+  return ctx;
+}

@@ -1,0 +1,122 @@
+import { createHash } from "node:crypto";
+import type { FlagChoice } from "../plan/types.ts";
+
+/**
+ * The systemd unit that serves a model with SGLang. Every value that comes from outside (model names,
+ * paths, flag values) is written so systemd reads it back unchanged and it can never start a new
+ * line, section or directive: ExecStart words use systemd's quoting (systemd.service(5), "Command
+ * lines": double quotes, C escapes, `%%` for specifiers, `$$` for variables); Description and comments
+ * lose control characters.
+ */
+export interface UnitSpec {
+  repo: string;
+  sha: string;
+  swapId: string;
+  /** Absolute path of the engine's venv. */
+  venv: string;
+  /** Flags in order; a flag the engine has no spelling for (`flag` undefined) is left out. */
+  flags: readonly FlagChoice[];
+  /** TimeoutStartSec (the plan's health timeout, which scales with the weights' size). */
+  timeoutStartSeconds: number;
+}
+
+const MAX_NAME = 60;
+const PREFIX = "sglang-";
+const SUFFIX = ".service";
+
+/**
+ * `sglang-<slug>.service` from the model's name (the part after `org/`): lowercase letters, digits and
+ * dashes, at most 60 characters in all (a long name is cut and keeps a short hash of the repo so two
+ * long names stay apart); a name with nothing usable becomes `sglang-model-<hash>.service`.
+ */
+export function unitNameFor(repo: string): string {
+  const name = repo.slice(repo.lastIndexOf("/") + 1);
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
+  const hash = createHash("sha256").update(repo).digest("hex").slice(0, 6);
+  const room = MAX_NAME - PREFIX.length - SUFFIX.length;
+  if (slug === "") return `${PREFIX}model-${hash}${SUFFIX}`;
+  if (slug.length <= room) return `${PREFIX}${slug}${SUFFIX}`;
+  const cut = slug.slice(0, room - hash.length - 1).replace(/-+$/, "");
+  return `${PREFIX}${cut}-${hash}${SUFFIX}`;
+}
+
+const PLAIN_WORD = /^[A-Za-z0-9_@+=:,./-]+$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * One word of an ExecStart= line, read back by systemd byte for byte. systemd expands specifiers
+ * (`%%` → `%`) in every word but variables (`$$` → `$`) only in the arguments, not in the executable's
+ * path, so `kind` says which this is. NUL cannot be in an argument.
+ */
+export function systemdWord(word: string, kind: "argument" | "executable" = "argument"): string {
+  if (word.includes("\0")) throw new Error("a NUL byte cannot be passed as a command-line argument");
+  if (PLAIN_WORD.test(word)) return word;
+  let out = '"';
+  for (const ch of word.replace(LONE_SURROGATE, "\uFFFD")) {
+    const code = ch.codePointAt(0)!;
+    if (ch === "%") out += "%%";
+    else if (ch === "$" && kind === "argument") out += "$$";
+    else if (ch === "\\") out += "\\\\";
+    else if (ch === '"') out += '\\"';
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\t") out += "\\t";
+    else if (ch === "\r") out += "\\r";
+    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/** Text for Description= and comments: one line, no control characters; `%` doubled where systemd expands specifiers. */
+function oneLine(text: string, specifiers: boolean): string {
+  const clean = text
+    .replace(LONE_SURROGATE, "\uFFFD")
+    .replace(/[\u0000-\u001f\u007f\u0085\u2028\u2029]/g, "?");
+  return specifiers ? clean.replaceAll("%", "%%") : clean;
+}
+
+/** `--flag value` (or `--flag=value` when the value starts with "-", which argparse would take for an option). */
+function flagWords(choice: FlagChoice): string | undefined {
+  if (choice.flag === undefined) return undefined;
+  const flag = systemdWord(choice.flag);
+  if (choice.value === undefined) return flag;
+  if (choice.value.startsWith("-")) return systemdWord(`${choice.flag}=${choice.value}`);
+  return `${flag} ${systemdWord(choice.value)}`;
+}
+
+export function renderUnit(spec: UnitSpec): { name: string; text: string } {
+  if (!spec.venv.startsWith("/"))
+    throw new Error(`the engine venv must be an absolute path, got "${spec.venv}"`);
+  const name = unitNameFor(spec.repo);
+  const python = systemdWord(`${spec.venv.replace(/\/+$/, "")}/bin/python`, "executable");
+  const args = spec.flags.map(flagWords).filter((w): w is string => w !== undefined);
+  const execStart = [`${python} -m sglang.launch_server`, ...args].join(" \\\n    ");
+  const timeout = Math.max(1, Math.ceil(spec.timeoutStartSeconds));
+  const lines = [
+    `# Written by modelswap for swap ${oneLine(spec.swapId, false)}; the next swap replaces this file.`,
+    `# Model: ${oneLine(spec.repo, false)} at commit ${oneLine(spec.sha, false)}.`,
+    "[Unit]",
+    `Description=SGLang serving ${oneLine(spec.repo, true)}@${oneLine(spec.sha.slice(0, 7), true)} (modelswap)`,
+    "After=network-online.target",
+    "Wants=network-online.target",
+    "",
+    "[Service]",
+    "Type=simple",
+    "# Start from the local files only: a restart never waits on (or fails because of) the Hub.",
+    "Environment=HF_HUB_OFFLINE=1",
+    "Environment=PYTHONUNBUFFERED=1",
+    `ExecStart=${execStart}`,
+    "Restart=on-failure",
+    "RestartSec=10",
+    `TimeoutStartSec=${timeout}`,
+    "TimeoutStopSec=120",
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    "",
+  ];
+  return { name, text: lines.join("\n") };
+}

@@ -1,0 +1,218 @@
+import type { ModelInfo } from "../hub/types.ts";
+import { weightFiles } from "../hub/weight-files.ts";
+import { formatGB, formatGiB } from "./byte-units.ts";
+import { chooseTp } from "./choose-tp.ts";
+import { defaultSpelling } from "./flag-spellings.ts";
+import { modelDirFor } from "./model-dir.ts";
+import { withRenderedUnit } from "./plan-unit.ts";
+import {
+  atLeast,
+  type ComputeCapability,
+  findRecipe,
+  quantizationSupport,
+  quantLabel,
+  type RecipeSetting,
+  smLabel,
+} from "./recipes.ts";
+import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "./types.ts";
+
+export interface PlanHostConfig {
+  name: string;
+  modelsDir: string;
+  venv: string;
+  unitDir: string;
+  servingPort: number;
+  currentUnit: string;
+}
+
+export interface PlanInput {
+  model: ModelInfo;
+  facts: ModelFacts;
+  host: HostFacts;
+  hostConfig: PlanHostConfig;
+  requestedTp?: number;
+  swapId: string;
+}
+
+/** Parallel downloads of `hf download` (its --max-workers default). */
+export const HF_MAX_WORKERS = 8;
+
+/**
+ * Downtime, from the old unit's stop to the new one's health: 90 s for stopping, process start, CUDA
+ * init and graph capture, plus 1.5 s per GB of weights (reading them from disk and sharding them onto
+ * the GPUs: ≈ 7 min for 223 GB). The health wait allows three times that, at least 10 minutes, in
+ * whole minutes: a slow disk must not roll back a good model, a hung load must not wait forever.
+ */
+export function expectedDowntimeSeconds(weightBytes: number): number {
+  return Math.round(90 + 1.5 * (weightBytes / 1e9));
+}
+
+export function healthTimeoutSeconds(weightBytes: number): number {
+  return Math.max(600, Math.ceil((3 * expectedDowntimeSeconds(weightBytes)) / 60) * 60);
+}
+
+/**
+ * The plan of a swap, computed before anyone approves it: recipe, tp, flags (current upstream
+ * spellings until the engine build's `--help` is read: applyFlagSpellings), checks, the unit and its
+ * diff, expected downtime. It reads nothing itself; a failing check makes `ok` false, never throws.
+ */
+export function makePlan(input: PlanInput): SwapPlan {
+  const { model, facts, host, hostConfig } = input;
+  const gpus = host.gpus;
+  // Mixed GPUs: the oldest decides what runs.
+  const cc = gpus.reduce<ComputeCapability>(
+    (min, g) => (atLeast(g.computeCapability, min) ? min : g.computeCapability),
+    gpus[0]?.computeCapability ?? { major: 0, minor: 0 },
+  );
+  const gpuName = gpus[0]?.name ?? "no GPU";
+
+  const tpChoice = chooseTp(facts, gpus, input.requestedTp);
+  const quant: PlanCheck =
+    gpus.length === 0
+      ? {
+          id: "quantization",
+          ok: false,
+          detail: "no GPUs found",
+          fix: "check the NVIDIA driver on the host",
+        }
+      : { id: "quantization", ...quantizationSupport(facts.quantization, cc, gpuName) };
+  const found = findRecipe(facts, cc);
+  const recipeResult = found?.recipe.settings({
+    facts,
+    cc,
+    tp: tpChoice.tp,
+    kvCacheBytes: Math.max(0, tpChoice.vram.kvPerGpuBytes) * tpChoice.tp,
+    hostMemoryBytes: host.memoryBytes,
+  });
+  const recipeCheck: PlanCheck =
+    found !== undefined
+      ? { id: "recipe", ok: true, detail: `${found.id}: ${found.recipe.title}` }
+      : !quant.ok
+        ? {
+            id: "recipe",
+            ok: false,
+            detail: `none: ${quantLabel(facts.quantization)} does not run on ${smLabel(cc)} (see the quantization check)`,
+          }
+        : {
+            id: "recipe",
+            ok: false,
+            detail: `no known-good recipe for ${facts.family} ${quantLabel(facts.quantization)} on ${smLabel(cc)} (${gpuName})`,
+            fix: "serve it once by hand, then add the flags that worked, each with its reason, to src/plan/recipes.ts",
+          };
+
+  const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
+  const settings: RecipeSetting[] = [
+    {
+      setting: "model-path",
+      value: modelDir,
+      reason: `the weights at commit ${model.sha.slice(0, 7)}, in a directory of their own (a new commit never overwrites a served model)`,
+    },
+    {
+      setting: "served-model-name",
+      value: model.repo,
+      reason: "clients name the model by its Hub id",
+    },
+    {
+      setting: "host",
+      value: "127.0.0.1",
+      reason: "loopback only: modelswap checks health on the host; publish it through your proxy",
+    },
+    { setting: "port", value: String(hostConfig.servingPort), reason: "the host's servingPort" },
+    { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
+    ...(recipeResult?.settings ?? []),
+  ];
+  const flags: FlagChoice[] = settings.map((s) => ({ ...s, flag: defaultSpelling(s.setting) }));
+
+  const checks = [
+    recipeCheck,
+    quant,
+    tpChoice.vramCheck,
+    tpChoice.tpCheck,
+    diskCheck(model, host, hostConfig.modelsDir),
+    venvCheck(host, hostConfig.venv),
+    hubCliCheck(host),
+  ];
+
+  return withRenderedUnit({
+    model,
+    facts,
+    host,
+    recipe: found?.id ?? "none",
+    tp: tpChoice.tp,
+    tpReason: tpChoice.reason,
+    flags,
+    checks,
+    ok: false,
+    modelDir,
+    unitName: "",
+    unitText: "",
+    unitDiff: "",
+    expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes),
+    healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes),
+    swapId: input.swapId,
+    venv: hostConfig.venv,
+    unitDir: hostConfig.unitDir,
+    unitPath: "",
+    notes: recipeResult?.notes ?? [],
+  });
+}
+
+/**
+ * Free space for what is still to fetch, plus a margin: the real `hf download` restarts an in-progress
+ * shard from byte 0 after its process dies and leaves the old partial file behind, so up to
+ * max-workers (8) × the largest shard can be on disk twice.
+ */
+function diskCheck(model: ModelInfo, host: HostFacts, modelsDir: string): PlanCheck {
+  const toFetch = Math.max(0, model.totalBytes - host.bytesOnDisk);
+  const shards = weightFiles(model.files);
+  const sized = shards.length > 0 ? shards : model.files;
+  const largest = sized.reduce((max, f) => Math.max(max, f.size), 0);
+  const workers = Math.min(HF_MAX_WORKERS, Math.max(1, sized.length));
+  const margin = toFetch === 0 ? 0 : workers * largest;
+  const need = toFetch + margin;
+  const already = host.bytesOnDisk > 0 ? ` (${formatGB(host.bytesOnDisk)} already there)` : "";
+  const marginText =
+    margin === 0
+      ? "nothing left to fetch"
+      : `${formatGB(margin)} margin: ${workers === 1 ? "1 download" : `${workers} parallel downloads`} × ${formatGB(largest)} largest shard, since hf restarts an interrupted shard from 0 and leaves the partial file behind`;
+  const detail = `${formatGB(toFetch)} to fetch${already} + ${marginText}; ${formatGB(host.freeDiskBytes)} free at ${modelsDir}`;
+  if (host.freeDiskBytes >= need) return { id: "disk", ok: true, detail };
+  return {
+    id: "disk",
+    ok: false,
+    detail: `${detail}: ${formatGB(need - host.freeDiskBytes)} short`,
+    fix: `free at least ${formatGB(need - host.freeDiskBytes)} in ${modelsDir} (old model directories no unit serves can go), or point the host's modelsDir at a bigger disk`,
+  };
+}
+
+function venvCheck(host: HostFacts, venv: string): PlanCheck {
+  if (host.venvOk) return { id: "venv", ok: true, detail: `${venv}/bin/python runs` };
+  return {
+    id: "venv",
+    ok: false,
+    detail: `${venv}/bin/python is missing or does not run`,
+    fix: `create the venv on the host (python3 -m venv ${venv}) with the CUDA torch stack the engine needs; modelswap installs the engine into it with --no-deps and never replaces torch`,
+  };
+}
+
+function hubCliCheck(host: HostFacts): PlanCheck {
+  if (host.hubCli === "hf") return { id: "hub-cli", ok: true, detail: "hf (huggingface_hub) is installed" };
+  const fix = "pip install -U huggingface_hub (in the venv or for the SSH user) gives the hf command";
+  if (host.hubCli === "huggingface-cli") {
+    return {
+      id: "hub-cli",
+      ok: false,
+      detail:
+        "only huggingface-cli is installed: it is deprecated and no longer works in huggingface_hub 1.x",
+      fix,
+    };
+  }
+  return { id: "hub-cli", ok: false, detail: "no Hugging Face CLI (hf) on the host", fix };
+}
+
+/** GPUs as the plan states them: "8 × NVIDIA RTX PRO 6000 Blackwell Server Edition (sm_120, 95.6 GiB)". */
+export function describeGpus(host: HostFacts): string {
+  const first = host.gpus[0];
+  if (first === undefined) return "no GPUs found";
+  return `${host.gpus.length} × ${first.name} (${smLabel(first.computeCapability)}, ${formatGiB(first.memoryTotalMiB * 1024 * 1024)})`;
+}

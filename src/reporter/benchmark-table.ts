@@ -1,0 +1,150 @@
+import type { BenchResult } from "../engine/bench-serving.ts";
+import { context, escapeMrkdwn, LIMITS, type SlackMessage, section, truncate } from "./message.ts";
+
+export interface BenchPair {
+  single: BenchResult;
+  loaded: BenchResult;
+}
+
+export interface PreviousBench extends BenchPair {
+  /** The model those numbers were measured with (the outgoing one). */
+  model: string;
+}
+
+interface Metric {
+  label: string;
+  pick: (r: BenchResult) => number | undefined;
+}
+
+const METRICS: readonly Metric[] = [
+  { label: "output tok/s", pick: (r) => r.outputThroughput },
+  { label: "TTFT p50 ms", pick: (r) => r.medianTtftMs },
+  { label: "TTFT p99 ms", pick: (r) => r.p99TtftMs },
+  { label: "TPOT ms", pick: (r) => r.meanTpotMs },
+];
+
+/**
+ * The benchmark as a compact monospace table: output tok/s, TTFT p50/p99 and TPOT at concurrency 1
+ * and loaded, each with its change against the previous model's numbers on this host (▲ up, ▼ down),
+ * or a note that there are no earlier numbers.
+ */
+export function renderBenchmarkComparison(current: BenchPair, previous?: PreviousBench): SlackMessage {
+  const columns = [
+    {
+      title: streams(current.single.maxConcurrency, "single"),
+      now: current.single,
+      before: previous?.single,
+    },
+    {
+      title: streams(current.loaded.maxConcurrency, "loaded"),
+      now: current.loaded,
+      before: previous?.loaded,
+    },
+  ];
+  // One cell per setting: the value, then its change, both padded so the changes line up.
+  const cells = columns.map((c) => {
+    const values = METRICS.map((m) => formatNumber(m.pick(c.now)));
+    const changes = METRICS.map((m) =>
+      previous === undefined || c.before === undefined ? "" : changeText(m.pick(c.now), m.pick(c.before)),
+    );
+    const valueWidth = Math.max(...values.map(width));
+    const changeWidth = Math.max(...changes.map(width));
+    return values.map((v, i) => (changeWidth === 0 ? v : `${pad(v, valueWidth)} ${changes[i] ?? ""}`));
+  });
+  const rows: string[][] = [
+    ["", ...columns.map((c) => c.title)],
+    ...METRICS.map((m, i) => [m.label, ...cells.map((col) => col[i] ?? "")]),
+  ];
+  const table = alignColumns(rows);
+
+  const model = previous === undefined ? undefined : truncate(previous.model, 120);
+  const title =
+    model === undefined ? "*Benchmark*" : `*Benchmark* vs \`${escapeMrkdwn(model.replaceAll("`", "'"))}\``;
+  const notes: string[] = [];
+  notes.push(
+    model === undefined
+      ? "no earlier numbers for this host"
+      : "▲/▼: change vs the previous model; higher tok/s and lower ms are better",
+  );
+  for (const c of columns) {
+    const ok = c.now.successfulRequests;
+    if (c.now.requested !== undefined && ok !== undefined && ok < c.now.requested)
+      notes.push(`⚠️ ${c.title}: ${c.now.requested - ok} of ${c.now.requested} requests failed`);
+  }
+
+  const fence = "```";
+  const blocks = [
+    section(title),
+    section(`${fence}\n${truncate(table, LIMITS.sectionText - 8)}\n${fence}`),
+    context(...notes),
+  ];
+  return { text: truncate(fallbackText(columns, model), LIMITS.fallbackText), blocks };
+}
+
+function streams(concurrency: number | null | undefined, fallback: string): string {
+  if (concurrency === undefined || concurrency === null) return fallback;
+  return concurrency === 1 ? "1 stream" : `${concurrency} streams`;
+}
+
+/** ▲8.7% / ▼3.1% / ±0.0%, or "" when either number is missing. */
+function changeText(now: number | undefined, before: number | undefined): string {
+  if (now === undefined || before === undefined || !Number.isFinite(now) || !Number.isFinite(before))
+    return "";
+  if (before === 0) return "";
+  const pct = ((now - before) / Math.abs(before)) * 100;
+  const size = Math.abs(pct);
+  const shown = size >= 100 ? size.toFixed(0) : size.toFixed(1);
+  if (shown === "0.0") return "±0.0%";
+  return `${pct > 0 ? "▲" : "▼"}${shown}%`;
+}
+
+function formatNumber(value: number | undefined): string {
+  if (value === undefined || Number.isNaN(value)) return "–";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  const size = Math.abs(value);
+  if (size >= 1000) return value.toFixed(0);
+  if (size >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+/** Characters as a monospace font shows them (▲ is one). */
+function width(text: string): number {
+  return [...text].length;
+}
+
+function pad(text: string, to: number): string {
+  return text + " ".repeat(Math.max(0, to - width(text)));
+}
+
+/** Left-aligned columns separated by two spaces, no trailing blanks. */
+function alignColumns(rows: readonly string[][]): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, width(cell));
+    });
+  }
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => pad(cell, widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function fallbackText(
+  columns: readonly { title: string; now: BenchResult; before?: BenchResult | undefined }[],
+  model: string | undefined,
+): string {
+  const parts = columns.map((c) => {
+    const tps = formatNumber(c.now.outputThroughput);
+    const change = model === undefined ? "" : changeText(c.now.outputThroughput, c.before?.outputThroughput);
+    return `${tps} output tok/s at ${c.title}${change === "" ? "" : ` (${change})`}`;
+  });
+  const ttft = columns.map((c) => formatNumber(c.now.medianTtftMs)).join(" / ");
+  const tpot = columns.map((c) => formatNumber(c.now.meanTpotMs)).join(" / ");
+  const against = model === undefined ? "no earlier numbers for this host" : `vs ${model}`;
+  return `Benchmark: ${parts.join(", ")}; TTFT p50 ${ttft} ms; TPOT ${tpot} ms (${against})`;
+}

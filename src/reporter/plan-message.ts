@@ -1,0 +1,227 @@
+import type { KnownBlock } from "@slack/types";
+import { formatGB } from "../plan/byte-units.ts";
+import { describeGpus } from "../plan/make-plan.ts";
+import type { FlagChoice, SwapPlan } from "../plan/types.ts";
+import {
+  context,
+  escapeMrkdwn,
+  fields,
+  header,
+  LIMITS,
+  message,
+  type SlackMessage,
+  section,
+  truncate,
+} from "./message.ts";
+
+export type PlanStatus = "awaiting-approval" | "approved" | "rejected" | "expired" | "refused" | "dry-run";
+
+export interface PlanMessageOptions {
+  swapId: string;
+  /** Slack user id of the requester. */
+  requester: string;
+  status: PlanStatus;
+  /** Slack user id of who approved or rejected. */
+  decidedBy?: string;
+  /** Who may approve, as mrkdwn the bot builds (mentions allowed), e.g. "<!subteam^S0123>". */
+  waitingFor?: string;
+}
+
+export const APPROVE_ACTION_ID = "swap_approve";
+export const REJECT_ACTION_ID = "swap_reject";
+
+/** Untrusted names are cut before escaping, so an escape entity is never cut in half. */
+const NAME_MAX = 200;
+const FLAG_BULLETS_MAX_SECTIONS = 3;
+
+/** Untrusted text in mrkdwn: escaped, and without backticks, which could open a code span or block. */
+const clean = (text: string, max = NAME_MAX): string =>
+  escapeMrkdwn(truncate(text, max)).replaceAll("`", "ˋ");
+const code = (text: string, max = NAME_MAX): string => `\`${clean(text, max)}\``;
+const mention = (id: string): string => (/^[UW][A-Z0-9]{2,}$/.test(id) ? `<@${id}>` : clean(id, 80));
+
+/**
+ * The plan as a Slack message: what will be served, where, with which flags and why, every check, the
+ * unit diff, what stops and for how long; Approve/Reject buttons only while it awaits approval (and
+ * only when every check passed). Fits Slack's limits whatever the names, flags and diff.
+ */
+export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessage {
+  const repo = plan.model.repo;
+  const title = `Swap plan: ${truncate(repo, 100)} → ${truncate(plan.host.host, 40)}`;
+  const blocks: KnownBlock[] = [header(title), section(statusLine(plan, opts))];
+
+  blocks.push(
+    fields([
+      ["Model", `${code(repo)} @ \`${clean(plan.model.sha.slice(0, 7), 7)}\``],
+      ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
+      ["License", clean(plan.model.license ?? "not stated", 80)],
+      ["Recipe", code(plan.recipe, 120)],
+      ["GPUs", clean(describeGpus(plan.host), 300)],
+      ["Tensor parallel", `tp ${plan.tp}: ${clean(plan.tpReason, 600)}`],
+    ]),
+  );
+
+  blocks.push(...sections(["*Checks*", ...plan.checks.map(checkLine)], 3));
+  blocks.push(section(`*Flags*\n${commandBlock(plan.flags)}`));
+  const why = plan.flags.map((f) => `• ${code(flagText(f), 300)}: ${clean(f.reason, 500)}`);
+  blocks.push(...sections(why, FLAG_BULLETS_MAX_SECTIONS));
+  if (plan.notes.length > 0)
+    blocks.push(
+      ...sections(
+        plan.notes.map((n) => `_${clean(n, 500)}_`),
+        1,
+      ),
+    );
+
+  const diffTitle = plan.unitDiff === "" ? "unchanged" : "diff against the unit serving now";
+  blocks.push(section(`*Unit* ${code(plan.unitName)} (${diffTitle})`));
+  if (plan.unitDiff !== "") blocks.push(section(headCodeBlock(plan.unitDiff.replace(/\n$/, "").split("\n"))));
+
+  blocks.push(section(`*Stops* ${stopsLine(plan)}`));
+  blocks.push(
+    section(
+      `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})`,
+    ),
+  );
+
+  if (opts.status === "awaiting-approval" && plan.ok) {
+    blocks.push(
+      {
+        type: "actions",
+        block_id: "swap_decision",
+        elements: [
+          {
+            type: "button",
+            action_id: APPROVE_ACTION_ID,
+            style: "primary",
+            text: { type: "plain_text", text: "Approve", emoji: true },
+            value: truncate(opts.swapId, 2000),
+          },
+          {
+            type: "button",
+            action_id: REJECT_ACTION_ID,
+            style: "danger",
+            text: { type: "plain_text", text: "Reject", emoji: true },
+            value: truncate(opts.swapId, 2000),
+          },
+        ],
+      },
+      context("React ✅ to approve or ❌ to reject (approvers only; not the requester)"),
+    );
+  }
+  blocks.push(context(`swap \`${clean(opts.swapId, 100)}\` · requested by ${mention(opts.requester)}`));
+
+  const failed = plan.checks.filter((c) => !c.ok).length;
+  const text = `Swap plan: ${escapeMrkdwn(truncate(repo, 300))} → ${escapeMrkdwn(plan.host.host)}: ${STATUS_TEXT[opts.status]}${failed > 0 ? ` (${failed} failing ${failed === 1 ? "check" : "checks"})` : ""}`;
+  return message(text, blocks);
+}
+
+const STATUS_TEXT: Record<PlanStatus, string> = {
+  "awaiting-approval": "awaiting approval",
+  approved: "approved",
+  rejected: "rejected",
+  expired: "expired",
+  refused: "refused",
+  "dry-run": "dry run",
+};
+
+function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
+  const by = opts.decidedBy === undefined ? "" : ` by ${mention(opts.decidedBy)}`;
+  const failed = plan.checks.filter((c) => !c.ok).map((c) => c.id);
+  switch (opts.status) {
+    case "awaiting-approval":
+      if (!plan.ok)
+        return `:no_entry: *Cannot be approved*: failing ${failed.join(", ")}. Nothing was touched.`;
+      return `:hourglass_flowing_sand: *Awaiting approval*${opts.waitingFor === undefined ? "" : ` from ${opts.waitingFor}`}. Nothing is touched until then; the download and engine build may already run.`;
+    case "approved":
+      return `:white_check_mark: *Approved${by}*`;
+    case "rejected":
+      return `:x: *Rejected${by}*. Nothing was touched; downloaded files are kept.`;
+    case "expired":
+      return ":hourglass: *Expired*: nobody approved in time. Nothing was touched; downloaded files are kept.";
+    case "refused":
+      return `:no_entry: *Refused*: failing ${failed.length > 0 ? failed.join(", ") : "checks"}. Nothing was touched.`;
+    case "dry-run":
+      return ":memo: *Dry run*: this is the plan; nothing will be done.";
+  }
+}
+
+function checkLine(check: SwapPlan["checks"][number]): string {
+  const head = `${check.ok ? "✓" : "✗"} *${clean(check.id, 40)}*: ${clean(check.detail, 600)}`;
+  return check.ok || check.fix === undefined ? head : `${head}\n      _Fix:_ ${clean(check.fix, 600)}`;
+}
+
+function flagText(flag: FlagChoice): string {
+  const name = flag.flag ?? `(no flag for ${flag.setting})`;
+  return flag.value === undefined ? name : `${name} ${flag.value}`;
+}
+
+/** Shell-like quoting for reading only (the unit has systemd's own). */
+function shown(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+function commandBlock(flags: readonly FlagChoice[]): string {
+  const lines = ["python -m sglang.launch_server"];
+  for (const f of flags) {
+    const name = f.flag ?? `# missing: ${f.setting}`;
+    lines.push(`  ${name}${f.value === undefined ? "" : ` ${shown(f.value)}`}`);
+  }
+  const continued = lines.map((l, i) => (i < lines.length - 1 && !l.includes("# missing") ? `${l} \\` : l));
+  return headCodeBlock(continued, LIMITS.sectionText - 20);
+}
+
+/** A code block of the first lines that fit (escaped for mrkdwn), saying how many were left out. */
+function headCodeBlock(lines: readonly string[], max: number = LIMITS.sectionText): string {
+  const fence = "```";
+  const rendered = lines.map((l) => escapeMrkdwn(truncate(l, 300).replaceAll("```", "ˋˋˋ")));
+  const budget = max - fence.length * 2 - 2 - 40;
+  const kept: string[] = [];
+  let size = 0;
+  for (const line of rendered) {
+    if (size + line.length + 1 > budget) break;
+    kept.push(line);
+    size += line.length + 1;
+  }
+  const left = rendered.length - kept.length;
+  if (left > 0) kept.push(`… ${left} more ${left === 1 ? "line" : "lines"}`);
+  return `${fence}\n${kept.join("\n")}\n${fence}`;
+}
+
+/** Lines packed into at most `maxSections` sections of Slack's size, the rest counted. */
+function sections(lines: readonly string[], maxSections: number): KnownBlock[] {
+  const budget = LIMITS.sectionText - 60;
+  const packs: string[] = [];
+  let current = "";
+  let used = 0;
+  for (const line of lines) {
+    const piece = truncate(line, budget);
+    if (current !== "" && current.length + 1 + piece.length > budget) {
+      if (packs.length + 1 === maxSections) break;
+      packs.push(current);
+      current = "";
+    }
+    current = current === "" ? piece : `${current}\n${piece}`;
+    used++;
+  }
+  if (used < lines.length) current += `\n… and ${lines.length - used} more`;
+  if (current !== "") packs.push(current);
+  return packs.map((text) => section(text));
+}
+
+function stopsLine(plan: SwapPlan): string {
+  const current = plan.host.currentUnit;
+  const newUnit = code(plan.unitName);
+  if (!current.exists)
+    return `nothing: no ${code(current.name)} on the host; ${newUnit} will be enabled and started`;
+  const state = current.active ? "running" : "not running";
+  if (current.name === plan.unitName) {
+    return `${newUnit} (${state}) is rewritten and restarted with the new model`;
+  }
+  return `${code(current.name)} (${state}) will be disabled and stopped; ${newUnit} enabled and started`;
+}
+
+function minutes(seconds: number): string {
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  return `${Math.round(seconds / 60)} min`;
+}

@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * `/llm swap` end to end on the bench: signed slash commands and reactions into the real bot, real
+ * BullMQ on a real Redis, real SSH into simulated GPU hosts whose systemd runs real processes, a
+ * simulated SGLang that reproduces the NaN failure of NVFP4 on SM120 without the FlashInfer backends.
+ */
+const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
+const LLAMA = "sim-org/open-llama-1B";
+let bench: Bench;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 0, healthTimeoutSeconds: 8 },
+    hosts: [
+      { name: "bw-ok", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-nan", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-crash", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-hang", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-gate", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "h200", gpus: "h200-1gpu", serving: { preset: "llama-bf16-small" } },
+    ],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: "meta-llama/Llama-Gated-1B", gated: "manual" }));
+  await bench.startBot();
+}, 180_000);
+
+afterAll(async () => {
+  await bench?.stop();
+});
+
+/** Sends `/llm swap …` as a user and returns the swap's card (its parent message). */
+async function requestSwap(user: string, text: string): Promise<SlackMessage> {
+  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
+  const ack = await bench.slack.command(user, `swap ${text}`, { channel: CHANNEL });
+  expect(ack.status).toBe(200);
+  expect(ack.ackResponse?.text).toMatch(/Swap queued|Planning \(dry run\)/);
+  return await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find((m) => !before.has(m.ts)), {
+    timeoutMs: 20_000,
+    what: `the card of /llm swap ${text}`,
+  });
+}
+
+function card(ts: string): SlackMessage {
+  return bench.slack.message(CHANNEL, ts)!;
+}
+
+async function planOf(cardTs: string): Promise<SlackMessage> {
+  return await bench.slack.waitFor(
+    () =>
+      bench.slack.thread(CHANNEL, cardTs).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+    { timeoutMs: 30_000, what: "the plan with its Approve button" },
+  );
+}
+
+async function outcome(cardTs: string, pattern: RegExp, timeoutMs = 60_000): Promise<SlackMessage> {
+  return await bench.slack.waitFor(() => (pattern.test(card(cardTs).text) ? card(cardTs) : undefined), {
+    timeoutMs,
+    what: `the card to match ${pattern}`,
+  });
+}
+
+function threadText(cardTs: string): string {
+  return bench.slack
+    .thread(CHANNEL, cardTs)
+    .map((m) => `${m.text}\n${JSON.stringify(m.blocks)}`)
+    .join("\n");
+}
+
+const MUTATING = /^(start|stop|restart|enable|disable|daemon-reload)$/;
+
+describe("/llm swap", () => {
+  it("swaps an NVFP4 Qwen3.5 MoE onto 8× sm_120 with the recipe's backends: switch, health, sanity, benchmark", async () => {
+    const host = bench.host("bw-ok");
+    const oldUnit = host.unit;
+    const swap = await requestSwap(USERS.alice, `https://huggingface.co/${QWEN} --host bw-ok`);
+    const plan = await planOf(swap.ts);
+    const planText = JSON.stringify(plan.blocks);
+    expect(planText).toContain("flashinfer_cutlass");
+    expect(planText).toContain("flashinfer_cudnn");
+    expect(planText).toContain("modelopt_fp4");
+    expect(planText).toContain("qwen3_coder");
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+    const done = await outcome(swap.ts, /Swapped/);
+    expect(done.text).toContain(`${QWEN}@`);
+    expect(JSON.stringify(done.blocks)).toMatch(/downtime \d+/);
+
+    const newUnit = (await host.sim.systemctl("list-unit-files", "--type=service", "--no-legend")).stdout;
+    const unitName = /sglang-qwen3[-.a-z0-9]*\.service/.exec(newUnit)?.[0];
+    expect(unitName).toBeDefined();
+    const fresh = await host.sim.unitState(unitName!);
+    expect(fresh).toMatchObject({ activeState: "active", unitFileState: "enabled" });
+    const old = await host.sim.unitState(oldUnit);
+    expect(old).toMatchObject({ activeState: "inactive", unitFileState: "disabled" });
+
+    const thread = threadText(swap.ts);
+    expect(thread).toContain("Download complete");
+    expect(thread).toContain("Engine built");
+    expect(thread).toMatch(/tok\/s/);
+    expect(thread).toContain(`bw-ok now serves ${QWEN}`);
+    // the outcome is broadcast to the channel once
+    expect(bench.slack.thread(CHANNEL, swap.ts).filter((m) => m.reply_broadcast === true)).toHaveLength(1);
+
+    // status now reports the new model and unit
+    const before = bench.slack.messages(CHANNEL).length;
+    await bench.slack.command(USERS.alice, "status bw-ok", { channel: CHANNEL });
+    const status = await bench.slack.waitFor(
+      () =>
+        bench.slack
+          .messages(CHANNEL)
+          .slice(before)
+          .find((m) => m.text.includes("bw-ok:")),
+      { what: "status after the swap" },
+    );
+    expect(status.text).toContain("healthy");
+    expect(JSON.stringify(status.blocks)).toContain(unitName!);
+    // the host's CUDA stack was never replaced by the engine's pins
+    expect(JSON.stringify(await host.sim.calls())).toContain("--no-deps");
+  }, 120_000);
+
+  it("catches NaN output from a healthy server and rolls back to the old service", async () => {
+    const host = bench.host("bw-nan");
+    await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "nan" } } });
+    const swap = await requestSwap(USERS.alice, `hf://${QWEN} --host bw-nan`);
+    const plan = await planOf(swap.ts);
+    await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve");
+    const done = await outcome(swap.ts, /Rolled back/);
+    expect(JSON.stringify(done.blocks)).toMatch(/sanity/i);
+    expect(threadText(swap.ts)).toMatch(/nan/i);
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
+    const health = await fetch(`http://127.0.0.1:${host.servingPort}/health`);
+    expect(health.status).toBe(200);
+  }, 120_000);
+
+  it("rolls back when the new server crashes on start", async () => {
+    const host = bench.host("bw-crash");
+    await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "crash-on-start" } } });
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-crash`);
+    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
+    await outcome(swap.ts, /Rolled back/);
+    expect(threadText(swap.ts)).toContain("Traceback");
+    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
+  }, 120_000);
+
+  it("rolls back when the new server never becomes healthy", async () => {
+    const host = bench.host("bw-hang");
+    await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "hang" } } });
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-hang`);
+    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
+    await outcome(swap.ts, /Rolled back/);
+    expect(threadText(swap.ts)).toMatch(/not healthy after \d+ s/);
+    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
+  }, 120_000);
+
+  it("refuses an NVFP4 model on an H200 at preflight and touches nothing", async () => {
+    const host = bench.host("h200");
+    const setup = (await host.sim.calls()).length;
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host h200`);
+    const done = await outcome(swap.ts, /Failed/);
+    expect(done.text).toContain("h200");
+    const thread = threadText(swap.ts);
+    expect(thread).toMatch(/compute capability/i);
+    const calls = (await host.sim.calls()).slice(setup);
+    expect(calls.length).toBeGreaterThan(0); // preflight did look
+    expect(calls.filter((c) => c.cmd === "systemctl" && MUTATING.test(c.argv[0] ?? ""))).toEqual([]);
+    expect(calls.filter((c) => c.cmd === "hf" || c.cmd === "pip")).toEqual([]);
+    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
+  }, 60_000);
+
+  it("posts only the plan for a dry run", async () => {
+    const host = bench.host("bw-gate");
+    const setup = (await host.sim.calls()).length;
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-gate --dry-run`);
+    await outcome(swap.ts, /Dry run/);
+    const thread = bench.slack.thread(CHANNEL, swap.ts);
+    expect(thread.some((m) => JSON.stringify(m.blocks).includes("flashinfer_cudnn"))).toBe(true);
+    expect(thread.some((m) => JSON.stringify(m.blocks).includes("swap_approve"))).toBe(false);
+    const calls = (await host.sim.calls()).slice(setup);
+    expect(
+      calls.filter((c) => c.cmd === "hf" || (c.cmd === "systemctl" && MUTATING.test(c.argv[0] ?? ""))),
+    ).toEqual([]);
+  }, 60_000);
+
+  it("refuses a second swap on a busy host, names the running one, and lets a rejection end it", async () => {
+    const swap = await requestSwap(USERS.alice, `${LLAMA} --host bw-gate`);
+    const plan = await planOf(swap.ts);
+    const busy = await bench.slack.command(USERS.alice, `swap ${QWEN} --host bw-gate`, { channel: CHANNEL });
+    expect(busy.ackResponse?.text).toContain("bw-gate is busy");
+    expect(busy.ackResponse?.text).toMatch(/swap `sw-[a-z0-9-]+`/);
+
+    // a non-approver cannot decide at all
+    await bench.slack.react(USERS.mallory, CHANNEL, plan.ts, "white_check_mark");
+    await bench.slack.waitFor(
+      () => bench.slack.ephemerals(CHANNEL, USERS.mallory).find((e) => e.text.includes("Only approvers")),
+      { what: "the refusal to a non-approver" },
+    );
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
+    const done = await outcome(swap.ts, /Rejected/);
+    expect(JSON.stringify(done.blocks)).toContain(USERS.bob);
+    // a later ✅ changes nothing
+    await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve").catch(() => undefined);
+    expect(card(swap.ts).text).toContain("Rejected");
+  }, 60_000);
+
+  it("does not let the requester approve their own swap", async () => {
+    const swap = await requestSwap(USERS.dave, `${LLAMA} --host bw-gate`);
+    const plan = await planOf(swap.ts);
+    await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark");
+    await bench.slack.waitFor(
+      () => bench.slack.ephemerals(CHANNEL, USERS.dave).find((e) => e.text.includes("another approver")),
+      { what: "the refusal of a self-approval" },
+    );
+    expect(card(swap.ts).text).not.toContain("Swapped");
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
+    await outcome(swap.ts, /Rejected/);
+  }, 60_000);
+
+  it("explains Hub errors: unknown model, gated without a token", async () => {
+    const missing = await requestSwap(USERS.alice, "nobody/no-such-model --host bw-gate");
+    await outcome(missing.ts, /Failed/);
+    expect(JSON.stringify(card(missing.ts).blocks)).toMatch(/not found/i);
+    const gated = await requestSwap(USERS.alice, "meta-llama/Llama-Gated-1B --host bw-gate");
+    await outcome(gated.ts, /Failed/);
+    expect(JSON.stringify(card(gated.ts).blocks)).toMatch(/HF_TOKEN/);
+  }, 60_000);
+
+  it("refuses a plan when the host lacks the disk for the download", async () => {
+    const host = bench.host("bw-gate");
+    await host.sim.setFault("diskFreeBytes", 1_000);
+    try {
+      const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-gate`);
+      await outcome(swap.ts, /Failed/);
+      expect(threadText(swap.ts)).toMatch(/disk/i);
+    } finally {
+      await host.sim.setFault("diskFreeBytes", null);
+    }
+  }, 60_000);
+
+  it("answers bad input with the accepted forms and changes nothing", async () => {
+    for (const text of [
+      "swap",
+      "swap https://evil.example/x/y",
+      "swap a/b; reboot",
+      "swap a/b --tp lots",
+      "swap $(id)/x",
+    ]) {
+      const ack = await bench.slack.command(USERS.alice, text, { channel: CHANNEL });
+      expect(ack.ackResponse?.text).toContain("Accepted model forms");
+      expect(ack.ackResponse?.text).toContain("hf://<org>/<name>");
+    }
+    const mallory = await bench.slack.command(USERS.mallory, `swap ${QWEN} --host bw-gate`, {
+      channel: CHANNEL,
+    });
+    expect(mallory.ackResponse?.text).toContain("Only requesters");
+  });
+});

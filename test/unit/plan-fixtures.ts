@@ -1,0 +1,167 @@
+import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
+import type { ModelInfo } from "../../src/hub/types.ts";
+import { weightFiles } from "../../src/hub/weight-files.ts";
+import type { PlanInput } from "../../src/plan/make-plan.ts";
+import type { HostFacts, ModelFacts } from "../../src/plan/types.ts";
+import { gpuSet } from "../../testbench/gpu-host/shims/gpu-sets.mjs";
+import { defaultSha, type ModelPreset, makeModel } from "../../testbench/hub/index.ts";
+
+/** Planner inputs built from the bench's real-checkpoint presets and GPU sets (claimed, real sizes). */
+
+export const GiB = 1024 ** 3;
+
+/** The GPUs of a simulated GPU set as nvidia-smi reports them idle. */
+export function gpusOf(set: string): GpuInfo[] {
+  return gpuSet(set).map((g) => {
+    const [major, minor] = g.computeCap.split(".").map(Number) as [number, number];
+    return {
+      index: g.index,
+      name: g.name,
+      uuid: g.uuid,
+      memoryTotalMiB: g.memoryTotalMiB,
+      memoryUsedMiB: 0,
+      memoryFreeMiB: g.memoryTotalMiB - g.reservedMiB,
+      utilizationPct: 0,
+      temperatureC: g.idleTempC,
+      powerDrawW: g.idlePowerW,
+      computeCapability: { major, minor },
+      driverVersion: "580.159.04",
+    };
+  });
+}
+
+/** What resolve would learn from the Hub for a preset checkpoint at its real size. */
+export function modelInfoOf(preset: ModelPreset): ModelInfo {
+  const sim = makeModel(preset, { sizes: "claimed" });
+  const files = sim.files.map((f) => ({ path: f.path, size: f.size }));
+  const text = (path: string) => {
+    const content = sim.files.find((f) => f.path === path)?.content;
+    return content === undefined ? undefined : String(content);
+  };
+  const config = JSON.parse(text("config.json") ?? "{}") as Record<string, unknown>;
+  const hfQuant = text("hf_quant_config.json");
+  const quantConfig =
+    hfQuant !== undefined
+      ? (JSON.parse(hfQuant) as Record<string, unknown>)
+      : (config.quantization_config as Record<string, unknown> | undefined);
+  return {
+    repo: sim.id,
+    revision: "main",
+    sha: defaultSha(sim.id),
+    files,
+    totalBytes: files.reduce((s, f) => s + f.size, 0),
+    weightBytes: weightFiles(files).reduce((s, f) => s + f.size, 0),
+    gated: sim.gated ?? false,
+    license: sim.license,
+    config,
+    quantConfig,
+  };
+}
+
+/** Facts as model-facts.ts reads them from each preset's config.json (written out here on purpose). */
+export function factsOf(preset: "qwen3.5-moe-nvfp4" | "kimi-k2-int4" | "llama-bf16-small"): ModelFacts {
+  const weightBytes = modelInfoOf(preset).weightBytes;
+  switch (preset) {
+    case "qwen3.5-moe-nvfp4":
+      return {
+        family: "qwen3.5-moe",
+        architecture: "Qwen3_5MoeForConditionalGeneration",
+        quantization: "nvfp4",
+        attentionHeads: 32,
+        kvHeads: 2,
+        layers: 60,
+        hiddenSize: 4096,
+        headDim: 256,
+        experts: 512,
+        maxContext: 262144,
+        weightBytes,
+        needsRemoteCode: false,
+      };
+    case "kimi-k2-int4":
+      return {
+        family: "kimi-k2",
+        architecture: "DeepseekV3ForCausalLM",
+        quantization: "int4",
+        attentionHeads: 64,
+        kvHeads: 64,
+        layers: 61,
+        hiddenSize: 7168,
+        headDim: 192,
+        experts: 384,
+        maxContext: 262144,
+        weightBytes,
+        needsRemoteCode: true,
+      };
+    case "llama-bf16-small":
+      return {
+        family: "llama",
+        architecture: "LlamaForCausalLM",
+        quantization: "bf16",
+        attentionHeads: 32,
+        kvHeads: 8,
+        layers: 16,
+        hiddenSize: 2048,
+        headDim: 64,
+        experts: undefined,
+        maxContext: 131072,
+        weightBytes,
+        needsRemoteCode: false,
+      };
+  }
+}
+
+export const KIMI_UNIT = `[Unit]
+Description=SGLang Kimi K2
+After=network-online.target
+
+[Service]
+Environment=HF_HUB_OFFLINE=1
+ExecStart=/opt/sglang/.venv/bin/python -m sglang.launch_server --model-path /models/moonshotai--Kimi-K2-Thinking--0123456789ab --tp 8 --trust-remote-code --tool-call-parser kimi_k2 --reasoning-parser kimi_k2 --port 30000
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+`;
+
+export function hostFactsOf(set: string, overrides: Partial<HostFacts> = {}): HostFacts {
+  return {
+    host: set.startsWith("8x-rtx") ? "gpu-blackwell" : set === "h200-1gpu" ? "gpu-h200" : `gpu-${set}`,
+    gpus: gpusOf(set),
+    freeDiskBytes: 7.1e12,
+    bytesOnDisk: 0,
+    memoryBytes: 2048 * GiB,
+    venvOk: true,
+    hubCli: "hf",
+    currentUnit: {
+      name: "sglang-kimi.service",
+      exists: true,
+      active: true,
+      text: KIMI_UNIT,
+      execStart: KIMI_UNIT.split("ExecStart=")[1]!.split("\n")[0]!.split(" "),
+    },
+    ...overrides,
+  };
+}
+
+export function planInput(
+  preset: "qwen3.5-moe-nvfp4" | "kimi-k2-int4" | "llama-bf16-small",
+  set: string,
+  extra: { host?: Partial<HostFacts>; requestedTp?: number; facts?: Partial<ModelFacts> } = {},
+): PlanInput {
+  const host = hostFactsOf(set, extra.host);
+  return {
+    model: modelInfoOf(preset),
+    facts: { ...factsOf(preset), ...extra.facts },
+    host,
+    hostConfig: {
+      name: host.host,
+      modelsDir: "/models",
+      venv: "/opt/sglang/.venv",
+      unitDir: "/etc/systemd/system",
+      servingPort: 30000,
+      currentUnit: "sglang-kimi.service",
+    },
+    ...(extra.requestedTp === undefined ? {} : { requestedTp: extra.requestedTp }),
+    swapId: "sw-20261129-0001",
+  };
+}

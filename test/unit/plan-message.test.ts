@@ -1,0 +1,205 @@
+import type { KnownBlock } from "@slack/types";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { makePlan } from "../../src/plan/make-plan.ts";
+import type { SwapPlan } from "../../src/plan/types.ts";
+import { LIMITS } from "../../src/reporter/message.ts";
+import { type PlanMessageOptions, renderPlan } from "../../src/reporter/plan-message.ts";
+import { planInput } from "./plan-fixtures.ts";
+
+const BOB = "U0BOB00001";
+const ALICE = "U0ALICE001";
+const qwen = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-rtx-pro-6000-blackwell"));
+const awaiting: PlanMessageOptions = {
+  swapId: "sw-20261129-0001",
+  requester: ALICE,
+  status: "awaiting-approval",
+  waitingFor: "<!subteam^S0APPROVERS>",
+};
+
+/** Every piece of text in the blocks, with the block type it sits in. */
+function texts(blocks: readonly KnownBlock[]): { type: string; text: string; kind: string }[] {
+  const out: { type: string; text: string; kind: string }[] = [];
+  for (const block of blocks) {
+    const b = block as unknown as Record<string, unknown>;
+    const add = (value: unknown, kind: string) => {
+      const t = value as { text?: string; type?: string } | undefined;
+      if (t?.text !== undefined) out.push({ type: String(b.type), text: t.text, kind });
+    };
+    add(b.text, "text");
+    for (const f of (b.fields as unknown[] | undefined) ?? []) add(f, "field");
+    for (const e of (b.elements as Record<string, unknown>[] | undefined) ?? []) {
+      if (e.type === "button") add(e.text, "button");
+      else add(e, "element");
+    }
+  }
+  return out;
+}
+
+const all = (blocks: readonly KnownBlock[]) =>
+  texts(blocks)
+    .map((t) => t.text)
+    .join("\n");
+const actions = (blocks: readonly KnownBlock[]) =>
+  blocks.filter((b) => b.type === "actions") as unknown as {
+    elements: { action_id: string; style: string; value: string; text: { text: string } }[];
+  }[];
+
+/** Slack's limits, and mrkdwn that cannot be broken by what it quotes. */
+function expectWithinSlackLimits(message: { text: string; blocks: KnownBlock[] }): void {
+  expect(message.text.length).toBeGreaterThan(0);
+  expect(message.text.length).toBeLessThanOrEqual(LIMITS.fallbackText);
+  expect(message.blocks.length).toBeLessThanOrEqual(LIMITS.blocks);
+  for (const block of message.blocks) {
+    const b = block as unknown as Record<string, unknown>;
+    if (b.type === "header")
+      expect((b.text as { text: string }).text.length).toBeLessThanOrEqual(LIMITS.headerText);
+    if (b.type === "section" && b.text !== undefined) {
+      const text = (b.text as { text: string }).text;
+      expect(text.length).toBeLessThanOrEqual(LIMITS.sectionText);
+      expect((text.match(/```/g) ?? []).length % 2, text).toBe(0);
+    }
+    if (b.fields !== undefined) {
+      const fields = b.fields as { text: string }[];
+      expect(fields.length).toBeLessThanOrEqual(LIMITS.fields);
+      for (const f of fields) expect(f.text.length).toBeLessThanOrEqual(LIMITS.fieldText);
+    }
+    if (b.type === "context")
+      expect((b.elements as unknown[]).length).toBeLessThanOrEqual(LIMITS.contextElements);
+  }
+  for (const { text, kind, type } of [
+    ...texts(message.blocks),
+    { text: message.text, kind: "fallback", type: "" },
+  ]) {
+    // plain_text (header, buttons) is shown as is; in mrkdwn only the bot's own mentions may use
+    // Slack's <…> syntax, and every other < > & is escaped.
+    if (kind === "button" || type === "header") continue;
+    const rest = text.replace(/<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>/g, "");
+    expect(rest, text).not.toMatch(/[<>]|&(?!amp;|lt;|gt;)/);
+  }
+}
+
+describe("renderPlan", () => {
+  it("shows the Qwen3.5 plan awaiting approval, with Approve and Reject buttons", () => {
+    const message = renderPlan(qwen, awaiting);
+    expectWithinSlackLimits(message);
+    const header = message.blocks[0] as unknown as { type: string; text: { text: string } };
+    expect(header.type).toBe("header");
+    expect(header.text.text).toBe("Swap plan: nvidia/Qwen3.5-397B-A17B-NVFP4 → gpu-blackwell");
+    const text = all(message.blocks);
+    expect(text).toContain(`@ \`${qwen.model.sha.slice(0, 7)}\``);
+    expect(text).toContain("223 GB (");
+    expect(text).toContain("apache-2.0");
+    expect(text).toContain("8 × NVIDIA RTX PRO 6000 Blackwell Server Edition (sm_120, 95.6 GiB)");
+    expect(text).toContain("tp 8: all 8 GPUs");
+    expect(text).toMatch(/✓ \*vram\*: 27\.3 GiB\/GPU/);
+    expect(text).toContain("✓ *recipe*: qwen3.5-moe/nvfp4/sm_120");
+    expect(text).toContain("  --fp4-gemm-backend flashinfer_cudnn \\");
+    expect(text).toContain(
+      "• `--moe-runner-backend flashinfer_cutlass`: the default MoE kernels produce NaN on SM120",
+    );
+    expect(text).toContain("thinks inside &lt;think&gt;…&lt;/think&gt;");
+    expect(text).toContain("+Description=SGLang serving nvidia/Qwen3.5-397B-A17B-NVFP4@");
+    expect(text).toContain("`sglang-kimi.service` (running) will be disabled and stopped");
+    expect(text).toContain("about 7 min from stop to healthy (health wait limit 22 min)");
+    expect(text).toContain("*Awaiting approval* from <!subteam^S0APPROVERS>");
+    expect(text).toContain("React ✅ to approve or ❌ to reject (approvers only; not the requester)");
+    expect(text).toContain(`requested by <@${ALICE}>`);
+
+    const [decision, ...more] = actions(message.blocks);
+    expect(more).toEqual([]);
+    expect(decision?.elements.map((e) => [e.action_id, e.style, e.text.text, e.value])).toEqual([
+      ["swap_approve", "primary", "Approve", "sw-20261129-0001"],
+      ["swap_reject", "danger", "Reject", "sw-20261129-0001"],
+    ]);
+    expect(message.text).toBe("Swap plan: nvidia/Qwen3.5-397B-A17B-NVFP4 → gpu-blackwell: awaiting approval");
+  });
+
+  it("drops the buttons once decided and says who decided", () => {
+    const approved = renderPlan(qwen, { ...awaiting, status: "approved", decidedBy: BOB });
+    expect(actions(approved.blocks)).toEqual([]);
+    expect(all(approved.blocks)).toContain(`*Approved by <@${BOB}>*`);
+    expect(all(approved.blocks)).not.toContain("React ✅");
+    const rejected = renderPlan(qwen, { ...awaiting, status: "rejected", decidedBy: BOB });
+    expect(actions(rejected.blocks)).toEqual([]);
+    expect(all(rejected.blocks)).toContain(`*Rejected by <@${BOB}>*. Nothing was touched`);
+    expect(all(renderPlan(qwen, { ...awaiting, status: "expired" }).blocks)).toContain("*Expired*");
+    expect(all(renderPlan(qwen, { ...awaiting, status: "dry-run" }).blocks)).toContain("*Dry run*");
+    expect(renderPlan(qwen, { ...awaiting, status: "dry-run" }).text).toMatch(/: dry run$/);
+  });
+
+  it("shows a refused plan's failing checks with their fixes, and no way to approve it", () => {
+    const h200 = makePlan(planInput("qwen3.5-moe-nvfp4", "h200-1gpu"));
+    for (const status of ["refused", "awaiting-approval"] as const) {
+      const message = renderPlan(h200, { ...awaiting, status });
+      expectWithinSlackLimits(message);
+      expect(actions(message.blocks)).toEqual([]);
+      const text = all(message.blocks);
+      expect(text).toContain(
+        "✗ *quantization*: NVFP4 weights need compute capability ≥ 10.0; NVIDIA H200 is 9.0\n      _Fix:_ serve it on a Blackwell host",
+      );
+      expect(text).toMatch(/failing recipe, quantization, vram\. Nothing was touched/);
+      expect(message.text).toMatch(/\(3 failing checks\)$/);
+    }
+  });
+
+  it("marks flags the engine build lacks", () => {
+    const plan: SwapPlan = {
+      ...qwen,
+      flags: qwen.flags.map((f) => (f.setting === "fp4-gemm-backend" ? { ...f, flag: undefined } : f)),
+    };
+    const text = all(renderPlan(plan, awaiting).blocks);
+    expect(text).toContain("  # missing: fp4-gemm-backend");
+    expect(text).toContain("• `(no flag for fp4-gemm-backend) flashinfer_cudnn`");
+  });
+
+  it("stays within Slack's limits with a huge hostile name, many flags and a huge diff", () => {
+    const hostile = `evil/${"<!channel> & `code` *bold* <@U0BOB00001> ".repeat(120)}`;
+    const plan: SwapPlan = {
+      ...qwen,
+      model: { ...qwen.model, repo: hostile, license: "<!here>".repeat(100) },
+      host: { ...qwen.host, host: "h".repeat(300) },
+      flags: Array.from({ length: 300 }, (_, i) => ({
+        setting: `setting-${i}`,
+        flag: `--setting-${i}`,
+        value: `${hostile}-${i}`,
+        reason: `because ${"<b>&".repeat(200)}`,
+      })),
+      checks: [
+        ...qwen.checks,
+        ...Array.from({ length: 40 }, (_, i) => ({
+          id: `check-${i}`,
+          ok: i % 2 === 0,
+          detail: `${hostile} ${i}`,
+          fix: "```".repeat(300),
+        })),
+      ],
+      notes: Array.from({ length: 50 }, () => `note ${hostile}`),
+      unitName: hostile,
+      unitDiff: Array.from({ length: 20_000 }, (_, i) => `+line ${i} ${"`".repeat(i % 5)} <x>`).join("\n"),
+      tpReason: hostile,
+    };
+    for (const status of ["awaiting-approval", "approved", "refused"] as const) {
+      const message = renderPlan(plan, { ...awaiting, status, decidedBy: BOB, requester: "<!channel>" });
+      expectWithinSlackLimits(message);
+      const mrkdwn = texts(message.blocks).filter((t) => t.type !== "header" && t.kind !== "button");
+      expect(mrkdwn.map((t) => t.text).join("\n")).not.toContain("<!channel>");
+      expect(message.text).not.toContain("<!channel>");
+      expect(all(message.blocks)).toMatch(/… \d+ more lines/);
+    }
+  });
+
+  it("stays within Slack's limits for any model name (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "binary", maxLength: 3000 }),
+        fc.string({ maxLength: 500 }),
+        (name, swapId) => {
+          const plan: SwapPlan = { ...qwen, model: { ...qwen.model, repo: `org/${name}` } };
+          expectWithinSlackLimits(renderPlan(plan, { ...awaiting, swapId }));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});

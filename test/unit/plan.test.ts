@@ -1,0 +1,346 @@
+import { describe, expect, it } from "vitest";
+import { chooseTp, headsProblem } from "../../src/plan/choose-tp.ts";
+import { expectedDowntimeSeconds, healthTimeoutSeconds, makePlan } from "../../src/plan/make-plan.ts";
+import { findRecipe } from "../../src/plan/recipes.ts";
+import type { ModelFacts, SwapPlan } from "../../src/plan/types.ts";
+import { factsOf, GiB, gpusOf, modelInfoOf, planInput } from "./plan-fixtures.ts";
+
+const RTX = "8x-rtx-pro-6000-blackwell";
+const flag = (plan: SwapPlan, setting: string) => plan.flags.find((f) => f.setting === setting);
+const check = (plan: SwapPlan, id: string) => {
+  const found = plan.checks.find((c) => c.id === id);
+  if (found === undefined) throw new Error(`no "${id}" check in ${plan.checks.map((c) => c.id).join(", ")}`);
+  return found;
+};
+const failing = (plan: SwapPlan) => plan.checks.filter((c) => !c.ok).map((c) => c.id);
+
+describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackwell (sm_120, 97887 MiB)", () => {
+  const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX));
+
+  it("passes every check with the SM120 recipe at tp 8", () => {
+    expect(failing(plan)).toEqual([]);
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("qwen3.5-moe/nvfp4/sm_120");
+    expect(plan.tp).toBe(8);
+    expect(plan.tpReason).toMatch(/all 8 GPUs.*more memory for KV cache/);
+    expect(plan.checks.map((c) => c.id)).toEqual([
+      "recipe",
+      "quantization",
+      "vram",
+      "tp",
+      "disk",
+      "venv",
+      "hub-cli",
+    ]);
+  });
+
+  it("uses both FlashInfer backends, saying that the defaults give NaN on SM120", () => {
+    expect(flag(plan, "quantization")).toMatchObject({ flag: "--quantization", value: "modelopt_fp4" });
+    expect(flag(plan, "moe-runner-backend")).toMatchObject({
+      flag: "--moe-runner-backend",
+      value: "flashinfer_cutlass",
+    });
+    expect(flag(plan, "fp4-gemm-backend")).toMatchObject({
+      flag: "--fp4-gemm-backend",
+      value: "flashinfer_cudnn",
+    });
+    expect(flag(plan, "moe-runner-backend")?.reason).toMatch(/NaN on SM120/);
+    expect(flag(plan, "fp4-gemm-backend")?.reason).toMatch(/NaN on SM120.*!!!!/);
+  });
+
+  it("sets the parsers, loopback host, port, tp and names; every flag has a reason", () => {
+    expect(flag(plan, "tool-call-parser")?.value).toBe("qwen3_coder");
+    expect(flag(plan, "reasoning-parser")?.value).toBe("qwen3");
+    expect(flag(plan, "host")?.value).toBe("127.0.0.1");
+    expect(flag(plan, "port")?.value).toBe("30000");
+    expect(flag(plan, "tp-size")).toMatchObject({ flag: "--tp-size", value: "8" });
+    expect(flag(plan, "served-model-name")?.value).toBe("nvidia/Qwen3.5-397B-A17B-NVFP4");
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+    for (const f of plan.flags) expect(f.reason.length, f.setting).toBeGreaterThan(10);
+  });
+
+  it("puts the model in a directory of its own commit", () => {
+    expect(plan.modelDir).toBe(`/models/nvidia--Qwen3.5-397B-A17B-NVFP4--${plan.model.sha.slice(0, 12)}`);
+    expect(flag(plan, "model-path")?.value).toBe(plan.modelDir);
+  });
+
+  it("states the VRAM numbers: 27.3 GiB/GPU of weights of 95.6 GiB, 54 GiB left for KV cache", () => {
+    const vram = check(plan, "vram");
+    expect(vram.detail).toContain("27.3 GiB/GPU");
+    expect(vram.detail).toContain("207.7 GiB ÷ 8 + 5%");
+    expect(vram.detail).toContain("95.6 GiB");
+    expect(vram.detail).toMatch(/54\.0 GiB\/GPU left for KV cache at mem-fraction-static 0\.85/);
+    expect(check(plan, "tp").detail).toMatch(
+      /32 attention heads → 4 per GPU; 2 KV heads, each replicated on 4 GPUs/,
+    );
+  });
+
+  it("turns on the hierarchical cache when RAM holds 4 × the KV cache, and says why it is off otherwise", () => {
+    expect(flag(plan, "enable-hierarchical-cache")).toMatchObject({ value: undefined });
+    expect(flag(plan, "hicache-ratio")?.value).toBe("4");
+    expect(flag(plan, "enable-hierarchical-cache")?.reason).toMatch(
+      /2\.0 TiB holds 4 × the 432\.0 GiB GPU KV cache/,
+    );
+    expect(plan.notes).toEqual([]);
+
+    const small = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { host: { memoryBytes: 1024 * GiB } }));
+    expect(flag(small, "enable-hierarchical-cache")).toBeUndefined();
+    expect(flag(small, "hicache-ratio")).toBeUndefined();
+    expect(small.notes.join("\n")).toMatch(
+      /Hierarchical KV cache off: host RAM 1\.0 TiB is less than the 1\.7 TiB it needs \(4 × the 432\.0 GiB GPU KV cache/,
+    );
+    expect(small.ok).toBe(true);
+  });
+
+  it("renders the unit with these flags and diffs it against the unit serving now", () => {
+    expect(plan.unitName).toBe("sglang-qwen3-5-397b-a17b-nvfp4.service");
+    expect(plan.unitPath).toBe("/etc/systemd/system/sglang-qwen3-5-397b-a17b-nvfp4.service");
+    expect(plan.unitText).toContain("--moe-runner-backend flashinfer_cutlass \\\n");
+    expect(plan.unitText).toContain("--fp4-gemm-backend flashinfer_cudnn \\\n");
+    expect(plan.unitText).toContain(`TimeoutStartSec=${plan.healthTimeoutSeconds}\n`);
+    expect(plan.unitDiff.split("\n").slice(0, 2)).toEqual([
+      "--- /etc/systemd/system/sglang-kimi.service",
+      `+++ ${plan.unitPath}`,
+    ]);
+    expect(plan.unitDiff).toContain("-Description=SGLang Kimi K2\n");
+    expect(plan.unitDiff).toContain("+    --fp4-gemm-backend flashinfer_cudnn \\\n");
+  });
+
+  it("estimates downtime and the health limit from the weights' size (90 s + 1.5 s/GB; 3×, ≥ 10 min)", () => {
+    expect(plan.expectedDowntimeSeconds).toBe(Math.round(90 + 1.5 * (plan.facts.weightBytes / 1e9)));
+    expect(plan.expectedDowntimeSeconds).toBe(425);
+    expect(plan.healthTimeoutSeconds).toBe(1320);
+    expect(healthTimeoutSeconds(1e9)).toBe(600);
+    expect(expectedDowntimeSeconds(600e9)).toBeGreaterThan(expectedDowntimeSeconds(223e9));
+    expect(healthTimeoutSeconds(600e9)).toBeGreaterThan(healthTimeoutSeconds(223e9));
+  });
+});
+
+describe("the same model elsewhere", () => {
+  it("is refused on the H200 (compute capability 9.0) by the quantization check, with a fix", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", "h200-1gpu"));
+    expect(plan.ok).toBe(false);
+    const quant = check(plan, "quantization");
+    expect(quant.ok).toBe(false);
+    expect(quant.detail).toBe("NVFP4 weights need compute capability ≥ 10.0; NVIDIA H200 is 9.0");
+    expect(quant.fix).toMatch(/Blackwell host .* with --host/);
+    expect(quant.fix).toMatch(/FP8/);
+    // No recipe is made up for it, and the recipe check points at the real reason.
+    expect(plan.recipe).toBe("none");
+    expect(check(plan, "recipe")).toMatchObject({ ok: false });
+    expect(check(plan, "recipe").detail).toMatch(/NVFP4 does not run on sm_90.*quantization/);
+    expect(flag(plan, "quantization")).toBeUndefined();
+    // 223 GB on one 141 GB GPU does not fit either, and the fix says how many it needs.
+    expect(check(plan, "vram")).toMatchObject({ ok: false });
+    expect(check(plan, "vram").fix).toMatch(/needs tp 2: 2 × NVIDIA H200 \(this host has 1\)/);
+  });
+
+  it("uses the SM100 recipe on 8× B200: no backend override, and says so", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-b200"));
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("qwen3.5-moe/nvfp4/sm_100");
+    expect(flag(plan, "quantization")?.value).toBe("modelopt_fp4");
+    expect(flag(plan, "moe-runner-backend")).toBeUndefined();
+    expect(flag(plan, "fp4-gemm-backend")).toBeUndefined();
+    expect(flag(plan, "tool-call-parser")?.value).toBe("qwen3_coder");
+    expect(plan.notes.join(" ")).toMatch(/SM100.*no backend override/);
+  });
+
+  it("picks the smallest power of two that fits when not every GPU can be used", () => {
+    const sixGpus = gpusOf(RTX).slice(0, 6);
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { host: { gpus: sixGpus } }));
+    expect(plan.tp).toBe(4);
+    expect(plan.tpReason).toMatch(
+      /not all 6 GPUs: tp 6 does not divide the 32 attention heads; 4 is the smallest power of two/,
+    );
+    expect(plan.ok).toBe(true);
+  });
+});
+
+describe("requested tp", () => {
+  it("is kept and refused when it does not divide the heads, naming the tps that work", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { requestedTp: 3 }));
+    expect(plan.tp).toBe(3);
+    expect(flag(plan, "tp-size")?.value).toBe("3");
+    expect(plan.ok).toBe(false);
+    expect(check(plan, "tp")).toMatchObject({
+      ok: false,
+      detail: "tp 3 does not divide the 32 attention heads",
+      fix: "use --tp 4 or 8 (these split the heads and fit the weights)",
+    });
+  });
+
+  it("is refused when the weights do not fit at it, or the host has fewer GPUs", () => {
+    const two = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { requestedTp: 2 }));
+    expect(failing(two)).toEqual(["vram"]);
+    expect(check(two, "vram").detail).toMatch(/109\.0 GiB\/GPU .* does not fit/);
+    const sixteen = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { requestedTp: 16 }));
+    expect(sixteen.tp).toBe(16);
+    expect(check(sixteen, "tp").detail).toMatch(/tp 16 needs 16 GPUs; .* × 8 on this host/);
+  });
+
+  it("is accepted as asked when valid", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { requestedTp: 4 }));
+    expect(plan.ok).toBe(true);
+    expect(plan.tp).toBe(4);
+    expect(plan.tpReason).toBe("requested with --tp 4");
+  });
+});
+
+describe("heads and tp", () => {
+  const facts = (attentionHeads: number, kvHeads: number): ModelFacts => ({
+    ...factsOf("llama-bf16-small"),
+    attentionHeads,
+    kvHeads,
+  });
+
+  it("splits KV heads up to their number, and replicates them beyond", () => {
+    expect(headsProblem(facts(32, 8), 4)).toBeUndefined();
+    expect(headsProblem(facts(32, 8), 8)).toBeUndefined();
+    expect(headsProblem(facts(32, 2), 8)).toBeUndefined();
+    expect(headsProblem(facts(64, 8), 16)).toBeUndefined();
+    expect(headsProblem(facts(48, 6), 4)).toBe("tp 4 does not divide the 6 KV heads");
+    expect(headsProblem(facts(48, 6), 12)).toBeUndefined();
+    expect(headsProblem(facts(48, 16), 24)).toMatch(/tp 24 is not a multiple of the 16 KV heads/);
+    expect(headsProblem(facts(40, 8), 3)).toBe("tp 3 does not divide the 40 attention heads");
+  });
+
+  it("never throws on a host without GPUs", () => {
+    const choice = chooseTp(factsOf("llama-bf16-small"), []);
+    expect(choice.tpCheck.ok).toBe(false);
+    expect(choice.vramCheck.detail).toMatch(/no GPUs/);
+    const plan = makePlan(planInput("llama-bf16-small", "h200-1gpu", { host: { gpus: [] } }));
+    expect(plan.ok).toBe(false);
+    expect(check(plan, "quantization").ok).toBe(false);
+  });
+});
+
+describe("recipes", () => {
+  it("Kimi K2 INT4: kimi_k2 parsers and trust-remote-code, no quantization flag", () => {
+    const plan = makePlan(planInput("kimi-k2-int4", "8x-h200"));
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("kimi-k2/int4/sm_90");
+    expect(flag(plan, "tool-call-parser")?.value).toBe("kimi_k2");
+    expect(flag(plan, "reasoning-parser")?.value).toBe("kimi_k2");
+    expect(flag(plan, "trust-remote-code")).toMatchObject({ flag: "--trust-remote-code", value: undefined });
+    expect(flag(plan, "quantization")).toBeUndefined();
+    expect(plan.tp).toBe(8);
+  });
+
+  it("Kimi K2 INT4 is refused below compute capability 8.0", () => {
+    const turing = gpusOf("8x-h200").map((g) => ({
+      ...g,
+      name: "Tesla T4",
+      computeCapability: { major: 7, minor: 5 },
+    }));
+    const plan = makePlan(planInput("kimi-k2-int4", "8x-h200", { host: { gpus: turing } }));
+    expect(check(plan, "quantization")).toMatchObject({
+      ok: false,
+      detail: "INT4 weights need compute capability ≥ 8.0; Tesla T4 is 7.5",
+    });
+    expect(findRecipe(plan.facts, { major: 8, minor: 0 })?.id).toBe("kimi-k2/int4/sm_80");
+  });
+
+  it("a dense BF16 model gets the generic recipe on one GPU", () => {
+    const plan = makePlan(planInput("llama-bf16-small", "h200-1gpu"));
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("generic/bf16/sm_90");
+    expect(plan.tp).toBe(1);
+    expect(plan.flags.map((f) => f.setting)).toEqual([
+      "model-path",
+      "served-model-name",
+      "host",
+      "port",
+      "tp-size",
+    ]);
+    expect(plan.notes.join(" ")).toMatch(/engine defaults/);
+  });
+
+  it("FP8 needs compute capability 8.9 and the generic recipe adds trust-remote-code when config.json has auto_map", () => {
+    const ampere = gpusOf("8x-h200").map((g) => ({
+      ...g,
+      name: "NVIDIA A100",
+      computeCapability: { major: 8, minor: 0 },
+    }));
+    const plan = makePlan(
+      planInput("llama-bf16-small", "8x-h200", {
+        host: { gpus: ampere },
+        facts: { quantization: "fp8", needsRemoteCode: true },
+      }),
+    );
+    expect(check(plan, "quantization").detail).toBe(
+      "FP8 weights need compute capability ≥ 8.9; NVIDIA A100 is 8.0",
+    );
+    expect(flag(plan, "trust-remote-code")?.reason).toMatch(/auto_map/);
+  });
+
+  it("an NVFP4 model of a family without a recipe is refused with a fix, not guessed", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { facts: { family: "deepseek-v3" } }));
+    expect(plan.ok).toBe(false);
+    expect(check(plan, "recipe")).toMatchObject({
+      ok: false,
+      detail:
+        "no known-good recipe for deepseek-v3 NVFP4 on sm_120 (NVIDIA RTX PRO 6000 Blackwell Server Edition)",
+    });
+    expect(check(plan, "recipe").fix).toMatch(/src\/plan\/recipes\.ts/);
+  });
+});
+
+describe("host checks", () => {
+  it("refuses too little disk, counting the margin for shards hf restarts from 0", () => {
+    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { host: { freeDiskBytes: 250e9 } }));
+    expect(failing(plan)).toEqual(["disk"]);
+    const disk = check(plan, "disk");
+    expect(disk.detail).toMatch(
+      /^223 GB to fetch \+ 96\.4 GB margin: 8 parallel downloads × 12\.1 GB largest shard/,
+    );
+    expect(disk.detail).toMatch(/restarts an interrupted shard from 0/);
+    expect(disk.detail).toMatch(/250 GB free at \/models: 69\.4 GB short$/);
+    expect(disk.fix).toMatch(/free at least 69\.4 GB in \/models/);
+  });
+
+  it("needs no room for what is already on disk", () => {
+    const model = modelInfoOf("qwen3.5-moe-nvfp4");
+    const plan = makePlan(
+      planInput("qwen3.5-moe-nvfp4", RTX, { host: { freeDiskBytes: 1e9, bytesOnDisk: model.totalBytes } }),
+    );
+    expect(check(plan, "disk")).toMatchObject({ ok: true });
+    expect(check(plan, "disk").detail).toMatch(
+      /^0 B to fetch \(223 GB already there\) \+ nothing left to fetch/,
+    );
+  });
+
+  it("refuses a host without the hf CLI, and explains that huggingface-cli no longer works", () => {
+    const none = makePlan(planInput("llama-bf16-small", "h200-1gpu", { host: { hubCli: undefined } }));
+    expect(check(none, "hub-cli")).toMatchObject({
+      ok: false,
+      detail: "no Hugging Face CLI (hf) on the host",
+    });
+    expect(check(none, "hub-cli").fix).toMatch(/^pip install -U huggingface_hub .* gives the hf command/);
+    const old = makePlan(planInput("llama-bf16-small", "h200-1gpu", { host: { hubCli: "huggingface-cli" } }));
+    expect(check(old, "hub-cli").ok).toBe(false);
+    expect(check(old, "hub-cli").detail).toMatch(/deprecated and no longer works in huggingface_hub 1\.x/);
+  });
+
+  it("refuses a missing engine venv", () => {
+    const plan = makePlan(planInput("llama-bf16-small", "h200-1gpu", { host: { venvOk: false } }));
+    expect(check(plan, "venv")).toMatchObject({ ok: false });
+    expect(check(plan, "venv").fix).toMatch(/python3 -m venv \/opt\/sglang\/\.venv/);
+  });
+
+  it("diffs against nothing when no unit serves yet, and says so", () => {
+    const plan = makePlan(
+      planInput("llama-bf16-small", "h200-1gpu", {
+        host: {
+          currentUnit: { name: "sglang.service", exists: false, active: false, text: "", execStart: [] },
+        },
+      }),
+    );
+    const lines = plan.unitDiff.split("\n");
+    expect(lines.slice(0, 3)).toEqual([
+      "--- /dev/null",
+      `+++ ${plan.unitPath}`,
+      `@@ -0,0 +1,${plan.unitText.split("\n").length - 1} @@`,
+    ]);
+  });
+});
