@@ -10,6 +10,7 @@ import type { Config } from "./config/load-config.ts";
 import { HostRegistry } from "./host/host-registry.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
+import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { createRedis } from "./queue/redis-connection.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
@@ -29,6 +30,8 @@ export interface ModelswapOptions {
   config: Config;
   roles: Roles;
   log?: Logger;
+  /** The recipe table (default: src/plan/recipes.ts); tests inject a broken one. */
+  recipes?: readonly Recipe[];
 }
 
 export interface RunningModelswap {
@@ -43,6 +46,7 @@ export async function startModelswap({
   config,
   roles,
   log: given,
+  recipes,
 }: ModelswapOptions): Promise<RunningModelswap> {
   const secrets = envSecrets(config.env);
   const log = given ?? createLogger({ level: config.env.LOG_LEVEL, secrets });
@@ -71,7 +75,15 @@ export async function startModelswap({
     const store = new SwapStore(connection);
     workers.push(
       createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
-      createSwapWorker(connection, { config, store, hosts, hub, poster, log: workerLog }),
+      createSwapWorker(connection, {
+        config,
+        store,
+        hosts,
+        hub,
+        poster,
+        log: workerLog,
+        ...(recipes === undefined ? {} : { recipes }),
+      }),
     );
   }
   if (roles.bot) {

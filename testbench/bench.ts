@@ -10,6 +10,7 @@ import { stringify } from "yaml";
 import { type Config, loadConfig } from "../src/config/load-config.ts";
 import { createLogger, type Logger } from "../src/log.ts";
 import { type Roles, type RunningModelswap, startModelswap } from "../src/main.ts";
+import type { Recipe } from "../src/plan/recipes.ts";
 import { freePort } from "./free-port.ts";
 import {
   createEngineUpstream,
@@ -117,14 +118,22 @@ export class Bench {
   }
 
   /** Starts the real bot in this process, pointed at the bench, and tells the Slack emulator where it is. */
-  async startBot(roles: Roles = { bot: true, worker: true }): Promise<RunningModelswap> {
+  async startBot(
+    roles: Roles = { bot: true, worker: true },
+    extra: { recipes?: readonly Recipe[] } = {},
+  ): Promise<RunningModelswap> {
     const port = await freePort();
     this.env.PORT = String(port);
     const config = await this.config();
-    const bot = await startModelswap({ config, roles, log: this.logger(config) });
+    const bot = await startModelswap({ config, roles, log: this.logger(config), ...extra });
     this.bots.push(bot);
     if (roles.bot) this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
     return bot;
+  }
+
+  /** Stops every bot this bench started (their Redis state stays). */
+  async stopBots(): Promise<void> {
+    for (const bot of this.bots.splice(0)) await bot.stop();
   }
 
   /** The Redis keys of the bot's queues, for "nothing was enqueued" checks. */

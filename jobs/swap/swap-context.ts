@@ -6,6 +6,7 @@ import { type ShellCommand, sh } from "../../src/host/shell-quote.ts";
 import type { ExecOptions, ExecResult, HostTransport } from "../../src/host/transport.ts";
 import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
+import type { Recipe } from "../../src/plan/recipes.ts";
 import { codeBlock, message, type SlackMessage, section } from "../../src/reporter/message.ts";
 import type { SlackPoster } from "../../src/reporter/slack-poster.ts";
 import { renderSwapCard } from "../../src/reporter/swap-card.ts";
@@ -20,6 +21,8 @@ export interface SwapDeps {
   hub: HubClient;
   poster: SlackPoster;
   log: Logger;
+  /** The recipe table; the default unless a test plans with another. */
+  recipes?: readonly Recipe[];
 }
 
 /**

@@ -157,7 +157,7 @@ export const fileSchema = z
         allowSelfApproval: z.boolean().default(false),
         ttlMinutes: z
           .number()
-          .min(1)
+          .min(0.05)
           .max(7 * 24 * 60)
           .default(240),
       })

@@ -11,6 +11,7 @@ import {
   findRecipe,
   quantizationSupport,
   quantLabel,
+  type Recipe,
   type RecipeSetting,
   smLabel,
 } from "./recipes.ts";
@@ -32,6 +33,8 @@ export interface PlanInput {
   hostConfig: PlanHostConfig;
   requestedTp?: number;
   swapId: string;
+  /** The recipe table (default RECIPES); injectable so tests can plan with a broken one. */
+  recipes?: readonly Recipe[];
 }
 
 /** Parallel downloads of `hf download` (its --max-workers default). */
@@ -76,7 +79,7 @@ export function makePlan(input: PlanInput): SwapPlan {
           fix: "check the NVIDIA driver on the host",
         }
       : { id: "quantization", ...quantizationSupport(facts.quantization, cc, gpuName) };
-  const found = findRecipe(facts, cc);
+  const found = findRecipe(facts, cc, input.recipes);
   const recipeResult = found?.recipe.settings({
     facts,
     cc,

@@ -305,8 +305,9 @@ export const RECIPES: readonly Recipe[] = [
 export function findRecipe(
   facts: ModelFacts,
   cc: ComputeCapability,
+  recipes: readonly Recipe[] = RECIPES,
 ): { recipe: Recipe; id: string } | undefined {
-  const recipe = RECIPES.find((r) => r.matches(facts, cc));
+  const recipe = recipes.find((r) => r.matches(facts, cc));
   if (recipe === undefined) return undefined;
   return { recipe, id: `${recipe.key}/${facts.quantization}/${smLabel(cc)}` };
 }

@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
@@ -15,6 +17,8 @@ let bench: Bench;
 beforeAll(async () => {
   bench = await startBench({
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 0, healthTimeoutSeconds: 8 },
+    // short enough for the expiry test; every other test decides within a second of the plan
+    approvals: { ttlMinutes: 0.25 },
     hosts: [
       { name: "bw-ok", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "bw-nan", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
@@ -41,7 +45,9 @@ async function requestSwap(user: string, text: string): Promise<SlackMessage> {
   const ack = await bench.slack.command(user, `swap ${text}`, { channel: CHANNEL });
   expect(ack.status).toBe(200);
   expect(ack.ackResponse?.text).toMatch(/Swap queued|Planning \(dry run\)/);
-  return await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find((m) => !before.has(m.ts)), {
+  // The card is a new top-level message (not the channel copy of another swap's broadcast reply).
+  const isCard = (m: SlackMessage) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
+  return await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
     timeoutMs: 20_000,
     what: `the card of /llm swap ${text}`,
   });
@@ -262,4 +268,47 @@ describe("/llm swap", () => {
     });
     expect(mallory.ackResponse?.text).toContain("Only requesters");
   });
+
+  it("expires a plan nobody decides on, touching nothing and keeping the downloaded files", async () => {
+    const host = bench.host("bw-gate");
+    const swap = await requestSwap(USERS.alice, `${LLAMA} --host bw-gate`);
+    await planOf(swap.ts);
+    const done = await outcome(swap.ts, /expired/i, 45_000);
+    expect(JSON.stringify(done.blocks)).toContain("downloaded files are kept");
+    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
+    expect(existsSync(host.sim.modelsDir)).toBe(true);
+  }, 60_000);
+
+  it("with the recipe's SM120 backend flags removed, catches the NaN output and rolls back", async () => {
+    // A recipe table that forgot what DESIGN.md §1 learned the hard way.
+    const forgetful: Recipe[] = RECIPES.map((recipe) => ({
+      ...recipe,
+      settings: (ctx) => {
+        const result = recipe.settings(ctx);
+        return {
+          ...result,
+          settings: result.settings.filter(
+            (s) => s.setting !== "moe-runner-backend" && s.setting !== "fp4-gemm-backend",
+          ),
+        };
+      },
+    }));
+    await bench.stopBots();
+    await bench.startBot({ bot: true, worker: true }, { recipes: forgetful });
+    const host = bench.host("bw-nan");
+    await host.sim.clearFaults();
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-nan`);
+    const plan = await planOf(swap.ts);
+    expect(JSON.stringify(plan.blocks)).not.toContain("flashinfer_cudnn");
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+    await outcome(swap.ts, /Rolled back/);
+    const thread = threadText(swap.ts);
+    expect(thread).toMatch(/nan/i);
+    expect(thread).toContain("!!!!");
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
+    expect((await fetch(`http://127.0.0.1:${host.servingPort}/health`)).status).toBe(200);
+  }, 90_000);
 });

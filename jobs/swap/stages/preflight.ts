@@ -46,6 +46,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       },
       requestedTp: record.request.tp,
       swapId: record.id,
+      ...(deps.recipes === undefined ? {} : { recipes: deps.recipes }),
     });
   } catch (error) {
     ctx.stage("preflight", "failed", describeError(error));
