@@ -1,18 +1,31 @@
 import { CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
-import { renderConversation } from "../../testbench/slack/index.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { renderConversation, type SlackMessage } from "../../testbench/slack/index.ts";
+
+const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 
 /**
  * `npm run demo`: the real bot against the bench (real Redis and sshd, simulated Slack, Hub and GPU
- * hosts), playing a short conversation, then printing the channel as Slack would show it.
+ * hosts), playing a conversation — help, status of a healthy and a broken host, a swap that succeeds and
+ * one whose new model answers NaN and is rolled back — then printing the channel as Slack shows it.
  */
 export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say("modelswap demo: starting the bench (redis-server, sshd, Slack emulator, Hub, two GPU hosts)…");
+  say("modelswap demo: starting the bench (redis-server, sshd, Slack emulator, Hub, three GPU hosts)…");
   const bench = await startBench({
     connectTimeoutSeconds: 3,
+    swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2 },
     hosts: [
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      {
+        name: "gpu-2",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense" },
+        // this host's copy of the new model answers NaN: the sanity gate must catch it
+        faults: { sglang: { models: { "Qwen3.5-397B": { mode: "nan" } } } },
+        waitHealthy: true,
+      },
       {
         name: "h200",
         gpus: "h200-1gpu",
@@ -22,32 +35,57 @@ export async function runDemo(): Promise<number> {
     ],
   });
   try {
-    bench.slack.setRateLimits({ scale: 10 });
+    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
     await bench.startBot();
-    say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log\n`);
+    say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log`);
+    say("Slack's real rate limits are enforced by the emulator.\n");
 
-    const conversation: [string, string, string][] = [
-      ["alice", USERS.alice, "help"],
-      ["alice", USERS.alice, "status gpu-1"],
-      ["alice", USERS.alice, "status h200"],
-      ["mallory", USERS.mallory, "status gpu-1"],
-      ["alice", USERS.alice, "status gpu-7"],
-    ];
-    for (const [name, user, text] of conversation) {
-      const before = bench.slack.messages(CHANNEL).length;
+    const command = async (name: string, user: string, text: string) => {
       const result = await bench.slack.command(user, text, { channel: CHANNEL });
       say(`  @${name}: /llm ${text}  → HTTP ${result.status}, acked in ${Math.round(result.ackMs)} ms`);
-      if (result.ackResponse?.text?.startsWith("⏳")) {
-        await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).length > before, {
-          timeoutMs: 30_000,
-          what: `the answer to /llm ${text}`,
-        });
-      }
+      return result;
+    };
+    const newMessage = async (before: number, what: string, test: (m: SlackMessage) => boolean) =>
+      await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).slice(before).find(test), {
+        timeoutMs: 60_000,
+        what,
+      });
+
+    await command("alice", USERS.alice, "help");
+    for (const host of ["gpu-1", "h200"]) {
+      const before = bench.slack.messages(CHANNEL).length;
+      await command("alice", USERS.alice, `status ${host}`);
+      await newMessage(before, `the status of ${host}`, (m) => m.text.includes(`${host}:`));
     }
+    await command("mallory", USERS.mallory, `swap ${QWEN} --host gpu-1`);
+
+    for (const host of ["gpu-1", "gpu-2"]) {
+      const before = bench.slack.messages(CHANNEL).length;
+      await command("alice", USERS.alice, `swap https://huggingface.co/${QWEN} --host ${host}`);
+      const card = await newMessage(before, `the card of the swap on ${host}`, (m) =>
+        m.text.includes(`→ ${host}`),
+      );
+      const plan = await bench.slack.waitFor(
+        () =>
+          bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+        { timeoutMs: 60_000, what: "the plan" },
+      );
+      say(`  @bob reacts ✅ on the plan for ${host}`);
+      await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+      const done = await bench.slack.waitFor(
+        () => {
+          const now = bench.slack.message(CHANNEL, card.ts);
+          return now !== undefined && /Swapped|Rolled back|Failed/.test(now.text) ? now : undefined;
+        },
+        { timeoutMs: 120_000, what: `the swap on ${host} to finish` },
+      );
+      say(`  → ${done.text}`);
+    }
+
     say("\n──────── #llm-ops, as Slack shows it ────────\n");
-    say(renderConversation(bench.slack, CHANNEL, { color, width: 100 }));
+    say(renderConversation(bench.slack, CHANNEL, { color, width: 110 }));
     say(
-      `\nSlack Web API calls: ${bench.slack.calls().length}, rate-limited: ${bench.slack.rateLimitedCount()}`,
+      `\nSlack Web API calls: ${bench.slack.calls().length}, answered 429 (rate limited): ${bench.slack.rateLimitedCount()}`,
     );
     return 0;
   } finally {

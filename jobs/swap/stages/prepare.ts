@@ -78,6 +78,10 @@ async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> 
   const info = record.model!;
   const plan = record.plan!;
   const dir = taskDir(host.modelsDir, record.id, "download");
+  if (record.tasks.download === undefined && (await detachedStatus(ctx.transport, dir)).state === "running") {
+    // A worker died between starting the task and recording it: attach, never start a second `hf`.
+    record.tasks.download = { dir, startedAt: new Date().toISOString(), attempts: 1 };
+  }
   if (record.tasks.download === undefined) {
     const files = verificationFiles(info);
     await ctx.must(sh`mkdir -p ${dir} && cat > ${`${dir}/sizes`}`, "writing the download's size list", {
@@ -148,6 +152,9 @@ async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
   const { record, host, deps } = ctx;
   if (record.stages.build.state === "done") return undefined;
   const dir = taskDir(host.modelsDir, record.id, "build");
+  if (record.tasks.build === undefined && (await detachedStatus(ctx.transport, dir)).state === "running") {
+    record.tasks.build = { dir, startedAt: new Date().toISOString(), attempts: 1 };
+  }
   if (record.tasks.build === undefined) {
     await start(
       ctx,

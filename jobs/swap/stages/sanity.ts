@@ -19,7 +19,7 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
         (p) => `• ${p.verdict}: “${p.prompt}” → “${p.output.slice(0, 60)}” (${p.detail})`,
       );
       await ctx.say(`❌ Sanity check failed: ${report.summary}\n${lines.join("\n")}`);
-      return { fail: `sanity check failed: ${report.summary}`, touched: true };
+      return { fail: report.summary, touched: true };
     }
     ctx.stage("sanity", "done", report.summary);
     return { next: "benchmark" };
