@@ -10,7 +10,7 @@ export function registerApprovalListeners(app: App, deps: DecisionDeps): void {
     if (event.item.type !== "message") return;
     const approved = APPROVE.has(event.reaction) ? true : REJECT.has(event.reaction) ? false : undefined;
     if (approved === undefined) return;
-    const swapId = await deps.store.swapForPlanMessage(event.item.channel, event.item.ts);
+    const swapId = await planMessageSwap(deps, event.item.channel, event.item.ts);
     if (swapId === undefined) return;
     await decideSwap({ swapId, user: event.user, approved, via: "reaction" }, deps);
   });
@@ -25,4 +25,17 @@ export function registerApprovalListeners(app: App, deps: DecisionDeps): void {
       await decideSwap({ swapId: action.value, user: body.user.id, approved, via: "button" }, deps);
     });
   }
+}
+
+/**
+ * The swap a plan message belongs to. The index is written right after the plan is posted, so a
+ * reaction that arrives within those milliseconds looks again briefly instead of being lost.
+ */
+async function planMessageSwap(deps: DecisionDeps, channel: string, ts: string): Promise<string | undefined> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const swapId = await deps.store.swapForPlanMessage(channel, ts);
+    if (swapId !== undefined) return swapId;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return undefined;
 }

@@ -26,6 +26,9 @@ beforeAll(async () => {
       { name: "bw-hang", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "bw-gate", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "h200", gpus: "h200-1gpu", serving: { preset: "llama-bf16-small" } },
+      { name: "bw-old", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-flaky", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "bw-doomed", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
   });
   bench.slack.setRateLimits({ scale: 100 });
@@ -279,6 +282,67 @@ describe("/llm swap", () => {
     expect(existsSync(host.sim.modelsDir)).toBe(true);
   }, 60_000);
 
+  it("catches, in the plan, a flag the chosen engine build lacks, and touches nothing", async () => {
+    const host = bench.host("bw-old");
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-old --engine-ref v0.5.2`);
+    const done = await outcome(swap.ts, /Failed/);
+    expect(JSON.stringify(done.blocks)).toContain("fp4-gemm-backend");
+    expect(threadText(swap.ts)).toMatch(/--engine-ref/);
+    const calls = await host.sim.calls();
+    expect(calls.filter((c) => c.cmd === "systemctl" && /^(disable|stop)$/.test(c.argv[0] ?? ""))).toEqual(
+      [],
+    );
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
+  }, 60_000);
+
+  it("restarts a download whose hf process died, without fetching the finished files again", async () => {
+    const host = bench.host("bw-flaky");
+    const model = bench.hub.getModel(QWEN)!;
+    const weightTotal = model.files
+      .filter((f) => f.path.endsWith(".safetensors"))
+      .reduce((n, f) => n + f.size, 0);
+    // every hf process is killed after writing 80 % of the weights' bytes: the shards downloading in
+    // parallel, the smallest finishes first and survives; the others start over in the next process
+    await host.sim.setFault("hf", { crashAfterBytes: Math.ceil(weightTotal * 0.8), retryDelayMs: 10 });
+    const seen = bench.hub.requests().length;
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-flaky`);
+    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
+    await outcome(swap.ts, /Swapped/, 90_000);
+    expect(threadText(swap.ts)).toMatch(/Download attempt 1 ended/);
+    // Each restart keeps the finished shards: had any attempt started from scratch, the Hub would have
+    // served the weights once per attempt. (A shard in flight when hf died is fetched again: hf 1.33 never
+    // resumes another process's partial file — fixtures/gpu-host/hf-download-1.33.md.)
+    const attempts = (threadText(swap.ts).match(/Download attempt \d+ ended/g) ?? []).length + 1;
+    expect(attempts).toBeGreaterThan(1);
+    const weights = model.files.filter((f) => f.path.endsWith(".safetensors"));
+    const weightBytes = weights.reduce((sum, f) => sum + f.size, 0);
+    const served = bench.hub
+      .requests()
+      .slice(seen)
+      .filter((r) => r.method === "GET" && r.kind === "resolve" && r.path.endsWith(".safetensors"))
+      .reduce((sum, r) => sum + r.bytesSent, 0);
+    expect(served).toBeGreaterThanOrEqual(weightBytes);
+    expect(served).toBeLessThan(attempts * weightBytes);
+  }, 120_000);
+
+  it("says loudly, to the whole channel, when the rollback fails too", async () => {
+    const host = bench.host("bw-doomed");
+    // the new model answers NaN, and the old one will not come back either
+    await host.sim.setFault("sglang", {
+      models: { "Qwen3.5-397B": { mode: "nan" }, "Qwen3-8B-FP8": { mode: "crash-on-start" } },
+    });
+    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-doomed`);
+    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
+    await outcome(swap.ts, /Failed/, 90_000);
+    const loud = bench.slack
+      .messages(CHANNEL)
+      .find((m) => m.text.includes("<!channel>") && m.text.includes("bw-doomed"));
+    expect(loud?.text).toContain("serves nothing");
+    expect(loud?.text).toContain(host.unit);
+  }, 120_000);
   it("with the recipe's SM120 backend flags removed, catches the NaN output and rolls back", async () => {
     // A recipe table that forgot what DESIGN.md §1 learned the hard way.
     const forgetful: Recipe[] = RECIPES.map((recipe) => ({
@@ -310,5 +374,7 @@ describe("/llm swap", () => {
       unitFileState: "enabled",
     });
     expect((await fetch(`http://127.0.0.1:${host.servingPort}/health`)).status).toBe(200);
+    await bench.stopBots();
+    await bench.startBot();
   }, 90_000);
 });

@@ -89,11 +89,11 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
     }),
     { threadTs: record.cardTs },
   );
-  // From this moment a decision may arrive: the record must already say it is waiting for one.
+  // From this moment a decision may arrive: the plan must be findable and the record must say it waits.
+  await deps.store.indexPlanMessage(record.channel, record.planTs, record.id);
   record.step = "prepare";
   ctx.stage("approval", "running", "waiting for an approver's ✅ on the plan (in the thread)");
   await ctx.save();
-  await deps.store.indexPlanMessage(record.channel, record.planTs, record.id);
   await deps.poster.react(record.channel, record.planTs, "white_check_mark");
   await deps.poster.react(record.channel, record.planTs, "x");
   return { next: "prepare" };
