@@ -1,9 +1,11 @@
 import { asCodedError, describeError } from "../../src/errors.ts";
+import { sh } from "../../src/host/shell-quote.ts";
+import { formatGB } from "../../src/plan/byte-units.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
 import { finishSwap } from "./stages/finish.ts";
 import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
-import { prepareStage } from "./stages/prepare.ts";
+import { prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
 import { rollback } from "./stages/rollback.ts";
 import { sanityStage } from "./stages/sanity.ts";
@@ -30,7 +32,7 @@ export async function advanceSwap(
   for (;;) {
     let result: StepResult;
     try {
-      result = await runStep(ctx);
+      result = (await cancelled(ctx)) ?? (await runStep(ctx));
     } catch (error) {
       const coded = asCodedError(error);
       ctx.log.error({ err: coded, step: record.step }, "swap step threw");
@@ -86,6 +88,38 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
     case "done":
       return { end: ctx.record.outcome ?? "failed" };
   }
+}
+
+/**
+ * A cancel request ends the swap at the next step: before the switch the detached tasks are stopped and
+ * the files kept (the card says where and how much); from the switch on, the old service is put back.
+ */
+async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
+  const request = await ctx.deps.store.cancelRequest(ctx.record.id);
+  if (request === undefined || ctx.record.step === "rollback") return undefined;
+  const { record } = ctx;
+  if (record.switch === undefined) {
+    await stopTasks(ctx);
+    if (record.stages.approval.state === "running") ctx.stage("approval", "skipped", "cancelled");
+    await updatePlanMessage(ctx, "cancelled", request.by);
+    const dir = record.plan?.modelDir;
+    const kept =
+      dir === undefined
+        ? ""
+        : `; downloaded files are kept in ${dir} (${formatGB(await bytesIn(ctx, dir))})`;
+    return { end: "cancelled", reason: `cancelled by <@${request.by}>${kept}` };
+  }
+  record.reason = `cancelled by <@${request.by}> after the switch`;
+  record.step = "rollback";
+  await ctx.save();
+  const result = await rollback(ctx, record.reason);
+  record.rollback = result;
+  return result.ok ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` } : { end: "failed", reason: record.reason };
+}
+
+async function bytesIn(ctx: StageContext, dir: string): Promise<number> {
+  const result = await ctx.exec(sh`du -sb --apparent-size ${dir} 2>/dev/null | cut -f1`);
+  return Number(result.stdout.trim()) || 0;
 }
 
 /** A failure: before the switch nothing changed; from the switch on, the old service is put back. */

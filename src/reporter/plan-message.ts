@@ -14,7 +14,14 @@ import {
   truncate,
 } from "./message.ts";
 
-export type PlanStatus = "awaiting-approval" | "approved" | "rejected" | "expired" | "refused" | "dry-run";
+export type PlanStatus =
+  | "awaiting-approval"
+  | "approved"
+  | "rejected"
+  | "expired"
+  | "cancelled"
+  | "refused"
+  | "dry-run";
 
 export interface PlanMessageOptions {
   swapId: string;
@@ -121,6 +128,7 @@ const STATUS_TEXT: Record<PlanStatus, string> = {
   approved: "approved",
   rejected: "rejected",
   expired: "expired",
+  cancelled: "cancelled",
   refused: "refused",
   "dry-run": "dry run",
 };
@@ -139,6 +147,8 @@ function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
       return `:x: *Rejected${by}*. Nothing was touched; downloaded files are kept.`;
     case "expired":
       return ":hourglass: *Expired*: nobody approved in time. Nothing was touched; downloaded files are kept.";
+    case "cancelled":
+      return `:raised_hand: *Cancelled${by}*. Nothing was touched; downloaded files are kept.`;
     case "refused":
       return `:no_entry: *Refused*: failing ${failed.length > 0 ? failed.join(", ") : "checks"}. Nothing was touched.`;
     case "dry-run":

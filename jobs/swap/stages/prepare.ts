@@ -258,7 +258,7 @@ export async function stopTasks(ctx: StageContext): Promise<void> {
 
 export async function updatePlanMessage(
   ctx: StageContext,
-  status: "approved" | "rejected" | "expired" | "refused",
+  status: "approved" | "rejected" | "expired" | "cancelled" | "refused",
   decidedBy?: string,
 ): Promise<void> {
   const { record, deps } = ctx;
