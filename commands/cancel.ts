@@ -14,7 +14,9 @@ export const cancelCommand: SubCommand = {
   summary: "stop a swap (before the switch: files kept; after it: rolled back)",
   async handle(request, { config, access, store, swaps }) {
     if (!(await access.isMember(request.user))) {
-      return refusal("You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.");
+      return refusal(
+        "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
+      );
     }
     if (request.args.length > 1) return reply(`Usage: \`${cancelCommand.usage}\``);
     const active = (
@@ -35,15 +37,22 @@ export const cancelCommand: SubCommand = {
       id = mine[0]!;
     }
     if (!SWAP_ID.test(id)) {
-      return reply(`${echo(id)} is not a swap id (they look like \`sw-mx2i7lz1-34a1fc\`). Active swaps: ${active.join(", ") || "none"}.`);
+      return reply(
+        `${echo(id)} is not a swap id (they look like \`sw-mx2i7lz1-34a1fc\`). Active swaps: ${active.join(", ") || "none"}.`,
+      );
     }
     const record = await store.get(id);
-    if (record === undefined) return reply(`No swap ${echo(id)}. Active swaps: ${active.join(", ") || "none"}.`);
+    if (record === undefined)
+      return reply(`No swap ${echo(id)}. Active swaps: ${active.join(", ") || "none"}.`);
     if (record.outcome !== undefined) {
-      return reply(`Swap \`${id}\` already finished: ${record.outcome.replace("_", " ")}. Nothing to cancel.`);
+      return reply(
+        `Swap \`${id}\` already finished: ${record.outcome.replace("_", " ")}. Nothing to cancel.`,
+      );
     }
     if (record.requester !== request.user && !(await access.isApprover(request.user))) {
-      return refusal(`Only <@${record.requester}>, who requested swap \`${id}\`, or an approver may cancel it.`);
+      return refusal(
+        `Only <@${record.requester}>, who requested swap \`${id}\`, or an approver may cancel it.`,
+      );
     }
     try {
       const first = await store.requestCancel(id, request.user);

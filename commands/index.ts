@@ -1,5 +1,7 @@
 import type { SubCommand } from "../src/slack/sub-command.ts";
+import { cancelCommand } from "./cancel.ts";
 import { helpCommand } from "./help.ts";
+import { historyCommand } from "./history.ts";
 import { statusCommand } from "./status.ts";
 import { swapCommand } from "./swap.ts";
 
@@ -8,4 +10,10 @@ export function allCommands(): readonly SubCommand[] {
   return COMMANDS;
 }
 
-const COMMANDS: readonly SubCommand[] = [swapCommand, statusCommand, helpCommand(() => COMMANDS)];
+const COMMANDS: readonly SubCommand[] = [
+  swapCommand,
+  statusCommand,
+  historyCommand,
+  cancelCommand,
+  helpCommand(() => COMMANDS),
+];

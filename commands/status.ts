@@ -9,7 +9,7 @@ const hostName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/);
 export const statusCommand: SubCommand = {
   name: "status",
   usage: "/llm status [host]",
-  summary: "served model, service, health and GPUs of a host (all hosts without one)",
+  summary: "served model, service, health, GPUs and swap of a host; without one, a table of every host",
   async handle(request, { config, access, queue }) {
     if (!(await access.isMember(request.user))) {
       return refusal(
@@ -31,6 +31,7 @@ export const statusCommand: SubCommand = {
         user: request.user,
         responseUrl: request.responseUrl,
         requestedAt: new Date().toISOString(),
+        fleet: wanted === undefined,
       });
     } catch (error) {
       return failure(error);

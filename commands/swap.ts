@@ -1,6 +1,11 @@
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-import { ACCEPTED_FORMS, parseSwapRequest, SWAP_USAGE } from "../src/swap/parse-swap-request.ts";
+import {
+  ACCEPTED_FORMS,
+  parseSwapRequest,
+  SWAP_USAGE,
+  type SwapRequest,
+} from "../src/swap/parse-swap-request.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { SwapStore } from "../src/swap/swap-store.ts";
 
@@ -11,7 +16,7 @@ export const swapCommand: SubCommand = {
   name: "swap",
   usage: SWAP_USAGE,
   summary: "swap the model a host serves (plan → approval → switch → checks, rolled back on failure)",
-  async handle(request, { config, access, store, swaps }) {
+  async handle(request, { config, access, store, swaps, audit }) {
     if (!(await access.isRequester(request.user))) {
       return refusal(
         "Only requesters may start swaps. Ask an admin to add you to the requesters in the config.",
@@ -53,16 +58,33 @@ export const swapCommand: SubCommand = {
       stages: newStages(),
       tasks: {},
     };
+    const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
     try {
       await store.save(record);
+      // Recorded before the job exists: a request the audit stream cannot hold is refused, not run unrecorded.
+      await audit.record({
+        at: record.createdAt,
+        kind: "request",
+        who: request.user,
+        host,
+        swap: id,
+        detail: `${swap.dryRun ? "dry run of " : ""}${model}${requestFlags(swap)}`,
+      });
       await swaps.enqueue(id);
     } catch (error) {
       if (!swap.dryRun) await store.unlockHost(host, id).catch(() => undefined);
       return failure(error);
     }
-    const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
     return reply(
       `${swap.dryRun ? "📝 Planning (dry run)" : "🔄 Swap queued"}: \`${model}\` → *${host}* (swap \`${id}\`). Follow its card in <#${config.file.slack.channel}>.`,
     );
   },
 };
+
+/** The options that shape a swap, for the audit stream: ` --tp 8 --engine-ref v0.5.2`. */
+function requestFlags(swap: SwapRequest): string {
+  const flags: string[] = [];
+  if (swap.tp !== undefined) flags.push(`--tp ${swap.tp}`);
+  if (swap.engineRef !== "main") flags.push(`--engine-ref ${swap.engineRef}`);
+  return flags.length === 0 ? "" : ` ${flags.join(" ")}`;
+}

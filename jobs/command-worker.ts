@@ -1,7 +1,8 @@
 import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { COMMAND_QUEUE, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
+import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
 import { QUEUE_PREFIX } from "../src/queue/redis-connection.ts";
+import { runHistoryJob } from "./history-job.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
 
 export type CommandWorkerDeps = StatusJobDeps;
@@ -14,6 +15,8 @@ export function createCommandWorker(connection: Redis, deps: CommandWorkerDeps, 
       switch (job.name) {
         case JOB_NAMES.status:
           return await runStatusJob(statusJobSchema.parse(job.data), deps);
+        case JOB_NAMES.history:
+          return await runHistoryJob(historyJobSchema.parse(job.data), deps);
         default:
           throw new Error(`unknown job ${job.name}`);
       }

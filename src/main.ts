@@ -4,7 +4,9 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
+import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
+import { AuditLog } from "./audit/audit-log.ts";
 import { envSecrets } from "./config/env-schema.ts";
 import type { Config } from "./config/load-config.ts";
 import { HostRegistry } from "./host/host-registry.ts";
@@ -61,6 +63,7 @@ export async function startModelswap({
   let queue: CommandQueue | undefined;
   const workers: Worker[] = [];
   let swaps: SwapQueue | undefined;
+  let monitor: RunningMonitor | undefined;
   let port: number | undefined;
 
   if (roles.worker) {
@@ -73,6 +76,7 @@ export async function startModelswap({
       log: workerLog,
     });
     const store = new SwapStore(connection);
+    const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
     workers.push(
       createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
       createSwapWorker(connection, {
@@ -81,10 +85,20 @@ export async function startModelswap({
         hosts,
         hub,
         poster,
+        audit,
         log: workerLog,
         ...(recipes === undefined ? {} : { recipes }),
       }),
     );
+    // the health monitor: one scheduled check per configured host, alerts and recoveries to the channel
+    monitor = await startMonitor(connection, {
+      config,
+      hosts,
+      store,
+      poster,
+      audit,
+      log: workerLog.child({ name: "monitor" }),
+    });
   }
   if (roles.bot) {
     const connection = createRedis(config.env.REDIS_URL, "producer");
@@ -94,10 +108,11 @@ export async function startModelswap({
     queue = new CommandQueue(connection);
     swaps = new SwapQueue(connection);
     const store = new SwapStore(connection);
+    const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
     app = createSlackApp({
-      deps: { config, access, queue, swaps, store },
-      decisions: { config, store, access, swaps, poster, log },
+      deps: { config, access, queue, swaps, store, audit },
+      decisions: { config, store, access, swaps, poster, audit, log },
       commands: allCommands(),
       log,
     });
@@ -116,6 +131,7 @@ export async function startModelswap({
     async stop() {
       await app?.stop();
       await Promise.all(workers.map((w) => w.close()));
+      await monitor?.close();
       await queue?.close();
       await swaps?.close();
       await hosts.closeAll();

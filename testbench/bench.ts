@@ -73,6 +73,14 @@ export interface BenchOptions {
   swaps?: Record<string, number>;
   /** The config's `approvals:` section. */
   approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
+  /** Overrides in the config's `health:` section. The bench checks hourly unless a test asks for more, so
+   * alerts never land in tests that are not about them (the monitor's tests use a 1 s interval). */
+  health?: {
+    intervalSeconds?: number;
+    failureThreshold?: number;
+    checkTimeoutSeconds?: number;
+    recoveryThreshold?: number;
+  };
 }
 
 export interface BenchHost {
@@ -158,7 +166,7 @@ export class Bench {
     await this.hub.stop();
     await this.sshd.stop();
     await this.redis.stop();
-    await rm(this.dir, { recursive: true, force: true });
+    if (process.env.MODELSWAP_KEEP_BENCH === undefined) await rm(this.dir, { recursive: true, force: true });
   }
 
   private logger(config: Config): Logger {
@@ -322,7 +330,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       slack: { channel: CHANNEL },
       requesters: { users: [USERS.alice, USERS.dave], groups: [MLOPS_GROUP] },
       approvers: { users: [USERS.bob, USERS.dave] },
-      health: { intervalSeconds: 30, failureThreshold: 3 },
+      health: { intervalSeconds: 3600, failureThreshold: 3, ...options.health },
       approvals: options.approvals ?? {},
       swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, ...options.swaps },
       hosts,

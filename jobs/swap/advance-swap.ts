@@ -98,15 +98,18 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
   const request = await ctx.deps.store.cancelRequest(ctx.record.id);
   if (request === undefined || ctx.record.step === "rollback") return undefined;
   const { record } = ctx;
+  ctx.audit(
+    "cancel",
+    record.switch === undefined ? "cancelled before the switch" : "cancelled after the switch",
+    request.by,
+  );
   if (record.switch === undefined) {
     await stopTasks(ctx);
     if (record.stages.approval.state === "running") ctx.stage("approval", "skipped", "cancelled");
     await updatePlanMessage(ctx, "cancelled", request.by);
     const dir = record.plan?.modelDir;
     const kept =
-      dir === undefined
-        ? ""
-        : `; downloaded files are kept in ${dir} (${formatGB(await bytesIn(ctx, dir))})`;
+      dir === undefined ? "" : `; downloaded files are kept in ${dir} (${formatGB(await bytesIn(ctx, dir))})`;
     return { end: "cancelled", reason: `cancelled by <@${request.by}>${kept}` };
   }
   record.reason = `cancelled by <@${request.by}> after the switch`;
@@ -114,7 +117,9 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
   await ctx.save();
   const result = await rollback(ctx, record.reason);
   record.rollback = result;
-  return result.ok ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` } : { end: "failed", reason: record.reason };
+  return result.ok
+    ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` }
+    : { end: "failed", reason: record.reason };
 }
 
 async function bytesIn(ctx: StageContext, dir: string): Promise<number> {

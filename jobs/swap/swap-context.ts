@@ -1,3 +1,4 @@
+import { type AuditEvent, type AuditKind, type AuditLog, SYSTEM_ACTOR } from "../../src/audit/audit-log.ts";
 import type { HostConfig } from "../../src/config/file-schema.ts";
 import type { Config } from "../../src/config/load-config.ts";
 import { CodedError } from "../../src/errors.ts";
@@ -20,6 +21,8 @@ export interface SwapDeps {
   hosts: HostRegistry;
   hub: HubClient;
   poster: SlackPoster;
+  /** The audit stream: stage outcomes and the swap's outcome are written to it. */
+  audit: AuditLog;
   log: Logger;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly Recipe[];
@@ -40,7 +43,10 @@ export interface StageContext {
   must(command: ShellCommand, what: string, options?: ExecOptions): Promise<ExecResult>;
   /** Runs a privileged command: prefixed with `sudo -n` on hosts configured with `sudo: true`. */
   privileged(command: ShellCommand): ShellCommand;
+  /** Sets a stage's state; a stage that ends (done or failed) is written to the audit stream at the next save. */
   stage(name: StageName, state: StageState["state"], detail?: string): void;
+  /** Queues an event of this swap for the audit stream; written, in order, at the next save. */
+  audit(kind: AuditKind, detail: string, who?: string): void;
   /**
    * A message in the swap's thread, optionally followed by log lines in a code block (kept to what fits).
    * A message Slack refuses is logged, never allowed to fail the swap.
@@ -58,6 +64,9 @@ export function createStageContext(record: SwapRecord, deps: SwapDeps): StageCon
   const log = deps.log.child({ swap: record.id, host: record.host });
   let lastCard = record.lastCardUpdate ? Date.parse(record.lastCardUpdate) : 0;
   let dirty = true;
+  // Stage outcomes wait here for the next save: written before the record, so a crash in between repeats
+  // an audit event (the step runs again) rather than losing one.
+  const audited: AuditEvent[] = [];
   const ctx: StageContext = {
     record,
     host,
@@ -87,8 +96,23 @@ export function createStageContext(record: SwapRecord, deps: SwapDeps): StageCon
         if (state === "done" || state === "failed" || state === "skipped") current.finishedAt = at;
       }
       if (detail !== undefined && detail !== current.detail) dirty = true;
+      const ended = current.state !== state && (state === "done" || state === "failed");
       current.state = state;
       if (detail !== undefined) current.detail = detail;
+      if (ended) {
+        audited.push({
+          at,
+          kind: "stage",
+          who: SYSTEM_ACTOR,
+          host: record.host,
+          swap: record.id,
+          stage: name,
+          detail: `${name} ${state}${current.detail === undefined ? "" : `: ${current.detail}`}`,
+        });
+      }
+    },
+    audit(kind, detail, who = SYSTEM_ACTOR) {
+      audited.push({ at: new Date().toISOString(), kind, who, host: record.host, swap: record.id, detail });
     },
     async say(msg, options) {
       if (record.cardTs === undefined) return;
@@ -120,7 +144,14 @@ export function createStageContext(record: SwapRecord, deps: SwapDeps): StageCon
       record.lastCardUpdate = new Date(lastCard).toISOString();
       dirty = false;
     },
-    save: () => deps.store.save(record),
+    async save() {
+      while (audited.length > 0) {
+        const event = audited[0]!;
+        await deps.audit.record(event);
+        audited.shift();
+      }
+      await deps.store.save(record);
+    },
     now: () => new Date(),
   };
   return ctx;

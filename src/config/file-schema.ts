@@ -147,9 +147,12 @@ export const fileSchema = z
     ),
     health: z
       .strictObject({
-        intervalSeconds: z.number().min(5).max(3600).default(30),
+        /** Below 5 s only makes sense for tests (the monitor's end-to-end tests use 1 s). */
+        intervalSeconds: z.number().min(0.5).max(3600).default(30),
         failureThreshold: z.number().int().min(1).max(100).default(3),
         checkTimeoutSeconds: z.number().positive().max(300).default(10),
+        /** Consecutive passed checks that close an incident (default 2, see jobs/monitor/README.md). */
+        recoveryThreshold: z.number().int().min(1).max(100).optional(),
       })
       .prefault({}),
     approvals: z
@@ -175,6 +178,12 @@ export const fileSchema = z
           .positive()
           .max(24 * 3600)
           .optional(),
+      })
+      .prefault({}),
+    audit: z
+      .strictObject({
+        /** Events kept in the audit stream (XADD MAXLEN ~): only older events beyond this many are trimmed. */
+        maxEntries: z.number().int().min(1000).max(1_000_000_000).default(1_000_000),
       })
       .prefault({}),
     hosts: z

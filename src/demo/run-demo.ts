@@ -16,6 +16,8 @@ export async function runDemo(): Promise<number> {
   const bench = await startBench({
     connectTimeoutSeconds: 3,
     swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2 },
+    // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
+    health: { intervalSeconds: 2, failureThreshold: 2 },
     hosts: [
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       {
@@ -81,6 +83,21 @@ export async function runDemo(): Promise<number> {
       );
       say(`  → ${done.text}`);
     }
+
+    // The health monitor alerted on h200 by itself; an operator fixes the engine and restarts the unit.
+    await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find((m) => m.text.startsWith("🚨 h200")), {
+      timeoutMs: 60_000,
+      what: "the health alert for h200",
+    });
+    const h200 = bench.host("h200");
+    say(`  (the monitor alerted on h200; someone fixes it: systemctl reset-failed + start ${h200.unit})`);
+    await h200.sim.clearFaults();
+    await h200.sim.systemctl("reset-failed", h200.unit);
+    await h200.sim.systemctl("start", h200.unit);
+    await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find((m) => m.text.startsWith("✅ h200")), {
+      timeoutMs: 60_000,
+      what: "the recovery of h200",
+    });
 
     say("\n──────── #llm-ops, as Slack shows it ────────\n");
     say(renderConversation(bench.slack, CHANNEL, { color, width: 110 }));

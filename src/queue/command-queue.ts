@@ -13,10 +13,22 @@ export const statusJobSchema = z.object({
   user: z.string(),
   responseUrl: z.string().optional(),
   requestedAt: z.string(),
+  /** Without a host: one compact table of every host. */
+  fleet: z.boolean().optional(),
 });
 export type StatusJob = z.infer<typeof statusJobSchema>;
 
-export const JOB_NAMES = { status: "status" } as const;
+/** `/llm history`: the ledger of one host or all, newest first, posted to the channel it was asked in. */
+export const historyJobSchema = z.object({
+  host: z.string().optional(),
+  limit: z.number().int().min(1).max(50),
+  channel: z.string(),
+  user: z.string(),
+  requestedAt: z.string(),
+});
+export type HistoryJob = z.infer<typeof historyJobSchema>;
+
+export const JOB_NAMES = { status: "status", history: "history" } as const;
 
 const ENQUEUE_TIMEOUT_MS = 1500;
 
@@ -37,6 +49,13 @@ export class CommandQueue {
   async enqueueStatus(data: StatusJob): Promise<string> {
     const job = await withTimeout(
       this.queue.add(JOB_NAMES.status, statusJobSchema.parse(data), { attempts: 2 }),
+    );
+    return job.id ?? "";
+  }
+
+  async enqueueHistory(data: HistoryJob): Promise<string> {
+    const job = await withTimeout(
+      this.queue.add(JOB_NAMES.history, historyJobSchema.parse(data), { attempts: 2 }),
     );
     return job.id ?? "";
   }

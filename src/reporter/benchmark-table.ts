@@ -87,7 +87,7 @@ function streams(concurrency: number | null | undefined, fallback: string): stri
 }
 
 /** ▲8.7% / ▼3.1% / ±0.0%, or "" when either number is missing. */
-function changeText(now: number | undefined, before: number | undefined): string {
+export function changeText(now: number | undefined, before: number | undefined): string {
   if (now === undefined || before === undefined || !Number.isFinite(now) || !Number.isFinite(before))
     return "";
   if (before === 0) return "";

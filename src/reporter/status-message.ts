@@ -90,7 +90,7 @@ function serverLine(status: HostStatus): string {
   return `:${status.port} /health answered HTTP ${server.healthStatus}`;
 }
 
-function gpuSummary(gpus: readonly GpuInfo[], problem: string | undefined): string {
+export function gpuSummary(gpus: readonly GpuInfo[], problem: string | undefined): string {
   if (gpus.length === 0) return problem === undefined ? "none found" : "unavailable";
   const names = new Set(gpus.map((g) => g.name));
   const used = gpus.reduce((sum, g) => sum + g.memoryUsedMiB, 0);
@@ -101,7 +101,7 @@ function gpuSummary(gpus: readonly GpuInfo[], problem: string | undefined): stri
   return `${gpus.length}× ${[...names].join(" + ")} (sm ${cc}) · ${busy}/${gpus.length} busy · ${gib(used)}/${gib(total)} GiB`;
 }
 
-function gpuTable(gpus: readonly GpuInfo[]): string[] {
+export function gpuTable(gpus: readonly GpuInfo[]): string[] {
   const rows = gpus.map((g) => [
     String(g.index),
     truncate(g.name.replace(/^NVIDIA /, ""), 28),

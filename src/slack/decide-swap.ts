@@ -1,3 +1,4 @@
+import type { AuditLog } from "../audit/audit-log.ts";
 import type { Config } from "../config/load-config.ts";
 import type { Logger } from "../log.ts";
 import type { SwapQueue } from "../queue/swap-queue.ts";
@@ -13,6 +14,8 @@ export interface DecisionDeps {
   access: AccessControl;
   swaps: SwapQueue;
   poster: SlackPoster;
+  /** Recorded decisions are written to the audit stream. */
+  audit: AuditLog;
   log: Logger;
 }
 
@@ -72,6 +75,21 @@ export async function decideSwap(input: DecisionInput, deps: DecisionDeps): Prom
     { swap: record.id, by: input.user, approved: input.approved, via: input.via },
     "swap decision recorded",
   );
+  await deps.audit
+    .record({
+      at: decision.at,
+      kind: input.approved ? "approval" : "rejection",
+      who: input.user,
+      host: record.host,
+      swap: record.id,
+      detail: `${input.approved ? "approved" : "rejected"} ${record.request.model.repo}${record.plan === undefined ? "" : `@${record.plan.model.sha.slice(0, 7)}`} by ${input.via}`,
+    })
+    .catch((error: unknown) =>
+      log.error(
+        { swap: record.id, err: (error as Error).message },
+        "could not write the decision to the audit stream",
+      ),
+    );
   if (record.planTs !== undefined && record.plan !== undefined) {
     await poster
       .update(

@@ -1,3 +1,4 @@
+import type { AuditLog } from "../audit/audit-log.ts";
 import type { Config } from "../config/load-config.ts";
 import type { CommandQueue } from "../queue/command-queue.ts";
 import type { SwapQueue } from "../queue/swap-queue.ts";
@@ -20,6 +21,8 @@ export interface CommandDeps {
   queue: CommandQueue;
   swaps: SwapQueue;
   store: SwapStore;
+  /** The audit stream: requests are written to it. */
+  audit: AuditLog;
 }
 
 /**

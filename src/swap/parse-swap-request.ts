@@ -90,18 +90,14 @@ export function parseModelRef(input: string): ModelRef | undefined {
   if (wrapped !== null) text = wrapped[1]!;
   if (text.length > 300) return undefined;
 
-  let org: string | undefined;
-  let name: string | undefined;
   let revision = "main";
   const url = /^https:\/\/(?:huggingface\.co|hf\.co)\/([^/]+)\/([^/]+)(?:\/tree\/(.+?))?\/?$/.exec(text);
   const hf = /^hf:\/\/([^/@]+)\/([^/@]+)(?:@(.+))?$/.exec(text);
   const bare = /^([^/@:]+)\/([^/@:]+)(?:@(.+))?$/.exec(text);
   const match = url ?? hf ?? bare;
   if (match === null) return undefined;
-  org = match[1];
-  name = match[2];
   if (match[3] !== undefined) revision = match[3];
-  const checked = modelRef.safeParse({ org, name, revision });
+  const checked = modelRef.safeParse({ org: match[1], name: match[2], revision });
   if (!checked.success) return undefined;
   return { repo: `${checked.data.org}/${checked.data.name}`, revision: checked.data.revision };
 }

@@ -33,11 +33,28 @@ export class SwapStore {
   }
 
   async save(record: SwapRecord): Promise<void> {
+    const created = Date.parse(record.createdAt);
     await this.redis
       .multi()
       .set(key("swap", record.id), JSON.stringify(record))
-      .zadd(key("swaps"), Date.parse(record.createdAt), record.id)
+      .zadd(key("swaps"), created, record.id)
+      .zadd(key("swaps", "host", record.host), created, record.id)
       .exec();
+  }
+
+  /**
+   * The ledger: swap records newest first (by creation time), of one host or of all, at most `limit`;
+   * `before` (an ISO time, exclusive) pages further back. Records are never deleted, so this is every
+   * swap ever requested, dry runs included.
+   */
+  async history(query: { host?: string; limit: number; before?: string }): Promise<SwapRecord[]> {
+    if (query.limit <= 0) return [];
+    const index = query.host === undefined ? key("swaps") : key("swaps", "host", query.host);
+    const max = query.before === undefined ? "+inf" : `(${Date.parse(query.before)}`;
+    const ids = await this.redis.zrevrangebyscore(index, max, "-inf", "LIMIT", 0, query.limit);
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => key("swap", id)));
+    return raws.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(raw) as SwapRecord);
   }
 
   /** Takes the host for this swap; returns the swap that holds it when it is busy. */
@@ -101,5 +118,20 @@ export class SwapStore {
 
   async setLastBenchmark(host: string, repo: string, result: unknown): Promise<void> {
     await this.redis.set(key("host", host, "benchmark"), JSON.stringify({ repo, result }));
+  }
+
+  /** Asks a swap to stop; the first request stands. */
+  async requestCancel(swapId: string, by: string): Promise<boolean> {
+    const set = await this.redis.set(
+      key("cancel", swapId),
+      JSON.stringify({ by, at: new Date().toISOString() }),
+      "NX",
+    );
+    return set === "OK";
+  }
+
+  async cancelRequest(swapId: string): Promise<{ by: string; at: string } | undefined> {
+    const raw = await this.redis.get(key("cancel", swapId));
+    return raw === null ? undefined : (JSON.parse(raw) as { by: string; at: string });
   }
 }

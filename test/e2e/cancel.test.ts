@@ -45,10 +45,13 @@ describe("/llm cancel", () => {
     bench.hub.setThrottle(200_000);
     await host.sim.setFault("pip", { seconds: 30 });
     const { card, id } = await swapOn("early");
-    await bench.slack.waitFor(() => /Download — \d+ %/.test(JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks)), {
-      what: "the download to be under way",
-      timeoutMs: 20_000,
-    });
+    await bench.slack.waitFor(
+      () => /Download — \d+ %/.test(JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks)),
+      {
+        what: "the download to be under way",
+        timeoutMs: 20_000,
+      },
+    );
     const ack = await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
     expect(ack.ackResponse?.text).toContain(`Cancelling swap \`${id}\``);
     await bench.slack.waitFor(() => (/Cancelled/.test(cardText(card.ts)) ? true : undefined), {
@@ -60,9 +63,14 @@ describe("/llm cancel", () => {
     expect(blocks).toContain("cancelled by");
     expect(blocks).toMatch(/downloaded files are kept in \S+--43da92d546ab \(\d/);
     // nothing of the swap still runs on the host, and the old service was never touched
-    const running = await host.sim.exec(`ps -eo stat=,args= | grep -E 'hf download|pip install' | grep -v grep | grep -v '^Z' || true`);
+    const running = await host.sim.exec(
+      `ps -eo stat=,args= | grep -E 'hf download|pip install' | grep -v grep | grep -v '^Z' || true`,
+    );
     expect(running.stdout.trim()).toBe("");
-    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active", unitFileState: "enabled" });
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
     // cancelling again says it is over
     const again = await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
     expect(again.ackResponse?.text).toContain("already finished: cancelled");
@@ -75,7 +83,8 @@ describe("/llm cancel", () => {
     await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { loadSeconds: 4 } } });
     const { card, id } = await swapOn("late");
     const plan = await bench.slack.waitFor(
-      () => bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+      () =>
+        bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
       { what: "the plan", timeoutMs: 30_000 },
     );
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
@@ -90,7 +99,10 @@ describe("/llm cancel", () => {
       timeoutMs: 45_000,
     });
     expect(JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks)).toContain("after the switch");
-    expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active", unitFileState: "enabled" });
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
     expect((await fetch(`http://127.0.0.1:${host.servingPort}/health`)).status).toBe(200);
   }, 90_000);
 

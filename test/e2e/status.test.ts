@@ -122,6 +122,33 @@ describe("/llm status", () => {
     expect(body).toContain("hostKeySha256");
   });
 
+  it("without a host, answers with one table of the whole fleet in its different states", async () => {
+    const before = bench.slack.messages(CHANNEL).length;
+    const command = await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+    expect(command.ackResponse?.text).toContain("Checking gpu-1, h200");
+    const fleet = await bench.slack.waitFor(
+      () =>
+        bench.slack
+          .messages(CHANNEL)
+          .slice(before)
+          .find((m) => m.text.startsWith("Fleet:")),
+      { timeoutMs: 20_000, what: "the fleet table" },
+    );
+    expect(bench.slack.messages(CHANNEL).slice(before)).toHaveLength(1);
+    expect(fleet.text).toContain("Fleet: 9 hosts");
+    const table = JSON.stringify(fleet.blocks);
+    for (const [host, state] of [
+      ["gpu-1", "🟢 healthy"],
+      ["h200", "🔴 failed"],
+      ["idle", "🔴 down"],
+      ["loading", "🟡 starting"],
+      ["gone", "⚫ unreachable"],
+      ["rebuilt", "⚫ unreachable"],
+    ]) {
+      expect(table).toMatch(new RegExp(`${host} +${state}`));
+    }
+  });
+
   it("never shows a stack trace or a secret in Slack", () => {
     const everything = JSON.stringify(bench.slack.messages(CHANNEL));
     expect(everything).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);

@@ -337,9 +337,13 @@ describe("/llm swap", () => {
     const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-doomed`);
     await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
     await outcome(swap.ts, /Failed/, 90_000);
-    const loud = bench.slack
-      .messages(CHANNEL)
-      .find((m) => m.text.includes("<!channel>") && m.text.includes("bw-doomed"));
+    const loud = await bench.slack.waitFor(
+      () =>
+        bench.slack
+          .messages(CHANNEL)
+          .find((m) => m.text.includes("<!channel>") && m.text.includes("bw-doomed")),
+      { what: "the loud message" },
+    );
     expect(loud?.text).toContain("serves nothing");
     expect(loud?.text).toContain(host.unit);
   }, 120_000);

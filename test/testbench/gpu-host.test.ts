@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readlink, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSimGpuHost, type SimGpuHost } from "../../testbench/gpu-host/index.ts";
 import { isAlive, processGroupMembers, registerGpuUsage } from "../../testbench/gpu-host/shims/sandbox.mjs";

@@ -20,6 +20,7 @@ export async function finishSwap(ctx: StageContext, outcome: SwapOutcome, reason
   for (const stage of Object.values(record.stages)) {
     if (stage.state === "running") stage.state = "skipped";
   }
+  auditOutcome(ctx, outcome);
   const plan = record.plan;
   if (outcome === "succeeded" && plan !== undefined) {
     await deps.store.setServing(record.host, {
@@ -37,6 +38,22 @@ export async function finishSwap(ctx: StageContext, outcome: SwapOutcome, reason
   await deps.store.unlockHost(record.host, record.id);
   await ctx.updateCard(true);
   await ctx.say(finalLine(ctx, outcome), { broadcast: outcome !== "planned" });
+}
+
+/** The rollback (when there was one), an expiry, and the outcome, for the audit stream (written by the save). */
+function auditOutcome(ctx: StageContext, outcome: SwapOutcome): void {
+  const { record } = ctx;
+  const model = `${record.request.model.repo}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
+  const why = record.reason === undefined ? "" : ` — ${record.reason}`;
+  if (record.rollback !== undefined)
+    ctx.audit(
+      "rollback",
+      `${record.rollback.ok ? "rolled back" : "rollback failed"} to ${record.previous?.unit ?? "?"}: ${record.rollback.detail}`,
+    );
+  if (outcome === "expired") ctx.audit("expiry", `no decision on the plan for ${model}${why}`);
+  const downtime =
+    record.downtimeSeconds === undefined ? "" : `, downtime ${formatSeconds(record.downtimeSeconds)}`;
+  ctx.audit("outcome", `${outcome}: ${model}${downtime}${why}`);
 }
 
 function finalLine(ctx: StageContext, outcome: SwapOutcome): string {

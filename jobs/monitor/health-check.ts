@@ -1,0 +1,86 @@
+import { asCodedError } from "../../src/errors.ts";
+import { sh } from "../../src/host/shell-quote.ts";
+import type { HostTransport } from "../../src/host/transport.ts";
+
+export interface HealthCheckTarget {
+  /** The systemd unit that serves now (SwapStore.serving(host)?.unit ?? the config's currentUnit). */
+  unit: string;
+  /** The engine's HTTP port, read with curl on the host itself (it is usually bound to loopback). */
+  port: number;
+}
+
+export interface HealthCheckResult {
+  ok: boolean;
+  checkedAt: Date;
+  durationMs: number;
+  /** `systemctl is-active`'s answer (active, failed, inactive, activating, …); undefined when not asked. */
+  unitState: string | undefined;
+  /** HTTP status of /health_generate, or null when nothing answered. */
+  httpStatus: number | null;
+  /** The failing check, for people: "`x.service` is failed", "/health_generate timed out after 10 s". */
+  failure: string | undefined;
+}
+
+const UNIT_MARK = "__modelswap_unit_rc=";
+const CURL_MARK = "__modelswap_curl_rc=";
+
+/**
+ * One health check of one host, as the monitor runs it every interval: is the serving unit active
+ * (`systemctl is-active`), and does the engine generate (`curl --max-time <timeout>` of
+ * `/health_generate` on the host, which SGLang answers 200 only once a token came back). Both run in
+ * one command on the host's transport. Never throws: an unreachable host is a failed check.
+ */
+export async function checkHealth(
+  transport: HostTransport,
+  target: HealthCheckTarget,
+  timeoutSeconds: number,
+): Promise<HealthCheckResult> {
+  const started = Date.now();
+  const result: HealthCheckResult = {
+    ok: false,
+    checkedAt: new Date(started),
+    durationMs: 0,
+    unitState: undefined,
+    httpStatus: null,
+    failure: undefined,
+  };
+  const url = `http://127.0.0.1:${target.port}/health_generate`;
+  const command = sh`systemctl is-active ${target.unit}; echo ${UNIT_MARK}$?
+curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url}; echo ${CURL_MARK}$?`;
+  try {
+    const answer = await transport.exec(command, {
+      // curl gives up after timeoutSeconds; the margin covers systemctl and the SSH round trip
+      timeoutMs: Math.ceil(timeoutSeconds * 1000) + 5000,
+      maxOutputBytes: 64 * 1024,
+    });
+    const lines = answer.stdout.split("\n").map((line) => line.trim());
+    const unitAt = lines.findIndex((line) => line.startsWith(UNIT_MARK));
+    const curlAt = lines.findIndex((line) => line.startsWith(CURL_MARK));
+    result.unitState = (unitAt > 0 ? lines[unitAt - 1] : undefined) || "unknown";
+    const code = curlAt > 0 ? Number(lines[curlAt - 1]) : 0;
+    result.httpStatus = code > 0 ? code : null;
+    const curlExit = curlAt >= 0 ? Number(lines[curlAt]!.slice(CURL_MARK.length)) : null;
+    const failures: string[] = [];
+    if (result.unitState !== "active") failures.push(`\`${target.unit}\` is ${result.unitState}`);
+    if (result.httpStatus !== 200) failures.push(healthFailure(result.httpStatus, curlExit, timeoutSeconds));
+    result.ok = failures.length === 0;
+    result.failure = result.ok ? undefined : failures.join("; ");
+  } catch (error) {
+    const coded = asCodedError(error);
+    result.failure =
+      coded.code === "HOST_COMMAND_TIMEOUT"
+        ? `the check did not finish within ${timeoutSeconds + 5} s (${coded.message})`
+        : `the host could not be reached: ${coded.message}`;
+  }
+  result.durationMs = Date.now() - started;
+  return result;
+}
+
+function healthFailure(status: number | null, curlExit: number | null, timeoutSeconds: number): string {
+  if (status !== null) return `/health_generate answered HTTP ${status}`;
+  if (curlExit === 7) return "/health_generate: connection refused (nothing listens on the serving port)";
+  if (curlExit === 28) return `/health_generate timed out after ${timeoutSeconds} s`;
+  if (curlExit === 127) return "/health_generate could not be asked: curl is not installed on the host";
+  if (curlExit === 52) return "/health_generate: the server closed the connection without answering";
+  return `/health_generate did not answer (curl exit ${curlExit ?? "unknown"})`;
+}

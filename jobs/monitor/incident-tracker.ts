@@ -1,0 +1,244 @@
+import type { Redis } from "ioredis";
+import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
+
+/** An open incident: the host failed `failureThreshold` checks in a row and has not recovered since. */
+export interface Incident {
+  /** When the first failed check of the streak that opened it ran. */
+  since: Date;
+  /** What that first check saw. */
+  firstFailure: string;
+  /** What the latest failed check saw. */
+  lastFailure: string;
+  /** The alert's message ts, once it was posted (the recovery is a reply in its thread). */
+  alertTs?: string;
+  /** The model named in the alert (repeated in the recovery). */
+  model?: string;
+  /** For a recovered incident: when the first of the passed checks that closed it ran. */
+  healthySince?: Date;
+}
+
+/** A host's health as the monitor last recorded it (read by tests, `/llm status` could show it too). */
+export interface HostHealthState {
+  /** Consecutive failed checks (reset by a pass or by a swap's switch). */
+  failures: number;
+  /** Consecutive passed checks (reset by a failure). */
+  passes: number;
+  lastCheck: Date | undefined;
+  lastResult: "pass" | "fail" | "suppressed" | undefined;
+  lastDetail: string | undefined;
+  incident: Incident | undefined;
+}
+
+/**
+ * What one recorded check changed. Only the check that crosses a threshold gets `alert` or `recovered`:
+ * the transition is one atomic Redis script, so however many workers check, one alert and one recovery
+ * are posted per incident.
+ */
+export type Transition =
+  | { kind: "healthy" }
+  | { kind: "failing"; failures: number }
+  | { kind: "alert"; failures: number; incident: Incident }
+  | { kind: "still-down"; incident: Incident }
+  | { kind: "recovering"; passes: number; incident: Incident }
+  | { kind: "recovered"; incident: Incident };
+
+export interface Thresholds {
+  /** Consecutive failures that open an incident (and post its one alert). */
+  failureThreshold: number;
+  /** Consecutive passes that close it (and post its one recovery). */
+  recoveryThreshold: number;
+  /**
+   * An alert claimed but never marked posted (its worker died, or Slack refused it) is claimed again by a
+   * failing check after this long, so an incident is never silently lost.
+   */
+  claimTimeoutMs: number;
+}
+
+const hostKey = (host: string) => `${QUEUE_PREFIX}:monitor:host:${host}`;
+const checkingKey = (host: string) => `${QUEUE_PREFIX}:monitor:checking:${host}`;
+
+const INCIDENT_FIELDS = ["incSince", "incFirst", "incLast", "incAlertTs", "incClaimedAt", "incModel"];
+
+/**
+ * KEYS[1] the host's hash. ARGV: outcome (pass|fail), now (ms), detail, failureThreshold,
+ * recoveryThreshold, claimTimeoutMs. Returns { kind, count, incSince, incFirst, incLast, incAlertTs, incModel }.
+ */
+const RECORD = `
+local k = KEYS[1]
+local outcome, now, detail = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local n, m, claimMs = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+redis.call('hset', k, 'lastCheck', now, 'lastResult', outcome, 'lastDetail', detail)
+local open = redis.call('hexists', k, 'incSince') == 1
+local function incident(kind, count)
+  local v = redis.call('hmget', k, 'incSince', 'incFirst', 'incLast', 'incAlertTs', 'incModel', 'passSince')
+  return {kind, tostring(count), v[1] or '', v[2] or '', v[3] or '', v[4] or '', v[5] or '', v[6] or ''}
+end
+if outcome == 'fail' then
+  local f = redis.call('hincrby', k, 'failures', 1)
+  redis.call('hset', k, 'passes', 0)
+  if f == 1 then redis.call('hset', k, 'streakSince', now, 'streakFirst', detail) end
+  if open then
+    redis.call('hset', k, 'incLast', detail)
+    local posted = redis.call('hexists', k, 'incAlertTs') == 1
+    local claimed = tonumber(redis.call('hget', k, 'incClaimedAt') or '0')
+    if (not posted) and now - claimed >= claimMs then
+      redis.call('hset', k, 'incClaimedAt', now)
+      return incident('alert', f)
+    end
+    return incident('still-down', f)
+  end
+  if f >= n then
+    local s = redis.call('hmget', k, 'streakSince', 'streakFirst')
+    redis.call('hset', k, 'incSince', s[1] or now, 'incFirst', s[2] or detail, 'incLast', detail, 'incClaimedAt', now)
+    return incident('alert', f)
+  end
+  return {'failing', tostring(f)}
+end
+local p = redis.call('hincrby', k, 'passes', 1)
+if p == 1 then redis.call('hset', k, 'passSince', now) end
+redis.call('hset', k, 'failures', 0)
+redis.call('hdel', k, 'streakSince', 'streakFirst')
+if not open then return {'healthy', tostring(p)} end
+if p >= m then
+  local closed = incident('recovered', p)
+  redis.call('hdel', k, '${INCIDENT_FIELDS.join("', '")}')
+  return closed
+end
+return incident('recovering', p)
+`;
+
+/** KEYS[1] the host's hash. ARGV: now (ms), detail. A swap is switching the host: its checks do not count. */
+const SUPPRESS = `
+redis.call('hset', KEYS[1], 'failures', 0, 'passes', 0, 'lastCheck', ARGV[1], 'lastResult', 'suppressed', 'lastDetail', ARGV[2])
+redis.call('hdel', KEYS[1], 'streakSince', 'streakFirst')
+return 1
+`;
+
+/** KEYS[1] the host's hash. ARGV: the incident's since (ms), field, value: set only on that same incident. */
+const SET_ON_INCIDENT = `
+if redis.call('hget', KEYS[1], 'incSince') ~= ARGV[1] then return 0 end
+if ARGV[2] == 'incClaimedAt' and ARGV[3] == '' then redis.call('hdel', KEYS[1], 'incClaimedAt') return 1 end
+redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
+return 1
+`;
+
+const RELEASE =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/**
+ * Per-host health state in Redis (one hash per host under the deployment's hash tag): consecutive
+ * failures and passes, and the open incident. It survives restarts and is shared by every worker; each
+ * change is one Lua script, so two workers never both see "threshold reached" for one incident.
+ */
+export class IncidentTracker {
+  constructor(
+    private readonly redis: Redis,
+    private readonly thresholds: Thresholds,
+  ) {}
+
+  /** Records one check's outcome and says what changed. */
+  async record(host: string, check: { ok: boolean; detail: string }, now = Date.now()): Promise<Transition> {
+    const { failureThreshold, recoveryThreshold, claimTimeoutMs } = this.thresholds;
+    const reply = (await this.redis.eval(
+      RECORD,
+      1,
+      hostKey(host),
+      check.ok ? "pass" : "fail",
+      String(now),
+      check.detail,
+      String(failureThreshold),
+      String(recoveryThreshold),
+      String(claimTimeoutMs),
+    )) as string[];
+    const [kind, count = "0", since = "", first = "", last = "", alertTs = "", model = "", passSince = ""] =
+      reply;
+    const n = Number(count);
+    const incident: Incident = {
+      since: new Date(Number(since) || now),
+      firstFailure: first,
+      lastFailure: last,
+      ...(alertTs === "" ? {} : { alertTs }),
+      ...(model === "" ? {} : { model }),
+      ...(kind === "recovered" && passSince !== "" ? { healthySince: new Date(Number(passSince)) } : {}),
+    };
+    switch (kind) {
+      case "failing":
+        return { kind, failures: n };
+      case "alert":
+        return { kind, failures: n, incident };
+      case "still-down":
+        return { kind, incident };
+      case "recovering":
+        return { kind, passes: n, incident };
+      case "recovered":
+        return { kind, incident };
+      default:
+        return { kind: "healthy" };
+    }
+  }
+
+  /** A swap is between switch and finish on the host: the check is skipped and the streak starts over. */
+  async suppress(host: string, detail: string, now = Date.now()): Promise<void> {
+    await this.redis.eval(SUPPRESS, 1, hostKey(host), String(now), detail);
+  }
+
+  /** The alert of this incident was posted: keep its ts (for the recovery's thread) and the model it named. */
+  async alertPosted(host: string, incident: Incident, ts: string, model: string | undefined): Promise<void> {
+    const since = String(incident.since.getTime());
+    await this.redis.eval(SET_ON_INCIDENT, 1, hostKey(host), since, "incAlertTs", ts);
+    if (model !== undefined)
+      await this.redis.eval(SET_ON_INCIDENT, 1, hostKey(host), since, "incModel", model);
+  }
+
+  /** Posting the alert failed: the next failing check claims it again. */
+  async alertFailed(host: string, incident: Incident): Promise<void> {
+    await this.redis.eval(
+      SET_ON_INCIDENT,
+      1,
+      hostKey(host),
+      String(incident.since.getTime()),
+      "incClaimedAt",
+      "",
+    );
+  }
+
+  async state(host: string): Promise<HostHealthState> {
+    const raw = await this.redis.hgetall(hostKey(host));
+    const num = (field: string) => Number(raw[field] ?? 0) || 0;
+    const incident: Incident | undefined =
+      raw.incSince === undefined
+        ? undefined
+        : {
+            since: new Date(Number(raw.incSince)),
+            firstFailure: raw.incFirst ?? "",
+            lastFailure: raw.incLast ?? "",
+            ...(raw.incAlertTs === undefined ? {} : { alertTs: raw.incAlertTs }),
+            ...(raw.incModel === undefined ? {} : { model: raw.incModel }),
+          };
+    return {
+      failures: num("failures"),
+      passes: num("passes"),
+      lastCheck: raw.lastCheck === undefined ? undefined : new Date(Number(raw.lastCheck)),
+      lastResult: raw.lastResult as HostHealthState["lastResult"],
+      lastDetail: raw.lastDetail,
+      incident,
+    };
+  }
+
+  /**
+   * Takes the host's check slot for this long, so a check never overlaps another check of the same host
+   * (a slow host, several workers); false when one is running.
+   */
+  async beginCheck(host: string, token: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(checkingKey(host), token, "PX", Math.ceil(ttlMs), "NX")) === "OK";
+  }
+
+  async endCheck(host: string, token: string): Promise<void> {
+    await this.redis.eval(RELEASE, 1, checkingKey(host), token);
+  }
+
+  /** Drops everything about a host that left the config. */
+  async forget(host: string): Promise<void> {
+    await this.redis.del(hostKey(host), checkingKey(host));
+  }
+}

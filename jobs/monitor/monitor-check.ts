@@ -1,0 +1,200 @@
+import { type AuditLog, SYSTEM_ACTOR } from "../../src/audit/audit-log.ts";
+import type { Config } from "../../src/config/load-config.ts";
+import { describeError } from "../../src/errors.ts";
+import type { HostRegistry } from "../../src/host/host-registry.ts";
+import type { Logger } from "../../src/log.ts";
+import { formatOutage, renderAlert, renderRecovery } from "../../src/reporter/alert-message.ts";
+import type { SlackPoster } from "../../src/reporter/slack-poster.ts";
+import type { SwapStore } from "../../src/swap/swap-store.ts";
+import { checkHealth } from "./health-check.ts";
+import { readIncidentFacts } from "./incident-facts.ts";
+import type { IncidentTracker, Transition } from "./incident-tracker.ts";
+
+export interface MonitorCheckDeps {
+  config: Config;
+  hosts: HostRegistry;
+  store: SwapStore;
+  poster: SlackPoster;
+  tracker: IncidentTracker;
+  /** The audit stream: every alert and recovery is recorded there. */
+  audit?: Pick<AuditLog, "record"> | undefined;
+  log: Logger;
+}
+
+/** Consecutive passes that close an incident when the config does not say. */
+export const DEFAULT_RECOVERY_THRESHOLD = 2;
+
+/** What one scheduled check did (returned as the job's result, handy in logs and tests). */
+export type MonitorCheckOutcome =
+  | { ran: false; why: "busy" | "switching" | "unknown-host" }
+  | { ran: true; ok: boolean; transition: Transition["kind"] };
+
+/**
+ * One scheduled health check of one host: skipped while a swap is switching the host (the swap reports
+ * for itself) or while another check of the host runs; otherwise check, record, and post the alert or
+ * the recovery when this check crossed a threshold.
+ */
+export async function runMonitorCheck(
+  host: string,
+  token: string,
+  deps: MonitorCheckDeps,
+): Promise<MonitorCheckOutcome> {
+  const { config, hosts, store, tracker } = deps;
+  if (!hosts.names().includes(host)) return { ran: false, why: "unknown-host" };
+  const health = config.file.health;
+  const hostConfig = hosts.config(host);
+  const log = deps.log.child({ host });
+  // the slot outlives any check: curl's limit plus the transport's margin, plus the alert's reads
+  const slotMs = (health.checkTimeoutSeconds + 10) * 1000 + hostConfig.commandTimeoutSeconds * 1000;
+  if (!(await tracker.beginCheck(host, token, slotMs))) return { ran: false, why: "busy" };
+  const suppressed = async (): Promise<MonitorCheckOutcome | undefined> => {
+    const swap = await switchingSwap(store, host);
+    if (swap === undefined) return undefined;
+    await tracker.suppress(host, `swap ${swap} is switching the host`);
+    log.debug({ swap }, "health check skipped: a swap is switching the host");
+    return { ran: false, why: "switching" };
+  };
+  try {
+    const before = await suppressed();
+    if (before !== undefined) return before;
+    const serving = await store.serving(host);
+    const unit = serving?.unit ?? hostConfig.currentUnit;
+    const result = await checkHealth(
+      hosts.transport(host),
+      { unit, port: hostConfig.servingPort },
+      health.checkTimeoutSeconds,
+    );
+    // a swap that began switching while this check ran is what the check saw: it does not count
+    const after = await suppressed();
+    if (after !== undefined) return after;
+    const transition = await tracker.record(
+      host,
+      { ok: result.ok, detail: result.failure ?? "healthy" },
+      result.checkedAt.getTime(),
+    );
+    log.debug({ ok: result.ok, failure: result.failure, transition: transition.kind }, "health checked");
+    if (transition.kind === "alert") {
+      await postAlert(host, unit, serving?.repo, transition, result.failure ?? "", deps, log);
+    } else if (transition.kind === "recovered") {
+      await postRecovery(host, unit, serving?.repo, transition, deps, log);
+    }
+    return { ran: true, ok: result.ok, transition: transition.kind };
+  } finally {
+    await tracker.endCheck(host, token);
+  }
+}
+
+/** The swap that holds the host and is between switch and finish, if any. */
+async function switchingSwap(store: SwapStore, host: string): Promise<string | undefined> {
+  const holder = await store.hostLockHolder(host);
+  if (holder === undefined) return undefined;
+  const swap = await store.get(holder);
+  return swap?.switch !== undefined && swap.outcome === undefined ? holder : undefined;
+}
+
+async function postAlert(
+  host: string,
+  unit: string,
+  servingRepo: string | undefined,
+  transition: Extract<Transition, { kind: "alert" }>,
+  failingCheck: string,
+  deps: MonitorCheckDeps,
+  log: Logger,
+): Promise<void> {
+  const { config, hosts, poster, tracker } = deps;
+  const { incident } = transition;
+  const facts = await readIncidentFacts(
+    hosts.transport(host),
+    unit,
+    hosts.config(host).commandTimeoutSeconds * 1000,
+  );
+  const model = servingRepo ?? facts.unitModel;
+  const alert = renderAlert({
+    host,
+    model,
+    unit,
+    since: incident.since,
+    failures: transition.failures,
+    failingCheck,
+    firstFailure: incident.firstFailure,
+    journalTail: facts.journalTail,
+    journalProblem: facts.journalProblem,
+    gpus: facts.gpus,
+    gpuProblem: facts.gpuProblem,
+    intervalSeconds: config.file.health.intervalSeconds,
+    recoveryThreshold: config.file.health.recoveryThreshold ?? DEFAULT_RECOVERY_THRESHOLD,
+  });
+  let ts: string;
+  try {
+    ts = await poster.post(config.file.slack.channel, alert);
+  } catch (error) {
+    // the next failing check claims the alert again
+    await tracker.alertFailed(host, incident);
+    log.error(
+      { err: describeError(error) },
+      "could not post the health alert; the next failed check retries",
+    );
+    return;
+  }
+  await tracker.alertPosted(host, incident, ts, model);
+  log.warn({ since: incident.since, failingCheck, ts }, "health alert posted");
+  await audit(deps, log, {
+    kind: "alert",
+    host,
+    detail: `${host} is not serving${model === undefined ? "" : ` ${model}`} (${unit}) since ${incident.since.toISOString()}: ${failingCheck}`,
+  });
+}
+
+async function postRecovery(
+  host: string,
+  unit: string,
+  servingRepo: string | undefined,
+  transition: Extract<Transition, { kind: "recovered" }>,
+  deps: MonitorCheckDeps,
+  log: Logger,
+): Promise<void> {
+  const { config, poster } = deps;
+  const { incident } = transition;
+  // the outage ends with the first of the passed checks that closed the incident
+  const recoveredAt = incident.healthySince ?? new Date();
+  const outage = formatOutage(recoveredAt.getTime() - incident.since.getTime());
+  if (incident.alertTs === undefined) {
+    // the alert never went out (Slack refused it each time): nobody waits for a recovery
+    log.warn({ since: incident.since, outage }, "host recovered before its alert could be posted");
+    return;
+  }
+  const recovery = renderRecovery({
+    host,
+    model: servingRepo ?? incident.model,
+    unit,
+    since: incident.since,
+    recoveredAt,
+  });
+  try {
+    // one message, shown in the alert's thread and in the channel
+    await poster.post(config.file.slack.channel, recovery, { threadTs: incident.alertTs, broadcast: true });
+  } catch (error) {
+    log.error({ err: describeError(error) }, "could not post the recovery message");
+    return;
+  }
+  log.info({ since: incident.since, outage }, "host recovered");
+  await audit(deps, log, {
+    kind: "recovery",
+    host,
+    detail: `${host} is serving again (${unit}) after an outage of ${outage}, down since ${incident.since.toISOString()}`,
+  });
+}
+
+/** The monitor's one audit call site. */
+async function audit(
+  deps: MonitorCheckDeps,
+  log: Logger,
+  event: { kind: "alert" | "recovery"; host: string; detail: string },
+): Promise<void> {
+  if (deps.audit === undefined) return;
+  try {
+    await deps.audit.record({ ...event, who: SYSTEM_ACTOR });
+  } catch (error) {
+    log.error({ err: describeError(error), event: event.kind }, "could not write the audit event");
+  }
+}

@@ -1,0 +1,95 @@
+import { type Job, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { describeError } from "../../src/errors.ts";
+import {
+  type HealthCheckJob,
+  healthCheckJobSchema,
+  MONITOR_QUEUE,
+  MonitorQueue,
+} from "../../src/queue/monitor-queue.ts";
+import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
+import { IncidentTracker } from "./incident-tracker.ts";
+import {
+  DEFAULT_RECOVERY_THRESHOLD,
+  type MonitorCheckDeps,
+  type MonitorCheckOutcome,
+  runMonitorCheck,
+} from "./monitor-check.ts";
+
+export type MonitorDeps = Omit<MonitorCheckDeps, "tracker">;
+
+export interface RunningMonitor {
+  worker: Worker<HealthCheckJob, MonitorCheckOutcome>;
+  queue: MonitorQueue;
+  tracker: IncidentTracker;
+  /** Settles once the schedulers match the config (start-up waits for it only briefly). */
+  reconciled: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** How long start-up waits for the schedulers to be reconciled before going on (Redis may be down). */
+const RECONCILE_WAIT_MS = 5000;
+
+/**
+ * Starts the health monitor of a worker process: the `monitor` queue's worker, which runs each host's
+ * scheduled check, and the reconciliation of the schedulers with the config (one per configured host,
+ * none for hosts that left it). Every worker process does this; upserts are idempotent, so several
+ * workers agree as long as they run the same config.
+ */
+export async function startMonitor(connection: Redis, deps: MonitorDeps): Promise<RunningMonitor> {
+  const health = deps.config.file.health;
+  const intervalMs = Math.max(1, Math.round(health.intervalSeconds * 1000));
+  const tracker = new IncidentTracker(connection, {
+    failureThreshold: health.failureThreshold,
+    recoveryThreshold: health.recoveryThreshold ?? DEFAULT_RECOVERY_THRESHOLD,
+    claimTimeoutMs: Math.max(60_000, 3 * intervalMs),
+  });
+  const checkDeps: MonitorCheckDeps = { ...deps, tracker };
+  const queue = new MonitorQueue(connection);
+  const hostNames = deps.hosts.names();
+  const worker = new Worker<HealthCheckJob, MonitorCheckOutcome>(
+    MONITOR_QUEUE,
+    async (job: Job<HealthCheckJob>) => {
+      const { host } = healthCheckJobSchema.parse(job.data);
+      return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps);
+    },
+    // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
+    { connection, prefix: QUEUE_PREFIX, concurrency: Math.max(4, hostNames.length * 2) },
+  );
+  worker.on("failed", (job, error) => {
+    deps.log.error({ host: job?.data.host, err: error.message }, "health check job failed");
+  });
+  worker.on("error", (error) => deps.log.warn({ err: error.message }, "monitor worker error"));
+
+  const reconciled = (async () => {
+    const { removed } = await queue.reconcile(hostNames, intervalMs);
+    for (const host of removed) await tracker.forget(host);
+    deps.log.info(
+      { hosts: hostNames, removed, intervalSeconds: health.intervalSeconds },
+      "health monitor schedulers reconciled",
+    );
+  })().catch((error: unknown) => {
+    deps.log.error({ err: describeError(error) }, "could not reconcile the health monitor's schedulers");
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const waited = await Promise.race([
+    reconciled.then(() => true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), RECONCILE_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!waited)
+    deps.log.warn("Redis is slow or down: the health monitor's schedulers are reconciled once it is up");
+
+  return {
+    worker,
+    queue,
+    tracker,
+    reconciled,
+    async close() {
+      await worker.close();
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { QUEUE_PREFIX } from "./redis-connection.ts";
+
+export const MONITOR_QUEUE = "monitor";
+export const HEALTH_CHECK_JOB = "health-check";
+
+/** Scheduler ids are `health:<host>`: one job scheduler per configured host. */
+const SCHEDULER_PREFIX = "health:";
+
+export const healthCheckJobSchema = z.object({ host: z.string() });
+export type HealthCheckJob = z.infer<typeof healthCheckJobSchema>;
+
+export function schedulerIdOf(host: string): string {
+  return `${SCHEDULER_PREFIX}${host}`;
+}
+
+export interface MonitorScheduler {
+  id: string;
+  host: string;
+  everyMs: number | undefined;
+}
+
+/**
+ * The health monitor's queue: one BullMQ job scheduler per configured host, each producing a
+ * `health-check` job every interval. `reconcile` makes Redis match the config: it upserts a scheduler for
+ * every host (a changed interval takes effect) and removes the schedulers of hosts no longer configured,
+ * so a restart after editing the config leaves no orphan behind.
+ */
+export class MonitorQueue {
+  readonly queue: Queue<HealthCheckJob>;
+
+  constructor(connection: Redis) {
+    this.queue = new Queue<HealthCheckJob>(MONITOR_QUEUE, { connection, prefix: QUEUE_PREFIX });
+    this.queue.on("error", () => undefined);
+  }
+
+  async reconcile(hosts: readonly string[], everyMs: number): Promise<{ removed: string[] }> {
+    const wanted = new Set(hosts);
+    const removed: string[] = [];
+    for (const scheduler of await this.schedulers()) {
+      if (wanted.has(scheduler.host)) continue;
+      await this.queue.removeJobScheduler(scheduler.id);
+      removed.push(scheduler.host);
+    }
+    for (const host of hosts) {
+      await this.queue.upsertJobScheduler(
+        schedulerIdOf(host),
+        { every: everyMs },
+        {
+          name: HEALTH_CHECK_JOB,
+          data: { host },
+          // a check's result lives in the incident tracker, not in the job: keep Redis small
+          opts: { removeOnComplete: true, removeOnFail: { count: 100 }, attempts: 1 },
+        },
+      );
+    }
+    return { removed };
+  }
+
+  /** The health-check schedulers in Redis now. */
+  async schedulers(): Promise<MonitorScheduler[]> {
+    const all = await this.queue.getJobSchedulers(0, -1, true);
+    return all
+      .map((s) => ({ id: s.key, host: s.key.slice(SCHEDULER_PREFIX.length), everyMs: s.every }))
+      .filter((s) => s.id.startsWith(SCHEDULER_PREFIX));
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}

@@ -1,0 +1,112 @@
+import type { GpuInfo } from "../gpu/nvidia-smi.ts";
+import {
+  codeBlock,
+  context,
+  escapeMrkdwn,
+  fields,
+  header,
+  message,
+  type SlackMessage,
+  section,
+} from "./message.ts";
+import { gpuSummary, gpuTable } from "./status-message.ts";
+
+/** Everything one health alert says. */
+export interface AlertFacts {
+  host: string;
+  /** The served model (what modelswap last installed, else what the unit's ExecStart names). */
+  model: string | undefined;
+  unit: string;
+  /** When the first failed check of this incident ran. */
+  since: Date;
+  /** Failed checks in a row so far. */
+  failures: number;
+  /** What the latest check saw ("`x.service` is failed; /health_generate: connection refused"). */
+  failingCheck: string;
+  /** What the first failed check saw, when it differs. */
+  firstFailure: string;
+  journalTail: readonly string[];
+  journalProblem: string | undefined;
+  gpus: readonly GpuInfo[];
+  gpuProblem: string | undefined;
+  intervalSeconds: number;
+  recoveryThreshold: number;
+}
+
+/** What the recovery says. */
+export interface RecoveryFacts {
+  host: string;
+  model: string | undefined;
+  unit: string;
+  since: Date;
+  recoveredAt: Date;
+}
+
+/**
+ * The one alert of an incident, posted to the channel: host, model, since when, the failing check, the
+ * journal's last lines, an nvidia-smi snapshot, and what to do. (Its text never contains `<host>:` or an
+ * arrow, which other messages' finders key on.)
+ */
+export function renderAlert(facts: AlertFacts): SlackMessage {
+  const model = facts.model === undefined ? "_unknown_" : `\`${escapeMrkdwn(facts.model)}\``;
+  const title = `🚨 ${facts.host} is not serving`;
+  const blocks = [
+    header(title),
+    fields([
+      ["Host", facts.host],
+      ["Model", model],
+      ["Service", `\`${facts.unit}\``],
+      ["Since", `${formatTime(facts.since)} (${facts.failures} failed checks in a row)`],
+    ]),
+    section(`*Failing check:* ${escapeMrkdwn(facts.failingCheck)}`),
+  ];
+  if (facts.firstFailure !== "" && facts.firstFailure !== facts.failingCheck) {
+    blocks.push(context(`first failed check: ${escapeMrkdwn(facts.firstFailure)}`));
+  }
+  blocks.push(section(`*Last log lines of \`${facts.unit}\`*`));
+  blocks.push(
+    facts.journalTail.length > 0
+      ? section(codeBlock(facts.journalTail))
+      : section(`_${escapeMrkdwn(facts.journalProblem ?? "no journal lines")}_`),
+  );
+  blocks.push(section(`*nvidia-smi* — ${gpuSummary(facts.gpus, facts.gpuProblem)}`));
+  blocks.push(
+    facts.gpus.length > 0
+      ? section(codeBlock(gpuTable(facts.gpus)))
+      : section(`_${escapeMrkdwn(facts.gpuProblem ?? "no GPUs found")}_`),
+  );
+  blocks.push(
+    section(
+      `*What to do:* \`/llm status ${facts.host}\` for a fresh look; \`/llm rollback ${facts.host}\` to go back to the previous model (it asks for approval like a swap).`,
+    ),
+    context(
+      `checked every ${facts.intervalSeconds} s · this is the only alert for this incident · one message follows once ${facts.host} has passed ${facts.recoveryThreshold} checks in a row`,
+    ),
+  );
+  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${formatTime(facts.since)}: ${facts.failingCheck}`;
+  return message(text, blocks);
+}
+
+/** The incident's one recovery message, with the outage's length. */
+export function renderRecovery(facts: RecoveryFacts): SlackMessage {
+  const outage = formatOutage(facts.recoveredAt.getTime() - facts.since.getTime());
+  const model = facts.model === undefined ? "" : ` \`${escapeMrkdwn(facts.model)}\``;
+  const line = `✅ *${facts.host} is serving again*${model} (\`${facts.unit}\`) after an outage of *${outage}* (down since ${formatTime(facts.since)}, healthy again ${formatTime(facts.recoveredAt)}).`;
+  const text = `✅ ${facts.host} is serving again after an outage of ${outage}`;
+  return message(text, [section(line)]);
+}
+
+/** An outage's length for people: "48 s", "3 min 12 s", "2 h 5 min". */
+export function formatOutage(ms: number): string {
+  const total = Math.max(0, Math.round(ms / 1000));
+  if (total < 60) return `${total} s`;
+  const minutes = Math.floor(total / 60);
+  if (minutes < 60) return total % 60 === 0 ? `${minutes} min` : `${minutes} min ${total % 60} s`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+function formatTime(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
