@@ -49,7 +49,9 @@ export async function startDetached(
   await must(
     transport,
     // The redirections must be on the backgrounded command itself, or a subshell keeps the channel open.
-    sh`cd ${dir} || exit 1; setsid nohup bash ${dir}/run.sh >> ${dir}/log 2>&1 < /dev/null & echo started`,
+    // The pid is written here, before this returns, so a look right after the start never sees "dead".
+    // (setsid does not fork when it is not a group leader, so $! is the task's own pid.)
+    sh`cd ${dir} || exit 1; setsid nohup bash ${dir}/run.sh >> ${dir}/log 2>&1 < /dev/null & echo $! > ${dir}/pid`,
   );
 }
 

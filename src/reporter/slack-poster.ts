@@ -3,6 +3,7 @@ import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { redactSecrets } from "../log.ts";
 import type { SlackMessage } from "./message.ts";
+import { Pacer } from "./pacer.ts";
 
 export interface PostOptions {
   threadTs?: string;
@@ -16,6 +17,8 @@ export interface PostOptions {
  * honoured by the WebClient's retry policy.
  */
 export class SlackPoster {
+  private readonly pacers = new Map<string, Pacer>();
+
   constructor(
     private readonly client: WebClient,
     private readonly secrets: readonly string[],
@@ -31,6 +34,7 @@ export class SlackPoster {
       unfurl_links: false,
       unfurl_media: false,
     };
+    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel);
     const result = await this.call("chat.postMessage", () =>
       options.threadTs === undefined
         ? this.client.chat.postMessage(base)
@@ -45,6 +49,7 @@ export class SlackPoster {
 
   async update(channel: string, ts: string, msg: SlackMessage): Promise<void> {
     const clean = this.redact(msg);
+    await this.pace("chat.update", LIMITS.tier3);
     await this.call("chat.update", () =>
       this.client.chat.update({ channel, ts, text: clean.text, blocks: clean.blocks }),
     );
@@ -52,6 +57,7 @@ export class SlackPoster {
 
   async ephemeral(channel: string, user: string, msg: SlackMessage): Promise<void> {
     const clean = this.redact(msg);
+    await this.pace("chat.postEphemeral", LIMITS.tier4);
     await this.call("chat.postEphemeral", () =>
       this.client.chat.postEphemeral({ channel, user, text: clean.text, blocks: clean.blocks }),
     );
@@ -59,12 +65,22 @@ export class SlackPoster {
 
   /** Adds the bot's own reaction (so people can click it); an existing one is fine. */
   async react(channel: string, ts: string, name: string): Promise<void> {
+    await this.pace("reactions.add", LIMITS.tier3);
     try {
       await this.client.reactions.add({ channel, timestamp: ts, name });
     } catch (error) {
       const slackError = (error as { data?: { error?: string } }).data?.error;
       if (slackError !== "already_reacted") this.log.warn({ slackError, name }, "could not add a reaction");
     }
+  }
+
+  private async pace(key: string, [perSecond, burst]: readonly [number, number]): Promise<void> {
+    let pacer = this.pacers.get(key);
+    if (pacer === undefined) {
+      pacer = new Pacer(perSecond, burst);
+      this.pacers.set(key, pacer);
+    }
+    await pacer.take();
   }
 
   /** Redacts secrets from a message (text and blocks alike). */
@@ -90,6 +106,17 @@ export class SlackPoster {
     }
   }
 }
+
+/**
+ * Slack's rate limits (docs: "Rate limits"): chat.postMessage about one message per second per channel
+ * (short bursts tolerated), Tier 3 methods 50 a minute, Tier 4 100 a minute, per workspace. Kept as
+ * [calls per second, burst].
+ */
+const LIMITS = {
+  postMessagePerChannel: [1, 2],
+  tier3: [50 / 60, 5],
+  tier4: [100 / 60, 10],
+} as const;
 
 function slackFix(error: string): string {
   switch (error) {

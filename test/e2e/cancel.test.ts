@@ -9,7 +9,7 @@ let bench: Bench;
 
 beforeAll(async () => {
   bench = await startBench({
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 0 },
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1 },
     hosts: [
       { name: "early", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "late", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },

@@ -19,7 +19,7 @@ const swapIds: string[] = [];
 
 beforeAll(async () => {
   bench = await startBench({
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 0, healthTimeoutSeconds: 8 },
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [{ name: HOST, gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
   });
   bench.slack.setRateLimits({ scale: 100 });

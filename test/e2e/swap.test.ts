@@ -16,7 +16,7 @@ let bench: Bench;
 
 beforeAll(async () => {
   bench = await startBench({
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 0, healthTimeoutSeconds: 8 },
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     // short enough for the expiry test; every other test decides within a second of the plan
     approvals: { ttlMinutes: 0.25 },
     hosts: [
