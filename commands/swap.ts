@@ -1,3 +1,4 @@
+import { escapeMrkdwn } from "../src/reporter/message.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import {
@@ -9,7 +10,7 @@ import {
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { SwapStore } from "../src/swap/swap-store.ts";
 
-const FORMS = ACCEPTED_FORMS.map((f) => `• \`${f}\``).join("\n");
+const FORMS = ACCEPTED_FORMS.map((f) => `• \`${escapeMrkdwn(f)}\``).join("\n");
 
 /** `/llm swap <hf-url> [--host H] [--tp N] [--dry-run] [--engine-ref REF]`: validate, lock the host, enqueue. */
 export const swapCommand: SubCommand = {
@@ -25,7 +26,7 @@ export const swapCommand: SubCommand = {
     const parsed = parseSwapRequest(request.args);
     if (!parsed.ok) {
       return reply(
-        `Cannot swap: ${parsed.reason}.\nUsage: \`${SWAP_USAGE}\`\nAccepted model forms:\n${FORMS}`,
+        `Cannot swap: ${parsed.reason}.\nUsage: \`${escapeMrkdwn(SWAP_USAGE)}\`\nAccepted model forms:\n${FORMS}`,
       );
     }
     const { request: swap } = parsed;

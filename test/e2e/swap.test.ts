@@ -264,7 +264,7 @@ describe("/llm swap", () => {
     ]) {
       const ack = await bench.slack.command(USERS.alice, text, { channel: CHANNEL });
       expect(ack.ackResponse?.text).toContain("Accepted model forms");
-      expect(ack.ackResponse?.text).toContain("hf://<org>/<name>");
+      expect(ack.ackResponse?.text).toContain("hf://&lt;org&gt;/&lt;name&gt;");
     }
     const mallory = await bench.slack.command(USERS.mallory, `swap ${QWEN} --host bw-gate`, {
       channel: CHANNEL,

@@ -79,9 +79,23 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   record.approvalExpiresAt = new Date(
     Date.now() + deps.config.file.approvals.ttlMinutes * 60_000,
   ).toISOString();
+  // A decision may arrive the moment the plan is visible: the record must already say it waits for one.
+  record.step = "prepare";
+  ctx.stage("approval", "running", "waiting for an approver's ✅ on the plan (in the thread)");
+  await ctx.save();
+  await postPlanForApproval(ctx);
+  return { next: "prepare" };
+}
+
+/**
+ * Posts the plan with its Approve/Reject buttons and ✅/❌ reactions, and indexes it so reactions find
+ * the swap. Also run by a resumed swap whose worker died before the plan was posted.
+ */
+export async function postPlanForApproval(ctx: StageContext): Promise<void> {
+  const { record, deps } = ctx;
   record.planTs = await deps.poster.post(
     record.channel,
-    renderPlan(plan, {
+    renderPlan(record.plan!, {
       swapId: record.id,
       requester: record.requester,
       status: "awaiting-approval",
@@ -89,14 +103,10 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
     }),
     { threadTs: record.cardTs },
   );
-  // From this moment a decision may arrive: the plan must be findable and the record must say it waits.
   await deps.store.indexPlanMessage(record.channel, record.planTs, record.id);
-  record.step = "prepare";
-  ctx.stage("approval", "running", "waiting for an approver's ✅ on the plan (in the thread)");
   await ctx.save();
   await deps.poster.react(record.channel, record.planTs, "white_check_mark");
   await deps.poster.react(record.channel, record.planTs, "x");
-  return { next: "prepare" };
 }
 
 /**

@@ -13,7 +13,7 @@ import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
 import { buildScript } from "./build-task.ts";
 import { downloadScript, taskDir, verificationFiles } from "./download-task.ts";
-import { planHash } from "./preflight.ts";
+import { planHash, postPlanForApproval } from "./preflight.ts";
 
 /**
  * Stages 4a, 4b and 6 together: the download and the engine build run detached and in parallel while an
@@ -23,6 +23,7 @@ import { planHash } from "./preflight.ts";
  */
 export async function prepareStage(ctx: StageContext): Promise<StepResult> {
   const { record, deps } = ctx;
+  if (record.planTs === undefined) await postPlanForApproval(ctx);
   const failure = (await downloadStep(ctx)) ?? (await buildStep(ctx));
   if (failure !== undefined) {
     await stopTasks(ctx);
