@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { CodedError } from "../errors.ts";
 import type { ShellCommand } from "./shell-quote.ts";
 import {
+  commandTimeout,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
@@ -64,13 +65,7 @@ export class LocalTransport implements HostTransport {
       child.on("close", (code, signal) => {
         clearTimeout(timer);
         if (timedOut) {
-          reject(
-            new CodedError(
-              "HOST_COMMAND_TIMEOUT",
-              `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
-              "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck)",
-            ),
-          );
+          reject(commandTimeout(this.hostName, timeoutMs));
           return;
         }
         resolve({

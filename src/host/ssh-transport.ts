@@ -7,6 +7,7 @@ import { fingerprintSha256 } from "./host-key.ts";
 import { Semaphore } from "./semaphore.ts";
 import { quote, type ShellCommand } from "./shell-quote.ts";
 import {
+  commandTimeout,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
@@ -205,13 +206,7 @@ export class SshTransport implements HostTransport {
             // servers may refuse signals; closing the channel is enough
           }
           stream.close();
-          reject(
-            new CodedError(
-              "HOST_COMMAND_TIMEOUT",
-              `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
-              "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); check it over SSH",
-            ),
-          );
+          reject(commandTimeout(this.hostName, timeoutMs));
         }, timeoutMs);
         stream.on("data", (chunk: Buffer) => stdout.push(chunk));
         stream.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
@@ -225,13 +220,7 @@ export class SshTransport implements HostTransport {
           done = true;
           // `timeout` exits 124 (TERM) or 137 (KILL) when it had to end the command.
           if (code === 124 || code === 137) {
-            reject(
-              new CodedError(
-                "HOST_COMMAND_TIMEOUT",
-                `a command on ${this.hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
-                "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); check it over SSH",
-              ),
-            );
+            reject(commandTimeout(this.hostName, timeoutMs));
             return;
           }
           if (code === null && signal === null) {

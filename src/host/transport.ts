@@ -1,3 +1,4 @@
+import { CodedError } from "../errors.ts";
 import type { ShellCommand } from "./shell-quote.ts";
 
 export interface ExecOptions {
@@ -54,4 +55,13 @@ export class OutputBuffer {
     if (all.length > this.cap) this.truncated = true;
     return tail.toString("utf8");
   }
+}
+
+/** The error of a command that outlived its time limit, the same for every transport. */
+export function commandTimeout(hostName: string, timeoutMs: number): CodedError {
+  return new CodedError(
+    "HOST_COMMAND_TIMEOUT",
+    `a command on ${hostName} did not finish within ${Math.round(timeoutMs / 1000)} s`,
+    "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); look at the host directly",
+  );
 }
