@@ -17,6 +17,7 @@ import {
   createSimGpuHost,
   type EngineUpstream,
   type GpuSetName,
+  makeEnginePatch,
   type SimGpuHost,
   type SimGpuHostOptions,
 } from "./gpu-host/index.ts";
@@ -56,6 +57,8 @@ export interface BenchHostSpec {
   waitHealthy?: boolean;
   /** The bot's per-command timeout for this host (s); default the bench's. */
   commandTimeoutSeconds?: number;
+  /** Give the host a local engine patch (made against the upstream's main) in its config's enginePatches. */
+  enginePatch?: boolean;
   /** The engine at start: `preinstalled` (default, SGLang 0.5.5 installed editable) or `none`. */
   engine?: SimGpuHostOptions["engine"];
   /** Which Hugging Face CLIs the host has (default `hf`). */
@@ -206,6 +209,10 @@ export class Bench {
       currentUnit: unit,
       servingPort,
       commandTimeoutSeconds: spec.commandTimeoutSeconds ?? this.options.commandTimeoutSeconds ?? 10,
+      enginePatches:
+        spec.enginePatch === true
+          ? [await makeEnginePatch(this.upstream.url, join(root, "patches", "0001-sm120-support.patch"))]
+          : [],
     };
     if (spec.transport === "local") return { ...common, local: true, extraPath: [sim.binDir] };
     const login = await this.sshd.authorize({

@@ -10,7 +10,12 @@ beforeAll(async () => {
   bench = await startBench({
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
     hosts: [
-      { name: "left", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      {
+        name: "left",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense" },
+        enginePatch: true,
+      },
       { name: "right", gpus: "8x-b200", serving: { preset: "qwen3-fp8-dense" } },
     ],
   });
@@ -70,5 +75,20 @@ describe("two hosts", () => {
     expect(JSON.stringify(plans[0]!.blocks)).toContain("flashinfer_cudnn");
     expect(JSON.stringify(plans[1]!.blocks)).not.toContain("flashinfer_cudnn");
     expect(bench.slack.rateLimitedCount()).toBe(0);
+    // left's configured engine patch was applied on top of the fetched engine; right has none
+    const patched = await bench
+      .host("left")
+      .sim.exec(`cat ${bench.host("left").sim.engineSourceDir}/README.md`);
+    expect(patched.stdout).toContain("SM120 support, local patch");
+    const plain = await bench
+      .host("right")
+      .sim.exec(`cat ${bench.host("right").sim.engineSourceDir}/README.md`);
+    expect(plain.stdout).not.toContain("SM120 support");
+    expect(
+      bench.slack
+        .thread(CHANNEL, cards[0]!.ts)
+        .map((m) => m.text)
+        .join("\n"),
+    ).toContain("Engine built");
   }, 150_000);
 });
