@@ -2,6 +2,7 @@ import type { SubCommand } from "../src/slack/sub-command.ts";
 import { cancelCommand } from "./cancel.ts";
 import { helpCommand } from "./help.ts";
 import { historyCommand } from "./history.ts";
+import { rollbackCommand } from "./rollback.ts";
 import { statusCommand } from "./status.ts";
 import { swapCommand } from "./swap.ts";
 
@@ -15,5 +16,6 @@ const COMMANDS: readonly SubCommand[] = [
   statusCommand,
   historyCommand,
   cancelCommand,
+  rollbackCommand,
   helpCommand(() => COMMANDS),
 ];

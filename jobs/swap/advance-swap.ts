@@ -8,6 +8,7 @@ import { preflightStage } from "./stages/preflight.ts";
 import { prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
 import { rollback } from "./stages/rollback.ts";
+import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
 import { sanityStage } from "./stages/sanity.ts";
 import { switchStage } from "./stages/switch.ts";
 import type { StepResult } from "./step-result.ts";
@@ -70,7 +71,9 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
     case "resolve":
       return await resolveStage(ctx);
     case "preflight":
-      return await preflightStage(ctx);
+      return ctx.record.rollbackTo === undefined
+        ? await preflightStage(ctx)
+        : await rollbackPreflightStage(ctx);
     case "prepare":
       return await prepareStage(ctx);
     case "switch":

@@ -57,6 +57,8 @@ export interface SwapRecord {
   channel: string;
   createdAt: string;
   request: SwapRequest;
+  /** Set for `/llm rollback`: the unit (and the swap that installed it, if any) to go back to. */
+  rollbackTo?: { unit: string; swapId?: string };
   /** The stage the job resumes at. */
   step:
     | "resolve"

@@ -115,3 +115,61 @@ describe("/llm cancel", () => {
     expect(none.ackResponse?.text).toContain("You have no active swap");
   });
 });
+
+describe("/llm rollback", () => {
+  it("says there is nothing to roll back to on a host no swap has changed", async () => {
+    const ack = await bench.slack.command(USERS.alice, "rollback early", { channel: CHANNEL });
+    expect(ack.ackResponse?.text).toContain("Nothing to roll back to");
+  });
+
+  it("after a swap, goes back to the unit that served before, with approval, without download or build", async () => {
+    const host = bench.host("late");
+    await host.sim.clearFaults();
+    const { card } = await swapOn("late");
+    const plan = await bench.slack.waitFor(
+      () =>
+        bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+      { what: "the plan", timeoutMs: 30_000 },
+    );
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+    await bench.slack.waitFor(() => (/Swapped/.test(cardText(card.ts)) ? true : undefined), {
+      what: "the swap",
+      timeoutMs: 60_000,
+    });
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "inactive",
+      unitFileState: "disabled",
+    });
+
+    const hfCalls = (await host.sim.calls()).filter((c) => c.cmd === "hf" || c.cmd === "pip").length;
+    const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
+    const ack = await bench.slack.command(USERS.alice, "rollback late", { channel: CHANNEL });
+    expect(ack.ackResponse?.text).toContain(`back to \`${host.unit}\``);
+    const back = await bench.slack.waitFor(
+      () => bench.slack.messages(CHANNEL).find((m) => !before.has(m.ts) && m.text.includes("→ late")),
+      { what: "the rollback's card" },
+    );
+    const rollbackPlan = await bench.slack.waitFor(
+      () =>
+        bench.slack.thread(CHANNEL, back.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+      { what: "the rollback's plan", timeoutMs: 30_000 },
+    );
+    expect(JSON.stringify(rollbackPlan.blocks)).toContain("nothing is downloaded or built");
+    await bench.slack.react(USERS.bob, CHANNEL, rollbackPlan.ts, "white_check_mark");
+    await bench.slack.waitFor(() => (/Swapped/.test(cardText(back.ts)) ? true : undefined), {
+      what: "the rollback to finish",
+      timeoutMs: 60_000,
+    });
+    expect(await host.sim.unitState(host.unit)).toMatchObject({
+      activeState: "active",
+      unitFileState: "enabled",
+    });
+    expect((await fetch(`http://127.0.0.1:${host.servingPort}/health`)).status).toBe(200);
+    expect((await host.sim.calls()).filter((c) => c.cmd === "hf" || c.cmd === "pip").length).toBe(hfCalls);
+    // and the model before is now what the host serves, so a second rollback goes forward again
+    const again = await bench.slack.command(USERS.alice, "rollback late", { channel: CHANNEL });
+    expect(again.ackResponse?.text).toContain("sglang-qwen3-5-397b-a17b-nvfp4.service");
+    const id = /swap `(sw-[a-z0-9-]+)`/.exec(again.ackResponse?.text ?? "")?.[1];
+    await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
+  }, 150_000);
+});

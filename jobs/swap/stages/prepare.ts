@@ -52,8 +52,9 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
     };
   }
 
-  const downloaded = record.stages.download.state === "done";
-  const built = record.stages.build.state === "done";
+  const ready = (state: string) => state === "done" || state === "skipped";
+  const downloaded = ready(record.stages.download.state);
+  const built = ready(record.stages.build.state);
   if (record.decision?.approved && downloaded && built) {
     ctx.stage("approval", "done", `approved by <@${record.decision.by}>`);
     return { next: "switch" };
@@ -75,7 +76,7 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
 
 async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> {
   const { record, host, deps } = ctx;
-  if (record.stages.download.state === "done") return undefined;
+  if (record.stages.download.state === "done" || record.stages.download.state === "skipped") return undefined;
   const info = record.model!;
   const plan = record.plan!;
   const dir = taskDir(host.modelsDir, record.id, "download");
@@ -151,7 +152,7 @@ async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> 
 
 async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
   const { record, host, deps } = ctx;
-  if (record.stages.build.state === "done") return undefined;
+  if (record.stages.build.state === "done" || record.stages.build.state === "skipped") return undefined;
   const dir = taskDir(host.modelsDir, record.id, "build");
   if (record.tasks.build === undefined && (await detachedStatus(ctx.transport, dir)).state === "running") {
     record.tasks.build = { dir, startedAt: new Date().toISOString(), attempts: 1 };

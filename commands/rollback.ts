@@ -1,0 +1,87 @@
+import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import type { SubCommand } from "../src/slack/sub-command.ts";
+import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
+import { SwapStore } from "../src/swap/swap-store.ts";
+
+/**
+ * `/llm rollback [host]`: a swap back to the unit that served before the last swap — its unit file and
+ * model files are still on the host, so the plan goes straight to approval, then switch, health, sanity
+ * and benchmark like any swap.
+ */
+export const rollbackCommand: SubCommand = {
+  name: "rollback",
+  usage: "/llm rollback [host]",
+  summary: "go back to the model a host served before its last swap (needs approval like a swap)",
+  async handle(request, { config, access, store, swaps, audit }) {
+    if (!(await access.isRequester(request.user))) {
+      return refusal(
+        "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
+      );
+    }
+    const known = config.file.hosts.map((h) => h.name);
+    if (request.args.length > 1)
+      return reply(`Usage: \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+    const host = request.args[0] ?? (known.length === 1 ? known[0] : undefined);
+    if (host === undefined)
+      return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+    if (!known.includes(host)) return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
+
+    const serving = await store.serving(host);
+    const installed = serving?.swapId === undefined ? undefined : await store.get(serving.swapId);
+    const previous = installed?.previous;
+    if (previous === undefined) {
+      return reply(
+        `Nothing to roll back to: no swap has changed what *${host}* serves yet (it serves the unit from the config).`,
+      );
+    }
+    // The swap that once installed the unit we go back to, when there was one: its plan tells the model.
+    const earlier = (await store.history({ host, limit: 50 })).find(
+      (r) => r.outcome === "succeeded" && r.plan?.unitName === previous.unit,
+    );
+    const id = SwapStore.newId();
+    const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
+    if (!lock.ok) {
+      if ("error" in lock) return failure(lock.error);
+      const running = await store.get(lock.holder);
+      return reply(
+        `🚧 ${host} is busy: swap \`${lock.holder}\` is at stage *${running?.step ?? "unknown"}*.`,
+      );
+    }
+    const record: SwapRecord = {
+      id,
+      host,
+      requester: request.user,
+      channel: config.file.slack.channel,
+      createdAt: new Date().toISOString(),
+      request: {
+        model: { repo: previous.repo ?? earlier?.plan?.model.repo ?? previous.unit, revision: "rollback" },
+        host,
+        tp: undefined,
+        dryRun: false,
+        engineRef: "main",
+      },
+      rollbackTo: { unit: previous.unit, ...(earlier === undefined ? {} : { swapId: earlier.id }) },
+      step: "preflight",
+      stages: newStages(),
+      tasks: {},
+    };
+    try {
+      await store.save(record);
+      await audit.record({
+        at: record.createdAt,
+        kind: "request",
+        who: request.user,
+        host,
+        swap: id,
+        detail: `rollback to ${previous.unit}`,
+      });
+      await swaps.enqueue(id);
+    } catch (error) {
+      await store.unlockHost(host, id).catch(() => undefined);
+      return failure(error);
+    }
+    return reply(
+      `↩️ Rollback queued: *${host}* back to \`${previous.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.`,
+    );
+  },
+};

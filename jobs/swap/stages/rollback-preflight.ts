@@ -1,0 +1,84 @@
+import { describeError } from "../../../src/errors.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
+import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
+import { renderPlan } from "../../../src/reporter/plan-message.ts";
+import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
+import type { StepResult } from "../step-result.ts";
+import type { StageContext } from "../swap-context.ts";
+import { planHash, postPlanForApproval } from "./preflight.ts";
+
+/**
+ * Preflight of `/llm rollback`: the unit that served before is still installed and its model files are
+ * still there, so the plan is that unit as it is — nothing to resolve, download or build. Then the same
+ * approval, switch, health, sanity and benchmark as any swap.
+ */
+export async function rollbackPreflightStage(ctx: StageContext): Promise<StepResult> {
+  const { record, deps, host } = ctx;
+  const target = record.rollbackTo!;
+  ctx.stage("resolve", "skipped", "rollback: the model is already on the host");
+  ctx.stage("preflight", "running", `checking ${target.unit} and its files`);
+  await ctx.updateCard(true);
+  const serving = await deps.store.serving(host.name);
+  const currentUnit = serving?.unit ?? host.currentUnit;
+  record.previous = { unit: currentUnit, ...(serving?.repo === undefined ? {} : { repo: serving.repo }) };
+  if (currentUnit === target.unit) {
+    ctx.stage("preflight", "failed", `${host.name} already serves ${target.unit}`);
+    return { fail: `${host.name} already serves ${target.unit}`, touched: false };
+  }
+  try {
+    const facts = await readHostFacts(ctx.transport, {
+      host: host.name,
+      modelsDir: host.modelsDir,
+      venv: host.venv,
+      currentUnit,
+      modelDir: host.modelsDir,
+    });
+    const read = await ctx.exec(sh`
+      f=$(systemctl show ${target.unit} --property=FragmentPath --value)
+      echo "$f"
+      if [ -n "$f" ] && [ -r "$f" ]; then cat "$f"; fi`);
+    const [path = "", ...lines] = read.stdout.split("\n");
+    const text = lines.join("\n");
+    const words = execStartWords(text);
+    const modelPath = words[words.indexOf("--model-path") + 1];
+    const exists =
+      modelPath !== undefined && words.includes("--model-path")
+        ? (await ctx.exec(sh`test -d ${modelPath}`)).code === 0
+        : false;
+    const earlier = target.swapId === undefined ? undefined : (await deps.store.get(target.swapId))?.plan;
+    const plan = rollbackPlan({
+      swapId: record.id,
+      host: facts,
+      hostConfig: { modelsDir: host.modelsDir, venv: host.venv, unitDir: host.unitDir },
+      target: { name: target.unit, path: path.trim(), text, modelDirExists: exists },
+      earlier,
+    });
+    record.plan = plan;
+    record.planHash = planHash(plan);
+  } catch (error) {
+    ctx.stage("preflight", "failed", describeError(error));
+    return { fail: describeError(error), touched: false };
+  }
+  const plan = record.plan;
+  const failing = plan.checks.filter((c) => !c.ok);
+  if (failing.length > 0) {
+    ctx.stage("preflight", "failed", failing.map((c) => c.detail).join("; "));
+    record.planTs = await deps.poster.post(
+      record.channel,
+      renderPlan(plan, { swapId: record.id, requester: record.requester, status: "refused" }),
+      { threadTs: record.cardTs },
+    );
+    return { fail: `the rollback cannot run: ${failing.map((c) => c.detail).join("; ")}`, touched: false };
+  }
+  ctx.stage("preflight", "done", `back to ${target.unit}`);
+  ctx.stage("download", "skipped", "nothing missing: the model files are on the host");
+  ctx.stage("build", "skipped", "nothing to build: the unit runs as installed");
+  record.approvalExpiresAt = new Date(
+    Date.now() + deps.config.file.approvals.ttlMinutes * 60_000,
+  ).toISOString();
+  record.step = "prepare";
+  ctx.stage("approval", "running", "waiting for an approver's ✅ on the plan (in the thread)");
+  await ctx.save();
+  await postPlanForApproval(ctx);
+  return { next: "prepare" };
+}
