@@ -82,7 +82,7 @@ export function historyRow(record: SwapRecord, baseline?: SwapRecord): HistoryRo
     outcome: record.outcome ?? "in progress",
   };
   const sha = record.plan?.model.sha ?? record.model?.sha;
-  if (sha !== undefined) row.sha = sha;
+  if (sha !== undefined && sha !== "") row.sha = sha;
   if (record.outcome === undefined) row.step = record.step;
   if (record.decision !== undefined) {
     if (record.decision.approved) row.approver = record.decision.by;
@@ -98,7 +98,7 @@ export function historyRow(record: SwapRecord, baseline?: SwapRecord): HistoryRo
       model: baseline.plan?.model.repo ?? baseline.request.model.repo,
     };
     const beforeSha = baseline.plan?.model.sha;
-    if (beforeSha !== undefined) before.sha = beforeSha;
+    if (beforeSha !== undefined && beforeSha !== "") before.sha = beforeSha;
     const beforeBench = headline(baseline.benchmark);
     if (beforeBench !== undefined) before.bench = beforeBench;
     row.before = before;

@@ -59,7 +59,10 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
 
   blocks.push(
     fields([
-      ["Model", `${code(repo)} @ \`${clean(plan.model.sha.slice(0, 7), 7)}\``],
+      [
+        "Model",
+        plan.model.sha === "" ? code(repo) : `${code(repo)} @ \`${clean(plan.model.sha.slice(0, 7), 7)}\``,
+      ],
       ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
       ["License", clean(plan.model.license ?? "not stated", 80)],
       ["Recipe", code(plan.recipe, 120)],

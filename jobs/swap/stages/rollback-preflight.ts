@@ -55,6 +55,8 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
     });
     record.plan = plan;
     record.planHash = planHash(plan);
+    // Name the model, not the unit, once the plan knows it (the config's first unit names none).
+    record.request.model = { ...record.request.model, repo: plan.model.repo };
   } catch (error) {
     ctx.stage("preflight", "failed", describeError(error));
     return { fail: describeError(error), touched: false };
