@@ -77,7 +77,7 @@ export function renderAlert(facts: AlertFacts): SlackMessage {
   );
   blocks.push(
     section(
-      `*What to do:* \`/llm status ${facts.host}\` for a fresh look and the journal; \`/llm history ${facts.host}\` for what served before, and \`/llm swap &lt;model&gt; --host ${facts.host}\` to go back to it (it asks for approval like any swap).`,
+      `*What to do:* \`/llm status ${facts.host}\` for a fresh look and the journal; \`/llm rollback ${facts.host}\` to go back to the model served before the last swap (it asks for approval like any swap).`,
     ),
     context(
       `checked every ${facts.intervalSeconds} s · this is the only alert for this incident · one message follows once ${facts.host} has passed ${facts.recoveryThreshold} checks in a row`,

@@ -119,7 +119,7 @@ describe("health monitor", () => {
     expect(text).toMatch(/GPU +Name +Memory/);
     // how to act
     expect(text).toContain("/llm status crashy");
-    expect(text).toContain("/llm swap &lt;model&gt; --host crashy");
+    expect(text).toContain("/llm rollback crashy");
 
     // the incident goes on: more failed checks, no second alert
     const failuresAtAlert = (await state("crashy")).failures;

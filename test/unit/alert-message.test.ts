@@ -48,7 +48,7 @@ describe("renderAlert", () => {
     expect(all).toContain("RuntimeError: CUDA error: an illegal memory access");
     expect(all).toContain("2× NVIDIA H200 (sm 9.0)");
     expect(all).toContain("/llm status gpu-1");
-    expect(all).toContain("/llm swap &lt;model&gt; --host gpu-1");
+    expect(all).toContain("/llm rollback gpu-1");
     // finders of other messages look for "<host>:" and arrows; an alert must not match them
     expect(alert.text).not.toContain("gpu-1:");
     expect(alert.text).not.toContain("→");
