@@ -2,6 +2,7 @@ import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { SwapStore } from "../src/swap/swap-store.ts";
+import { queueSwap } from "./queue-swap.ts";
 
 /**
  * `/llm rollback [host]`: a swap back to the unit that served before the last swap — its unit file and
@@ -66,18 +67,8 @@ export const rollbackCommand: SubCommand = {
       tasks: {},
     };
     try {
-      await store.save(record);
-      await audit.record({
-        at: record.createdAt,
-        kind: "request",
-        who: request.user,
-        host,
-        swap: id,
-        detail: `rollback to ${previous.unit}`,
-      });
-      await swaps.enqueue(id);
+      await queueSwap(record, `rollback to ${previous.unit}`, { store, audit, swaps }, true);
     } catch (error) {
-      await store.unlockHost(host, id).catch(() => undefined);
       return failure(error);
     }
     return reply(

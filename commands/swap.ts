@@ -9,6 +9,7 @@ import {
 } from "../src/swap/parse-swap-request.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { SwapStore } from "../src/swap/swap-store.ts";
+import { queueSwap } from "./queue-swap.ts";
 
 const FORMS = ACCEPTED_FORMS.map((f) => `• \`${escapeMrkdwn(f)}\``).join("\n");
 
@@ -61,19 +62,13 @@ export const swapCommand: SubCommand = {
     };
     const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
     try {
-      await store.save(record);
-      // Recorded before the job exists: a request the audit stream cannot hold is refused, not run unrecorded.
-      await audit.record({
-        at: record.createdAt,
-        kind: "request",
-        who: request.user,
-        host,
-        swap: id,
-        detail: `${swap.dryRun ? "dry run of " : ""}${model}${requestFlags(swap)}`,
-      });
-      await swaps.enqueue(id);
+      await queueSwap(
+        record,
+        `${swap.dryRun ? "dry run of " : ""}${model}${requestFlags(swap)}`,
+        { store, audit, swaps },
+        !swap.dryRun,
+      );
     } catch (error) {
-      if (!swap.dryRun) await store.unlockHost(host, id).catch(() => undefined);
       return failure(error);
     }
     return reply(

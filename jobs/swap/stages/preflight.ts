@@ -54,16 +54,8 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   }
   record.plan = plan;
   record.planHash = planHash(plan);
-  const failing = plan.checks.filter((c) => !c.ok);
-  if (failing.length > 0) {
-    ctx.stage("preflight", "failed", failing.map((c) => c.detail).join("; "));
-    record.planTs = await deps.poster.post(
-      record.channel,
-      renderPlan(plan, { swapId: record.id, requester: record.requester, status: "refused" }),
-      { threadTs: record.cardTs },
-    );
-    return { fail: `the plan failed its checks: ${failing.map((c) => c.id).join(", ")}`, touched: false };
-  }
+  const refused = await refuseFailingPlan(ctx);
+  if (refused !== undefined) return refused;
   ctx.stage("preflight", "done", `${plan.recipe} · tp ${plan.tp} · unit ${plan.unitName}`);
   if (record.request.dryRun) {
     record.planTs = await deps.poster.post(
@@ -76,6 +68,27 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       reason: "dry run: the plan is in the thread; nothing was downloaded or changed",
     };
   }
+  return await awaitApproval(ctx);
+}
+
+/** Ends the swap here, nothing touched, when its plan fails a check: the plan is posted as refused. */
+export async function refuseFailingPlan(ctx: StageContext): Promise<StepResult | undefined> {
+  const { record, deps } = ctx;
+  const plan = record.plan!;
+  const failing = plan.checks.filter((c) => !c.ok);
+  if (failing.length === 0) return undefined;
+  ctx.stage("preflight", "failed", failing.map((c) => c.detail).join("; "));
+  record.planTs = await deps.poster.post(
+    record.channel,
+    renderPlan(plan, { swapId: record.id, requester: record.requester, status: "refused" }),
+    { threadTs: record.cardTs },
+  );
+  return { fail: `the plan failed its checks: ${failing.map((c) => c.detail).join("; ")}`, touched: false };
+}
+
+/** Opens the approval window and posts the plan; the prepare step waits for the decision from here. */
+export async function awaitApproval(ctx: StageContext): Promise<StepResult> {
+  const { record, deps } = ctx;
   record.approvalExpiresAt = new Date(
     Date.now() + deps.config.file.approvals.ttlMinutes * 60_000,
   ).toISOString();

@@ -1,11 +1,10 @@
 import { describeError } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
-import { renderPlan } from "../../../src/reporter/plan-message.ts";
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
 import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
-import { planHash, postPlanForApproval } from "./preflight.ts";
+import { awaitApproval, planHash, refuseFailingPlan } from "./preflight.ts";
 
 /**
  * Preflight of `/llm rollback`: the unit that served before is still installed and its model files are
@@ -61,26 +60,10 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
     ctx.stage("preflight", "failed", describeError(error));
     return { fail: describeError(error), touched: false };
   }
-  const plan = record.plan;
-  const failing = plan.checks.filter((c) => !c.ok);
-  if (failing.length > 0) {
-    ctx.stage("preflight", "failed", failing.map((c) => c.detail).join("; "));
-    record.planTs = await deps.poster.post(
-      record.channel,
-      renderPlan(plan, { swapId: record.id, requester: record.requester, status: "refused" }),
-      { threadTs: record.cardTs },
-    );
-    return { fail: `the rollback cannot run: ${failing.map((c) => c.detail).join("; ")}`, touched: false };
-  }
+  const refused = await refuseFailingPlan(ctx);
+  if (refused !== undefined) return refused;
   ctx.stage("preflight", "done", `back to ${target.unit}`);
   ctx.stage("download", "skipped", "nothing missing: the model files are on the host");
   ctx.stage("build", "skipped", "nothing to build: the unit runs as installed");
-  record.approvalExpiresAt = new Date(
-    Date.now() + deps.config.file.approvals.ttlMinutes * 60_000,
-  ).toISOString();
-  record.step = "prepare";
-  ctx.stage("approval", "running", "waiting for an approver's ✅ on the plan (in the thread)");
-  await ctx.save();
-  await postPlanForApproval(ctx);
-  return { next: "prepare" };
+  return await awaitApproval(ctx);
 }
