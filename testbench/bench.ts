@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -25,6 +25,7 @@ import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/ind
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
 import { type BenchSshd, startSshd } from "./sshd.ts";
+import { waitForPort } from "./wait-for-port.ts";
 
 const run = promisify(execFile);
 
@@ -86,6 +87,12 @@ export interface BenchOptions {
   };
 }
 
+export interface ChildBot {
+  pid: number;
+  logPath: string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
 export interface BenchHost {
   spec: BenchHostSpec;
   sim: SimGpuHost;
@@ -100,6 +107,7 @@ export interface BenchHost {
 export class Bench {
   readonly hosts = new Map<string, BenchHost>();
   private bots: RunningModelswap[] = [];
+  private children: ChildProcess[] = [];
   private silentServers: Server[] = [];
   configPath = "";
   env: Record<string, string> = {};
@@ -142,6 +150,37 @@ export class Bench {
     return bot;
   }
 
+  /**
+   * Starts the real `modelswap start` as a separate process (for tests that kill it: SIGKILL is a
+   * crash, nothing is cleaned up). Its log goes to `<dir>/bot-<n>.log`.
+   */
+  async spawnBot(): Promise<ChildBot> {
+    const port = await freePort();
+    const logPath = join(this.dir, `bot-${this.children.length + 1}.log`);
+    const out = await open(logPath, "a");
+    const child = spawn(
+      process.execPath,
+      [new URL("../bin/modelswap.js", import.meta.url).pathname, "start"],
+      {
+        env: { ...process.env, ...this.env, PORT: String(port), LOG_LEVEL: "debug" },
+        stdio: ["ignore", out.fd, out.fd],
+      },
+    );
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    this.children.push(child);
+    await waitForPort(port, "the modelswap child process", 30_000);
+    this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
+    return {
+      pid: child.pid ?? 0,
+      logPath,
+      kill: async (signal: NodeJS.Signals = "SIGKILL") => {
+        child.kill(signal);
+        await exited;
+        await out.close();
+      },
+    };
+  }
+
   /** Stops every bot this bench started (their Redis state stays). */
   async stopBots(): Promise<void> {
     for (const bot of this.bots.splice(0)) await bot.stop();
@@ -163,6 +202,7 @@ export class Bench {
 
   async stop(): Promise<void> {
     for (const bot of this.bots.splice(0)) await bot.stop().catch(() => undefined);
+    for (const child of this.children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
     for (const host of this.hosts.values()) await host.sim.stop().catch(() => undefined);
     for (const server of this.silentServers) server.close();
     await this.slack.stop();
