@@ -1,0 +1,60 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+
+/** The manifest must grant what the code uses: read the code, not a list kept by hand. */
+const ROOT = new URL("../..", import.meta.url).pathname;
+const manifest = parse(readFileSync(join(ROOT, "manifest.yml"), "utf8")) as {
+  oauth_config: { scopes: { bot: string[] } };
+  settings: { event_subscriptions: { bot_events: string[] }; interactivity: { is_enabled: boolean } };
+  features: { slash_commands: { command: string }[] };
+};
+
+/** Slack's documented scope for each Web API method the bot may call. */
+const SCOPE_OF: Record<string, string | null> = {
+  "chat.postMessage": "chat:write",
+  "chat.update": "chat:write",
+  "chat.postEphemeral": "chat:write",
+  "reactions.add": "reactions:write",
+  "usergroups.users.list": "usergroups:read",
+  "users.info": "users:read",
+  "auth.test": null,
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return path.endsWith(".ts") ? [readFileSync(path, "utf8")] : [];
+  });
+}
+
+const code = ["src", "jobs", "commands"].flatMap((dir) => sources(join(ROOT, dir))).join("\n");
+
+describe("manifest.yml", () => {
+  it("grants a scope for every Web API method the code calls", () => {
+    const methods = [...new Set([...code.matchAll(/client\.([a-z]+(?:\.[a-zA-Z]+)+)\(/g)].map((m) => m[1]!))];
+    expect(methods.length).toBeGreaterThan(3);
+    for (const method of methods) {
+      expect(Object.keys(SCOPE_OF), `no known scope for ${method}`).toContain(method);
+      const scope = SCOPE_OF[method];
+      if (scope !== null && scope !== undefined)
+        expect(manifest.oauth_config.scopes.bot, method).toContain(scope);
+    }
+  });
+
+  it("subscribes to every event the code listens to, with the scope it needs", () => {
+    const events = [...code.matchAll(/app\.event\("([a-z_]+)"/g)].map((m) => m[1]!);
+    expect(events).toContain("reaction_added");
+    for (const event of events) expect(manifest.settings.event_subscriptions.bot_events).toContain(event);
+    expect(manifest.oauth_config.scopes.bot).toContain("reactions:read");
+  });
+
+  it("declares the slash command, and interactivity for the buttons the code handles", () => {
+    expect(manifest.features.slash_commands.map((c) => c.command)).toEqual(["/llm"]);
+    expect(code).toMatch(/app\.action/);
+    expect(manifest.settings.interactivity.is_enabled).toBe(true);
+    expect(manifest.oauth_config.scopes.bot).toContain("commands");
+  });
+});
