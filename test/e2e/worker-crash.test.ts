@@ -50,7 +50,7 @@ describe("a worker killed mid-download", () => {
 
     // the download is detached: it keeps running on the host with nobody watching
     const alive = await host.sim.exec(
-      "ps -eo stat=,args= | grep -E 'hf(\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l",
+      "ps -eo stat=,args= | grep -E 'hf(\\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l",
     );
     expect(Number(alive.stdout.trim())).toBeGreaterThan(0);
 
