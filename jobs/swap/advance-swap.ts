@@ -1,11 +1,10 @@
 import { asCodedError, describeError } from "../../src/errors.ts";
-import { sh } from "../../src/host/shell-quote.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
 import { finishSwap } from "./stages/finish.ts";
 import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
-import { prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
+import { bytesOnDisk, prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
 import { rollback } from "./stages/rollback.ts";
 import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
@@ -112,7 +111,9 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
     await updatePlanMessage(ctx, "cancelled", request.by);
     const dir = record.plan?.modelDir;
     const kept =
-      dir === undefined ? "" : `; downloaded files are kept in ${dir} (${formatGB(await bytesIn(ctx, dir))})`;
+      dir === undefined
+        ? ""
+        : `; downloaded files are kept in ${dir} (${formatGB(await bytesOnDisk(ctx, dir))})`;
     return { end: "cancelled", reason: `cancelled by <@${request.by}>${kept}` };
   }
   record.reason = `cancelled by <@${request.by}> after the switch`;
@@ -123,11 +124,6 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
   return result.ok
     ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` }
     : { end: "failed", reason: record.reason };
-}
-
-async function bytesIn(ctx: StageContext, dir: string): Promise<number> {
-  const result = await ctx.exec(sh`du -sb --apparent-size ${dir} 2>/dev/null | cut -f1`);
-  return Number(result.stdout.trim()) || 0;
 }
 
 /** A failure: before the switch nothing changed; from the switch on, the old service is put back. */

@@ -215,21 +215,8 @@ async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
       Date.now() + deps.config.file.approvals.ttlMinutes * 60_000,
     ).toISOString();
     ctx.stage("approval", "running", "the plan changed after the engine build: approval needed again");
-    const fresh = await deps.poster.post(
-      record.channel,
-      renderPlan(plan, {
-        swapId: record.id,
-        requester: record.requester,
-        status: "awaiting-approval",
-        waitingFor: "an approver",
-      }),
-      { threadTs: record.cardTs },
-    );
     if (record.planTs !== undefined) await updatePlanMessage(ctx, "expired");
-    record.planTs = fresh;
-    await deps.store.indexPlanMessage(record.channel, fresh, record.id);
-    await deps.poster.react(record.channel, fresh, "white_check_mark");
-    await deps.poster.react(record.channel, fresh, "x");
+    await postPlanForApproval(ctx);
     await ctx.say(
       `⚠️ The plan changed after the engine build (flag spellings of this engine)${voided ? "; the earlier approval is void" : ""}. Please review the new plan above.`,
     );
@@ -243,7 +230,8 @@ async function start(ctx: StageContext, dir: string, script: string): Promise<vo
   await startDetached(ctx.transport, dir, script, token === undefined ? {} : { HF_TOKEN: token });
 }
 
-async function bytesOnDisk(ctx: StageContext, modelDir: string): Promise<number> {
+/** Bytes under a directory on the host (what a download has written so far, partial files included). */
+export async function bytesOnDisk(ctx: StageContext, modelDir: string): Promise<number> {
   const result = await ctx.exec(sh`du -sb --apparent-size ${modelDir} 2>/dev/null | cut -f1`);
   return Number(result.stdout.trim()) || 0;
 }
