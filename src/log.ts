@@ -25,6 +25,12 @@ const REDACT_PATHS = [
   "env.SLACK_SIGNING_SECRET",
   "env.SLACK_APP_TOKEN",
   "env.HF_TOKEN",
+  "password",
+  "*.password",
+  "sentinelPassword",
+  "*.sentinelPassword",
+  "env.REDIS_PASSWORD",
+  "env.REDIS_SENTINEL_PASSWORD",
 ];
 
 export interface LoggerOptions {

@@ -14,7 +14,8 @@ import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
-import { createRedis } from "./queue/redis-connection.ts";
+import { createRedis, describeRedis } from "./queue/redis-connection.ts";
+import { watchRedisPolicy } from "./queue/redis-policy.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
 import { SlackPoster } from "./reporter/slack-poster.ts";
 import { AccessControl } from "./slack/access-control.ts";
@@ -67,8 +68,9 @@ export async function startModelswap({
   let port: number | undefined;
 
   if (roles.worker) {
-    const connection = createRedis(config.env.REDIS_URL, "worker");
+    const connection = createRedis(config.env, "worker");
     redisConnections.push(connection);
+    watchRedisPolicy(connection, log.child({ name: "redis" }));
     const workerLog = log.child({ name: "worker" });
     const hub = new HubClient({
       endpoint: config.env.HF_ENDPOINT,
@@ -101,8 +103,9 @@ export async function startModelswap({
     });
   }
   if (roles.bot) {
-    const connection = createRedis(config.env.REDIS_URL, "producer");
+    const connection = createRedis(config.env, "producer");
     connection.on("error", (error) => log.warn({ err: error.message }, "redis connection error (bot)"));
+    if (!roles.worker) watchRedisPolicy(connection, log.child({ name: "redis" }));
     await ready(connection, log);
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
@@ -123,7 +126,7 @@ export async function startModelswap({
       await app.start();
     }
   }
-  log.info({ roles, hosts: hosts.names(), port }, "modelswap started");
+  log.info({ roles, hosts: hosts.names(), port, redis: describeRedis(config.env) }, "modelswap started");
 
   return {
     port,

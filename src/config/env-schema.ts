@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { problem } from "./fix.ts";
+import { DEFAULT_REDIS_URL, passwordInUrl, redisEnvConflicts, redisSentinelEnv } from "./redis-env.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -11,8 +12,13 @@ const url = (name: string, example: string) =>
       problem(`${name} is not a URL`, `set ${name} to a URL like ${example}`),
     );
 
-/** The environment: secrets and where things are. Secrets only ever come from here. */
-export const envSchema = z
+/** An empty variable means unset: docker compose passes `${VAR:-}` as "" when VAR is not set. */
+const withoutEmpty = (raw: unknown) =>
+  raw !== null && typeof raw === "object"
+    ? Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== ""))
+    : raw;
+
+const envFields = z
   .object({
     SLACK_BOT_TOKEN: z
       .string(problem("SLACK_BOT_TOKEN is not set", "set it to the app's Bot User OAuth Token (xoxb-…)"))
@@ -38,13 +44,15 @@ export const envSchema = z
       )
       .optional(),
     SLACK_API_URL: url("SLACK_API_URL", "https://slack.com/api/").default("https://slack.com/api/"),
+    // no schema default: whether REDIS_URL was set matters when REDIS_SENTINELS is (the default is filled in below)
     REDIS_URL: z
       .string()
       .regex(
         /^rediss?:\/\//,
         problem("REDIS_URL is not a redis:// URL", "set it like redis://127.0.0.1:6379 (rediss:// for TLS)"),
       )
-      .default("redis://127.0.0.1:6379"),
+      .optional(),
+    ...redisSentinelEnv,
     HF_ENDPOINT: url("HF_ENDPOINT", "https://huggingface.co").default("https://huggingface.co"),
     HF_TOKEN: z
       .string()
@@ -62,6 +70,7 @@ export const envSchema = z
     MODELSWAP_CONFIG: z.string().min(1).default("modelswap.yaml"),
   })
   .superRefine((env, ctx) => {
+    for (const issue of redisEnvConflicts(env)) ctx.addIssue({ code: "custom", ...issue });
     if (env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
       ctx.addIssue({
         code: "custom",
@@ -72,13 +81,23 @@ export const envSchema = z
         ),
       });
     }
-  });
+  })
+  .transform((env) => ({ ...env, REDIS_URL: env.REDIS_URL ?? DEFAULT_REDIS_URL }));
+
+/** The environment: secrets and where things are. Secrets only ever come from here. */
+export const envSchema = z.preprocess(withoutEmpty, envFields);
 
 export type Env = z.infer<typeof envSchema>;
 
 /** Values of the environment that are secrets: redacted wherever they might appear. */
 export function envSecrets(env: Env): string[] {
-  return [env.SLACK_BOT_TOKEN, env.SLACK_SIGNING_SECRET, env.SLACK_APP_TOKEN, env.HF_TOKEN].filter(
-    (value): value is string => typeof value === "string" && value.length > 0,
-  );
+  return [
+    env.SLACK_BOT_TOKEN,
+    env.SLACK_SIGNING_SECRET,
+    env.SLACK_APP_TOKEN,
+    env.HF_TOKEN,
+    env.REDIS_PASSWORD,
+    env.REDIS_SENTINEL_PASSWORD,
+    passwordInUrl(env.REDIS_URL),
+  ].filter((value): value is string => typeof value === "string" && value.length > 0);
 }

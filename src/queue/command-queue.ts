@@ -79,7 +79,7 @@ async function withTimeout<T>(work: Promise<T>): Promise<T> {
     throw new CodedError(
       "QUEUE_UNAVAILABLE",
       `the job queue is unavailable (${(error as Error).message})`,
-      "Redis is down or unreachable: check REDIS_URL and the redis-server; the command was not queued, try again once it is back",
+      "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; the command was not queued, try again once it is back",
       { cause: error },
     );
   } finally {

@@ -33,7 +33,7 @@ export class SwapQueue {
       throw new CodedError(
         "QUEUE_UNAVAILABLE",
         `the job queue is unavailable (${(error as Error).message})`,
-        "Redis is down or unreachable: check REDIS_URL and the redis-server; nothing was started, try again once it is back",
+        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; nothing was started, try again once it is back",
         { cause: error },
       );
     }

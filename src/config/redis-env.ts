@@ -1,0 +1,115 @@
+import { z } from "zod";
+import { problem } from "./fix.ts";
+
+/** Where Redis is when neither REDIS_URL nor REDIS_SENTINELS says otherwise. */
+export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
+export const DEFAULT_SENTINEL_PORT = 26379;
+
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+// A DNS name or IPv4 address, or an IPv6 address in brackets; the port may be left out.
+const SENTINEL_ENTRY = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9][A-Za-z0-9.-]*))(?::(\d{1,5}))?$/;
+const SENTINELS_EXAMPLE = "10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379";
+
+const sentinelList = z.string().transform((value, ctx): SentinelAddress[] => {
+  const sentinels: SentinelAddress[] = [];
+  for (const entry of value.split(",").map((part) => part.trim())) {
+    const match = SENTINEL_ENTRY.exec(entry);
+    const port = match?.[3] === undefined ? DEFAULT_SENTINEL_PORT : Number(match[3]);
+    const host = match?.[1] ?? match?.[2];
+    if (host === undefined || port < 1 || port > 65535) {
+      ctx.addIssue({
+        code: "custom",
+        message: problem(
+          `REDIS_SENTINELS has "${entry}", which is not host:port`,
+          `list the sentinels as host:port separated by commas, like ${SENTINELS_EXAMPLE}`,
+        ),
+      });
+      return z.NEVER;
+    }
+    sentinels.push({ host, port });
+  }
+  return sentinels;
+});
+
+/** The environment variables for Redis behind Sentinel, and the passwords (secrets: see envSecrets). */
+export const redisSentinelEnv = {
+  REDIS_SENTINELS: sentinelList.optional(),
+  REDIS_SENTINEL_MASTER: z
+    .string()
+    .regex(
+      /^\S+$/,
+      problem(
+        "REDIS_SENTINEL_MASTER contains whitespace",
+        "set it to the master name the sentinels monitor (the <name> in `sentinel monitor <name> …`)",
+      ),
+    )
+    .optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+};
+
+interface RedisEnvFields {
+  REDIS_URL?: string | undefined;
+  REDIS_SENTINELS?: SentinelAddress[] | undefined;
+  REDIS_SENTINEL_MASTER?: string | undefined;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
+}
+
+/** Combinations that cannot mean what the operator wants: refused, each with its fix. */
+export function redisEnvConflicts(env: RedisEnvFields): { path: string[]; message: string }[] {
+  const issues: { path: string[]; message: string }[] = [];
+  const sentinels = env.REDIS_SENTINELS !== undefined;
+  if (sentinels && env.REDIS_SENTINEL_MASTER === undefined) {
+    issues.push({
+      path: ["REDIS_SENTINEL_MASTER"],
+      message: problem(
+        "REDIS_SENTINELS is set but REDIS_SENTINEL_MASTER is not",
+        "set REDIS_SENTINEL_MASTER to the master name the sentinels monitor (the <name> in `sentinel monitor <name> …`, often mymaster)",
+      ),
+    });
+  }
+  if (!sentinels && env.REDIS_SENTINEL_MASTER !== undefined) {
+    issues.push({
+      path: ["REDIS_SENTINELS"],
+      message: problem(
+        "REDIS_SENTINEL_MASTER is set but REDIS_SENTINELS is not",
+        `list the sentinels as host:port separated by commas (like ${SENTINELS_EXAMPLE}), or unset REDIS_SENTINEL_MASTER to use REDIS_URL`,
+      ),
+    });
+  }
+  if (!sentinels && env.REDIS_SENTINEL_PASSWORD !== undefined) {
+    issues.push({
+      path: ["REDIS_SENTINEL_PASSWORD"],
+      message: problem(
+        "REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not",
+        "set REDIS_SENTINELS and REDIS_SENTINEL_MASTER too, or unset REDIS_SENTINEL_PASSWORD (REDIS_PASSWORD is Redis's own)",
+      ),
+    });
+  }
+  if (sentinels && env.REDIS_URL !== undefined) {
+    issues.push({
+      path: ["REDIS_URL"],
+      message: problem(
+        "REDIS_URL and REDIS_SENTINELS are both set",
+        "unset REDIS_URL: with Sentinel the bot asks the sentinels where the master is (put its password in REDIS_PASSWORD)",
+      ),
+    });
+  }
+  return issues;
+}
+
+/** The password inside a redis://user:password@host URL, so it is redacted like the other secrets. */
+export function passwordInUrl(url: string | undefined): string | undefined {
+  if (url === undefined || !URL.canParse(url)) return undefined;
+  const password = new URL(url).password;
+  if (password === "") return undefined;
+  try {
+    return decodeURIComponent(password);
+  } catch {
+    return password;
+  }
+}

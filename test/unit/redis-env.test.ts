@@ -1,0 +1,153 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { envSecrets } from "../../src/config/env-schema.ts";
+import { type ConfigProblem, loadConfig, readConfig } from "../../src/config/load-config.ts";
+import { createLogger } from "../../src/log.ts";
+import { describeRedis } from "../../src/queue/redis-connection.ts";
+import { tempDir } from "../support/tmp.ts";
+
+/** Where Redis is, from the environment: REDIS_URL, or Sentinel with its master name and passwords. */
+let dir: { path: string; remove: () => Promise<void> };
+let configPath: string;
+
+beforeAll(async () => {
+  dir = await tempDir();
+  configPath = join(dir.path, "modelswap.yaml");
+  await writeFile(
+    configPath,
+    [
+      "slack: { channel: C0SWAPS01 }",
+      "requesters: { users: [U0ALICE01] }",
+      "approvers: { users: [U0BOB0001] }",
+      "hosts:",
+      "  - { name: box, local: true, modelsDir: /srv/models, engineSourceDir: /opt/sglang, venv: /opt/sglang/.venv, currentUnit: sglang.service }",
+      "",
+    ].join("\n"),
+  );
+});
+afterAll(() => dir.remove());
+
+const env = (redis: Record<string, string>) => ({
+  SLACK_BOT_TOKEN: "xoxb-1-abc",
+  SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+  MODELSWAP_CONFIG: configPath,
+  ...redis,
+});
+
+async function problems(redis: Record<string, string>): Promise<Record<string, ConfigProblem>> {
+  const result = await readConfig(env(redis));
+  expect(result.config).toBeUndefined();
+  return Object.fromEntries(result.problems.map((p) => [p.path, p]));
+}
+
+describe("Redis in the environment", () => {
+  it("defaults to a local Redis", async () => {
+    const { env: parsed } = await loadConfig(env({}));
+    expect(parsed.REDIS_URL).toBe("redis://127.0.0.1:6379");
+    expect(parsed.REDIS_SENTINELS).toBeUndefined();
+    expect(describeRedis(parsed)).toBe("redis://127.0.0.1:6379");
+  });
+
+  it("reads a Sentinel list: host:port, a host alone (port 26379), an IPv6 address in brackets", async () => {
+    const { env: parsed } = await loadConfig(
+      env({
+        REDIS_SENTINELS: "10.0.0.1:26379, sentinel-b.internal ,[fd00::3]:26380",
+        REDIS_SENTINEL_MASTER: "mymaster",
+      }),
+    );
+    expect(parsed.REDIS_SENTINELS).toEqual([
+      { host: "10.0.0.1", port: 26379 },
+      { host: "sentinel-b.internal", port: 26379 },
+      { host: "fd00::3", port: 26380 },
+    ]);
+    expect(parsed.REDIS_SENTINEL_MASTER).toBe("mymaster");
+    expect(describeRedis(parsed)).toBe(
+      "master mymaster via Sentinel 10.0.0.1:26379,sentinel-b.internal:26379,fd00::3:26380",
+    );
+  });
+
+  it("refuses sentinels without a master name, and a master name without sentinels, saying what to set", async () => {
+    const noMaster = await problems({ REDIS_SENTINELS: "10.0.0.1:26379" });
+    expect(Object.keys(noMaster)).toEqual(["REDIS_SENTINEL_MASTER"]);
+    expect(noMaster.REDIS_SENTINEL_MASTER?.what).toBe(
+      "REDIS_SENTINELS is set but REDIS_SENTINEL_MASTER is not",
+    );
+    expect(noMaster.REDIS_SENTINEL_MASTER?.fix).toContain("sentinel monitor <name>");
+
+    const noSentinels = await problems({ REDIS_SENTINEL_MASTER: "mymaster", REDIS_SENTINEL_PASSWORD: "pw" });
+    expect(Object.keys(noSentinels).sort()).toEqual(["REDIS_SENTINELS", "REDIS_SENTINEL_PASSWORD"]);
+    expect(noSentinels.REDIS_SENTINELS?.fix).toContain("host:port separated by commas");
+  });
+
+  it("refuses REDIS_URL and REDIS_SENTINELS together rather than pick one silently", async () => {
+    const both = await problems({
+      REDIS_URL: "redis://10.0.0.9:6379",
+      REDIS_SENTINELS: "10.0.0.1",
+      REDIS_SENTINEL_MASTER: "mymaster",
+    });
+    expect(Object.keys(both)).toEqual(["REDIS_URL"]);
+    expect(both.REDIS_URL?.fix).toMatch(/unset REDIS_URL/);
+  });
+
+  it.each([
+    "10.0.0.1:99999",
+    "10.0.0.1:",
+    "redis://10.0.0.1:26379",
+    "10.0.0.1:26379,,10.0.0.2:26379",
+    "sentinel a:26379",
+    "fd00::3:26379",
+  ])("refuses the sentinel list %j with an example of the right form", async (list) => {
+    const found = await problems({ REDIS_SENTINELS: list, REDIS_SENTINEL_MASTER: "mymaster" });
+    expect(Object.keys(found)).toEqual(["REDIS_SENTINELS"]);
+    expect(found.REDIS_SENTINELS?.what).toContain("is not host:port");
+    expect(found.REDIS_SENTINELS?.fix).toContain("10.0.0.1:26379,10.0.0.2:26379");
+  });
+
+  it("treats an empty variable as unset, as docker compose passes an unset one", async () => {
+    const { env: parsed } = await loadConfig(
+      env({
+        REDIS_SENTINELS: "",
+        REDIS_SENTINEL_MASTER: "",
+        REDIS_PASSWORD: "",
+        REDIS_SENTINEL_PASSWORD: "",
+        // docker-compose.yml passes these so when the operator leaves them unset
+        SLACK_APP_TOKEN: "",
+        HF_TOKEN: "",
+      }),
+    );
+    expect(parsed.REDIS_SENTINELS).toBeUndefined();
+    expect(parsed.REDIS_PASSWORD).toBeUndefined();
+    expect(parsed.SLACK_APP_TOKEN).toBeUndefined();
+    expect(parsed.HF_TOKEN).toBeUndefined();
+  });
+
+  it("treats both passwords, and one inside REDIS_URL, as secrets that the log never prints", async () => {
+    const sentinel = await loadConfig(
+      env({
+        REDIS_SENTINELS: "10.0.0.1",
+        REDIS_SENTINEL_MASTER: "mymaster",
+        REDIS_PASSWORD: "redis-pass-0001",
+        REDIS_SENTINEL_PASSWORD: "sentinel-pass-0002",
+      }),
+    );
+    expect(envSecrets(sentinel.env)).toEqual(
+      expect.arrayContaining(["redis-pass-0001", "sentinel-pass-0002"]),
+    );
+    const inUrl = await loadConfig(env({ REDIS_URL: "redis://modelswap:url%40pass-0003@10.0.0.9:6379/0" }));
+    expect(envSecrets(inUrl.env)).toContain("url@pass-0003");
+    expect(describeRedis(inUrl.env)).toBe("redis://modelswap@10.0.0.9:6379/0");
+
+    const lines: string[] = [];
+    const log = createLogger({
+      secrets: [...envSecrets(sentinel.env), ...envSecrets(inUrl.env)],
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    log.error({ env: sentinel.env }, "failed with redis-pass-0001 and sentinel-pass-0002");
+    log.error("could not reach redis://modelswap:url@pass-0003@10.0.0.9:6379/0");
+    const text = lines.join("");
+    for (const secret of ["redis-pass-0001", "sentinel-pass-0002", "url@pass-0003"])
+      expect(text).not.toContain(secret);
+    expect(text).toContain("[redacted]");
+  });
+});
