@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { freePort } from "./free-port.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
@@ -16,11 +17,20 @@ export interface BenchRedis {
   start(): Promise<void>;
 }
 
+export interface BenchRedisOptions {
+  /**
+   * Run in Redis Cluster mode as a one-node cluster that owns all 16384 slots: a plain client works as
+   * usual, but every multi-key command, MULTI block and Lua script whose keys span slots is refused
+   * (CROSSSLOT), exactly as on a real cluster.
+   */
+  cluster?: boolean;
+}
+
 /**
  * A real redis-server of our own on a free loopback port (never the machine's shared one), with AOF and
  * noeviction as production requires.
  */
-export async function startRedis(dir: string): Promise<BenchRedis> {
+export async function startRedis(dir: string, options: BenchRedisOptions = {}): Promise<BenchRedis> {
   await mkdir(dir, { recursive: true });
   const port = await freePort();
   let child: ChildProcess | undefined;
@@ -45,6 +55,9 @@ export async function startRedis(dir: string): Promise<BenchRedis> {
         "noeviction",
         "--logfile",
         join(dir, "redis.log"),
+        ...(options.cluster === true
+          ? ["--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf")]
+          : []),
       ],
       { stdio: "ignore" },
     );
@@ -54,6 +67,7 @@ export async function startRedis(dir: string): Promise<BenchRedis> {
       );
     });
     await waitForPort(port, "redis-server");
+    if (options.cluster === true) await ownAllSlots(port);
   };
 
   const end = async (signal: NodeJS.Signals) => {
@@ -74,4 +88,21 @@ export async function startRedis(dir: string): Promise<BenchRedis> {
     kill: () => end("SIGKILL"),
     start,
   };
+}
+
+/** Gives a one-node cluster every slot (kept in nodes.conf across restarts) and waits for cluster_state:ok. */
+async function ownAllSlots(port: number): Promise<void> {
+  const client = new Redis({ port, host: "127.0.0.1", maxRetriesPerRequest: 1 });
+  try {
+    const info = await client.cluster("INFO");
+    if (!/cluster_slots_assigned:16384/.test(info)) await client.cluster("ADDSLOTSRANGE", 0, 16383);
+    const deadline = Date.now() + 10_000;
+    while (!/cluster_state:ok/.test(await client.cluster("INFO"))) {
+      if (Date.now() > deadline)
+        throw new Error(`the one-node Redis Cluster on ${port} never reached cluster_state:ok`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    client.disconnect();
+  }
 }

@@ -1,0 +1,137 @@
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * Every key the bot writes carries the `{modelswap}` hash tag, so a deployment runs on Redis Cluster.
+ * The bot runs against a real redis-server in cluster mode (one node owning every slot): Redis refuses
+ * any multi-key command, MULTI block or Lua script whose keys span slots with CROSSSLOT, as a real
+ * cluster does. A status command, a whole swap, /llm history, a cancelled swap and health checks run on
+ * it; afterwards Redis has counted no CROSSSLOT error and every key it holds starts with the tag.
+ */
+const LLAMA = "sim-org/open-llama-1B";
+const HOST = "gpu-1";
+let bench: Bench;
+let cluster: BenchRedis;
+let redis: Redis;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
+    // the monitor checks often, so its incident state and check locks are written too
+    health: { intervalSeconds: 1, failureThreshold: 3 },
+    hosts: [{ name: HOST, gpus: "h200-1gpu", serving: { preset: "llama-bf16-small" } }],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
+  cluster = await startRedis(join(bench.dir, "cluster-redis"), { cluster: true });
+  redis = new Redis(cluster.url);
+  expect(await redis.cluster("INFO")).toContain("cluster_state:ok");
+  bench.env.REDIS_URL = cluster.url;
+  await bench.startBot();
+}, 60_000);
+
+afterAll(async () => {
+  redis?.disconnect();
+  await bench?.stop();
+  await cluster?.stop();
+});
+
+/** `/llm swap` as alice; the card and the plan once it is posted. */
+async function requestSwap(): Promise<{ id: string; card: SlackMessage; plan: SlackMessage }> {
+  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
+  const ack = await bench.slack.command(USERS.alice, `swap ${LLAMA} --host ${HOST}`, { channel: CHANNEL });
+  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
+  expect(id, ack.ackResponse?.text).toBeDefined();
+  const isCard = (m: SlackMessage) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
+  const card = await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
+    timeoutMs: 10_000,
+    what: "the swap's card",
+  });
+  const plan = await bench.slack.waitFor(
+    () =>
+      bench.slack.thread(CHANNEL, card.ts).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+    { timeoutMs: 20_000, what: "the plan" },
+  );
+  return { id: id!, card, plan };
+}
+
+async function cardMatches(card: SlackMessage, pattern: RegExp, timeoutMs = 45_000): Promise<string> {
+  return await bench.slack.waitFor(
+    () => {
+      const text = bench.slack.message(CHANNEL, card.ts)?.text ?? "";
+      return pattern.test(text) ? text : undefined;
+    },
+    { timeoutMs, what: `the card to match ${pattern}` },
+  );
+}
+
+async function answer(command: string, startsWith: string): Promise<SlackMessage> {
+  const before = bench.slack.messages(CHANNEL).length;
+  await bench.slack.command(USERS.alice, command, { channel: CHANNEL });
+  return await bench.slack.waitFor(
+    () =>
+      bench.slack
+        .messages(CHANNEL)
+        .slice(before)
+        .find((m) => m.text.startsWith(startsWith)),
+    { timeoutMs: 15_000, what: `the answer to /llm ${command}` },
+  );
+}
+
+async function allKeys(): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "COUNT", 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  return keys.sort();
+}
+
+describe("on Redis Cluster", () => {
+  it("runs status, a swap, history and a cancelled swap with every key under the {modelswap} hash tag", async () => {
+    expect((await answer(`status ${HOST}`, `🟢 ${HOST}`)).text).toContain("healthy");
+
+    const first = await requestSwap();
+    await bench.slack.react(USERS.bob, CHANNEL, first.plan.ts, "white_check_mark");
+    expect(await cardMatches(first.card, /Swapped|Rolled back|Failed/)).toContain("Swapped");
+
+    expect((await answer(`history ${HOST}`, "Swap history")).blocks).toBeDefined();
+
+    const second = await requestSwap();
+    const ack = await bench.slack.command(USERS.alice, `cancel ${second.id}`, { channel: CHANNEL });
+    expect(ack.ackResponse?.text).toContain(`Cancelling swap \`${second.id}\``);
+    await cardMatches(second.card, /Cancelled/, 20_000);
+
+    // Redis counts every error it answers: a key outside the tag in a multi-key operation is a CROSSSLOT
+    expect(await redis.info("errorstats")).not.toContain("CROSSSLOT");
+    const keys = await allKeys();
+    expect(keys.filter((key) => !key.startsWith("{modelswap}:"))).toEqual([]);
+    // the run wrote every kind of key the bot has, so the check above covered them all
+    for (const kind of [
+      /^\{modelswap\}:commands:/,
+      /^\{modelswap\}:swaps:/,
+      /^\{modelswap\}:monitor:/,
+      /^\{modelswap\}:swap:sw-/,
+      /^\{modelswap\}:swaps$/,
+      /^\{modelswap\}:swaps:host:/,
+      /^\{modelswap\}:decision:/,
+      /^\{modelswap\}:planmsg:/,
+      /^\{modelswap\}:host:gpu-1:serving$/,
+      /^\{modelswap\}:cancel:/,
+      /^\{modelswap\}:audit$/,
+      /^\{modelswap\}:monitor:host:gpu-1$/,
+    ]) {
+      expect(
+        keys.some((key) => kind.test(key)),
+        `a key matching ${kind} in ${keys.join(" ")}`,
+      ).toBe(true);
+    }
+  }, 90_000);
+});
