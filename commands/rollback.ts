@@ -44,9 +44,8 @@ export const rollbackCommand: SubCommand = {
     if (!lock.ok) {
       if ("error" in lock) return failure(lock.error);
       const running = await store.get(lock.holder);
-      return reply(
-        `🚧 ${host} is busy: swap \`${lock.holder}\` is at stage *${running?.step ?? "unknown"}*.`,
-      );
+      const where = running === undefined ? "was requested just now" : `is at stage *${running.step}*`;
+      return reply(`🚧 ${host} is busy: swap \`${lock.holder}\` ${where}.`);
     }
     const record: SwapRecord = {
       id,

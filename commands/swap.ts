@@ -43,9 +43,13 @@ export const swapCommand: SubCommand = {
       if (!lock.ok) {
         if ("error" in lock) return failure(lock.error);
         const running = await store.get(lock.holder);
-        const stage = running === undefined ? "unknown" : running.step;
+        // A swap requested in the same instant (a double submit) holds the lock before its record is saved.
+        const where =
+          running === undefined
+            ? "was requested just now"
+            : `(${running.request.model.repo}) is at stage *${running.step}*`;
         return reply(
-          `🚧 ${host} is busy: swap \`${lock.holder}\` (${running?.request.model.repo ?? "?"}) is at stage *${stage}*. One swap per host at a time; wait for it to finish or cancel it.`,
+          `🚧 ${host} is busy: swap \`${lock.holder}\` ${where}. One swap per host at a time; wait for it to finish or cancel it.`,
         );
       }
     }

@@ -20,6 +20,7 @@ import { SwapQueue } from "./queue/swap-queue.ts";
 import { SlackPoster } from "./reporter/slack-poster.ts";
 import { AccessControl } from "./slack/access-control.ts";
 import { createSlackApp } from "./slack/create-slack-app.ts";
+import { EventDeliveries } from "./slack/event-deliveries.ts";
 import { SwapStore } from "./swap/swap-store.ts";
 
 export interface Roles {
@@ -116,6 +117,7 @@ export async function startModelswap({
     app = createSlackApp({
       deps: { config, access, queue, swaps, store, audit },
       decisions: { config, store, access, swaps, poster, audit, log },
+      deliveries: new EventDeliveries(connection),
       commands: allCommands(),
       log,
     });

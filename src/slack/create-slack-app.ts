@@ -3,6 +3,7 @@ import type { Logger } from "../log.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import type { DecisionDeps } from "./decide-swap.ts";
+import { type EventDeliveries, handleEachEventOnce } from "./event-deliveries.ts";
 import { routeCommand } from "./route-command.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
@@ -10,6 +11,8 @@ export interface SlackAppOptions {
   deps: CommandDeps;
   commands: readonly SubCommand[];
   decisions: DecisionDeps;
+  /** Events API deliveries already taken: Slack's retries of an event are not handled again. */
+  deliveries: EventDeliveries;
   log: Logger;
   /** The slash command this app answers (default `/llm`). */
   slashCommand?: string;
@@ -24,6 +27,7 @@ export function createSlackApp({
   deps,
   commands,
   decisions,
+  deliveries,
   log,
   slashCommand = "/llm",
 }: SlackAppOptions): App {
@@ -53,6 +57,8 @@ export function createSlackApp({
     logger,
     clientOptions: { slackApiUrl: env.SLACK_API_URL },
   });
+
+  app.use(handleEachEventOnce(deliveries, log));
 
   app.command(slashCommand, async ({ command, ack }) => {
     const started = Date.now();

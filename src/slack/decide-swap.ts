@@ -67,7 +67,9 @@ export async function decideSwap(input: DecisionInput, deps: DecisionDeps): Prom
   });
   if (!recorded) {
     if (decision.by !== input.user) {
-      await tell(`Already ${decision.approved ? "approved" : "rejected"} by <@${decision.by}>.`);
+      await tell(
+        `Swap \`${record.id}\` is already ${decision.approved ? "approved" : "rejected"} by <@${decision.by}>.`,
+      );
     }
     return;
   }

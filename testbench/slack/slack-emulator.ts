@@ -505,7 +505,8 @@ export class SlackEmulator {
   /**
    * A user clicks a button (by action_id) on a message (or on an ephemeral message shown to them): a
    * `block_actions` payload with the real message and a fresh response_url. Throws when the message has
-   * no such element, because a user could not click it either.
+   * no such element, because a user could not click it either. `signWith`/`timestamp` forge or replay it
+   * (Bolt answers 401); such a click did not come from Slack, so no user action is recorded.
    */
   async clickButton(
     userId: string,
@@ -513,6 +514,7 @@ export class SlackEmulator {
     ts: string,
     actionId: string,
     value?: string,
+    opts: { signWith?: string; timestamp?: number } = {},
   ): Promise<ActionResult> {
     const ch = this.channelOrThrow(channel);
     const ws = this.workspace;
@@ -570,20 +572,23 @@ export class SlackEmulator {
     });
     const label = plainText(element.text) || actionId;
     const snippet = firstLine(message ?? ephemeral ?? { text: "" }, ws);
-    ws.recordAction({
-      kind: "click",
-      channel: ch.id,
-      user: userId,
-      text: label,
-      messageTs: ts,
-      ...(snippet !== undefined ? { messageSnippet: snippet } : {}),
-    });
+    if (opts.signWith === undefined && opts.timestamp === undefined) {
+      ws.recordAction({
+        kind: "click",
+        channel: ch.id,
+        user: userId,
+        text: label,
+        messageTs: ts,
+        ...(snippet !== undefined ? { messageSnippet: snippet } : {}),
+      });
+    }
     const result = await deliver({
       endpoint: this.endpoint(),
       body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(),
       contentType: "application/x-www-form-urlencoded",
-      signingSecret: this.opts.signingSecret,
+      signingSecret: opts.signWith ?? this.opts.signingSecret,
       deadlineMs: this.ackDeadlineMs,
+      ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
     });
     return { ...result, responseUrl, triggerId, responses: this.responsesFor(responseUrl) };
   }

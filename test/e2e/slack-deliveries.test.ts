@@ -1,0 +1,295 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuditLog } from "../../src/audit/audit-log.ts";
+import { SwapStore } from "../../src/swap/swap-store.ts";
+import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import type { JsonObject, SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * Slack delivers at least once: events come again with the same `event_id` and `X-Slack-Retry-Num`,
+ * people double-click and re-react, and anyone can POST to the Request URL. Whatever arrives, a swap is
+ * requested once, approved once and switched once, and unsigned or stale requests change nothing. The
+ * real bot on the bench: Bolt's HTTP receiver, BullMQ on a real Redis, SSH into simulated GPU hosts.
+ */
+const MODEL = "sim-org/open-llama-1B";
+const APPROVE = "white_check_mark";
+let bench: Bench;
+let redis: Redis;
+let audit: AuditLog;
+let store: SwapStore;
+/** How many commands each host had run before the bot started (the bench's own setup). */
+const setupCalls = new Map<string, number>();
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
+    hosts: ["retried", "clicked", "toggled"].map((name) => ({
+      name,
+      gpus: "8x-rtx-pro-6000-blackwell" as const,
+      serving: { preset: "qwen3-fp8-dense" as const },
+    })),
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: MODEL, gated: false }));
+  for (const [name, host] of bench.hosts) setupCalls.set(name, (await host.sim.calls()).length);
+  await bench.startBot();
+  redis = new Redis(bench.redis.url);
+  audit = new AuditLog(redis);
+  store = new SwapStore(redis);
+}, 120_000);
+
+afterAll(async () => {
+  redis?.disconnect();
+  await bench?.stop();
+});
+
+interface Swap {
+  id: string;
+  host: string;
+  card: SlackMessage;
+}
+
+/** Top-level cards about one host (its swaps' live cards; the broadcast outcome is a thread reply). */
+function cardsOf(host: string): SlackMessage[] {
+  return bench.slack
+    .messages(CHANNEL)
+    .filter((m) => m.thread_ts === undefined && m.text.includes(`→ ${host}`));
+}
+
+async function cardOf(host: string, id: string): Promise<SlackMessage> {
+  return await bench.slack.waitFor(() => cardsOf(host).find((m) => JSON.stringify(m.blocks).includes(id)), {
+    what: `the card of ${id}`,
+    timeoutMs: 20_000,
+  });
+}
+
+async function requestSwap(host: string): Promise<Swap> {
+  const ack = await bench.slack.command(USERS.alice, `swap ${MODEL} --host ${host}`, { channel: CHANNEL });
+  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
+  expect(id, ack.ackResponse?.text).toBeDefined();
+  return { id: id!, host, card: await cardOf(host, id!) };
+}
+
+const planMessages = (swap: Swap) =>
+  bench.slack.thread(CHANNEL, swap.card.ts).filter((m) => m.text.startsWith("Swap plan:"));
+
+async function planOf(swap: Swap): Promise<SlackMessage> {
+  return await bench.slack.waitFor(
+    () => planMessages(swap).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+    { what: `the plan of ${swap.id} with its Approve button`, timeoutMs: 30_000 },
+  );
+}
+
+/** Waits for the swap's outcome, broadcast to the channel (the last thing a swap posts); returns its card's text. */
+async function outcome(swap: Swap): Promise<string> {
+  await bench.slack.waitFor(
+    () => bench.slack.thread(CHANNEL, swap.card.ts).some((m) => m.reply_broadcast === true),
+    { what: `the outcome of ${swap.id}`, timeoutMs: 60_000 },
+  );
+  return bench.slack.message(CHANNEL, swap.card.ts)?.text ?? "";
+}
+
+/** The `reaction_added` event Slack sends when `user` reacts `name` to a message. */
+function reactionEvent(
+  type: "reaction_added" | "reaction_removed",
+  user: string,
+  ts: string,
+  name = APPROVE,
+) {
+  return {
+    type,
+    user,
+    reaction: name,
+    item_user: bench.slack.message(CHANNEL, ts)?.user ?? "",
+    item: { type: "message", channel: CHANNEL, ts },
+  } satisfies JsonObject;
+}
+
+/**
+ * Deliveries of one event under one event id: 0 is Slack's first delivery, 1..3 its retries
+ * (`X-Slack-Retry-Num`); sent all at once or one after another. Every one is acknowledged.
+ */
+async function deliver(event: JsonObject, eventId: string, attempts: number[], together: boolean) {
+  const send = (retryNum: number) =>
+    bench.slack.event(event, { eventId, ...(retryNum === 0 ? {} : { retryNum }) });
+  const results = [];
+  if (together) results.push(...(await Promise.all(attempts.map(send))));
+  else for (const retryNum of attempts) results.push(await send(retryNum));
+  expect(results.map((r) => r.status)).toEqual(attempts.map(() => 200));
+}
+
+/** What the bot told `user` privately about one swap (its id is in every such answer). */
+const toldAbout = (swap: Swap, user: string) =>
+  bench.slack
+    .ephemerals(CHANNEL, user)
+    .map((e) => e.text)
+    .filter((t) => t.includes(swap.id));
+
+/**
+ * What a user and the host must have seen after one swap, whatever Slack delivered: one card, one plan,
+ * one request and one approval in the audit stream, one `disable --now` of the old unit and one
+ * `enable --now` of the new one, one broadcast "Swapped".
+ */
+async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
+  const text = await outcome(swap);
+  expect(text).toMatch(/✅ Swapped/);
+  expect(cardsOf(swap.host)).toHaveLength(1);
+  expect(planMessages(swap)).toHaveLength(1);
+  expect(planMessages(swap)[0]?.text).toMatch(/: approved$/);
+  const broadcasts = bench.slack.thread(CHANNEL, swap.card.ts).filter((m) => m.reply_broadcast === true);
+  expect(broadcasts).toHaveLength(1);
+  expect(broadcasts[0]?.text).toMatch(/now serves/);
+
+  const events = await audit.read({ swap: swap.id, limit: 200 });
+  const kinds = (kind: string) => events.filter((e) => e.kind === kind);
+  expect(kinds("request")).toHaveLength(1);
+  expect(kinds("approval").map((e) => e.who)).toEqual([approver]);
+  expect(kinds("rejection")).toEqual([]);
+  expect(kinds("outcome")).toHaveLength(1);
+
+  const record = await store.get(swap.id);
+  expect(record?.outcome).toBe("succeeded");
+  expect(record?.decision).toMatchObject({ approved: true, by: approver });
+  expect((await store.history({ host: swap.host, limit: 10 })).map((r) => r.id)).toEqual([swap.id]);
+
+  const host = bench.host(swap.host);
+  const calls = (await host.sim.calls()).slice(setupCalls.get(swap.host));
+  const systemctl = calls.filter((c) => c.cmd === "systemctl");
+  const verb = (v: string) => systemctl.filter((c) => c.argv[0] === v).map((c) => c.argv.join(" "));
+  expect(verb("enable")).toEqual([`enable --now ${record?.plan?.unitName}`]);
+  expect(verb("disable")).toEqual([`disable --now ${host.unit}`]);
+  expect(await host.sim.unitState(record!.plan!.unitName)).toMatchObject({ activeState: "active" });
+}
+
+describe("Slack deliveries", () => {
+  let retried: Swap;
+
+  it("a /llm swap submitted twice at once queues one swap; the second is told the host is busy", async () => {
+    const jobsBefore = await bench.queuedJobCount();
+    const acks = await Promise.all(
+      [0, 1].map(() =>
+        bench.slack.command(USERS.alice, `swap ${MODEL} --host retried`, { channel: CHANNEL }),
+      ),
+    );
+    const texts = acks.map((a) => a.ackResponse?.text ?? "");
+    const queued = texts.filter((t) => t.includes("Swap queued"));
+    const busy = texts.filter((t) => t.includes("busy"));
+    expect(queued).toHaveLength(1);
+    expect(busy).toHaveLength(1);
+    const id = /swap `(sw-[a-z0-9-]+)`/.exec(queued[0]!)?.[1];
+    expect(id).toBeDefined();
+    // the refusal names the swap that holds the host and says what to do
+    expect(busy[0]).toContain(`retried is busy: swap \`${id}\``);
+    expect(busy[0]).toContain("One swap per host at a time");
+    expect(busy[0]).toMatch(/was requested just now|\(sim-org\/open-llama-1B\) is at stage \*[a-z]+\*/);
+    expect(await bench.queuedJobCount()).toBe(jobsBefore + 1);
+    retried = { id: id!, host: "retried", card: await cardOf("retried", id!) };
+    expect(cardsOf("retried")).toHaveLength(1);
+  });
+
+  it("forged and stale commands, events and clicks get 401 and change nothing", async () => {
+    const plan = await planOf(retried);
+    const stale = Math.floor(Date.now() / 1000) - 6 * 60;
+    const forged = { signWith: "not-the-signing-secret" };
+    const jobs = await bench.queuedJobCount();
+    const records = (await store.history({ limit: 50 })).length;
+    const topLevel = bench.slack.messages(CHANNEL).length;
+    const ephemeralCalls = bench.slack.calls("chat.postEphemeral").length;
+    const responsePosts = bench.slack.responses().length;
+
+    const results = [
+      ...(await Promise.all(
+        [forged, { timestamp: stale }].flatMap((opts) => [
+          bench.slack.command(USERS.alice, `swap ${MODEL} --host toggled`, { channel: CHANNEL, ...opts }),
+          bench.slack.command(USERS.alice, "status", { channel: CHANNEL, ...opts }),
+          bench.slack.event(reactionEvent("reaction_added", USERS.bob, plan.ts), opts),
+          bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve", undefined, opts),
+        ]),
+      )),
+    ];
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(401));
+    for (const r of results) if ("responses" in r) expect(r.responses()).toEqual([]);
+
+    // nothing queued, recorded, posted or decided
+    expect(await bench.queuedJobCount()).toBe(jobs);
+    expect((await store.history({ limit: 50 })).length).toBe(records);
+    expect(bench.slack.messages(CHANNEL)).toHaveLength(topLevel);
+    expect(cardsOf("toggled")).toEqual([]);
+    expect(bench.slack.calls("chat.postEphemeral")).toHaveLength(ephemeralCalls);
+    expect(bench.slack.responses()).toHaveLength(responsePosts);
+    const record = await store.get(retried.id);
+    expect(await store.decision(retried.id, record!.planHash!)).toBeUndefined();
+    expect((await audit.read({ swap: retried.id, limit: 100 })).map((e) => e.kind)).not.toContain("approval");
+    expect(bench.slack.message(CHANNEL, plan.ts)?.text).toMatch(/awaiting approval$/);
+  });
+
+  // Each case has a host and a swap of its own; they run side by side to keep the file short.
+  describe.concurrent("exactly one swap, one approval, one switch", () => {
+    it("when Slack delivers a ✅ four times (retries at once, then one after another)", async () => {
+      const plan = await planOf(retried);
+      const bobApproves = reactionEvent("reaction_added", USERS.bob, plan.ts);
+      await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], true);
+      await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], false);
+      // someone who may not approve reacts too; the first delivery never reached the bot, so the first
+      // retry is handled, and the later ones are not: one explanation, not three
+      const malloryApproves = reactionEvent("reaction_added", USERS.mallory, plan.ts);
+      await deliver(malloryApproves, "Ev0MALLORY01", [1, 2, 3], false);
+      await expectExactlyOnce(retried, USERS.bob);
+      expect(bench.slack.ephemerals(CHANNEL, USERS.mallory).map((e) => e.text)).toEqual([
+        "Only approvers can approve or reject swaps.",
+      ]);
+      expect(toldAbout(retried, USERS.bob)).toEqual([]);
+    });
+
+    it("when Approve is double-clicked, and two approvers click at once", async () => {
+      const swap = await requestSwap("clicked");
+      const plan = await planOf(swap);
+      const clicks = await Promise.all([
+        bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
+        bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
+        bench.slack.clickButton(USERS.dave, CHANNEL, plan.ts, "swap_approve"),
+      ]);
+      expect(clicks.map((c) => c.status)).toEqual([200, 200, 200]);
+      const record = await store.get(swap.id);
+      const winner = (await store.decision(swap.id, record!.planHash!))?.by;
+      expect([USERS.bob, USERS.dave]).toContain(winner);
+      await expectExactlyOnce(swap, winner!);
+      // the approver whose click did not count is told who decided, once; the other hears nothing
+      const loser = winner === USERS.bob ? USERS.dave : USERS.bob;
+      expect(toldAbout(swap, winner!)).toEqual([]);
+      expect(toldAbout(swap, loser)).toEqual([
+        expect.stringMatching(new RegExp(`already approved by <@${winner}>|not waiting for a decision`)),
+      ]);
+    });
+
+    it("when a ✅ is added, removed and added again, and a removal and a late ❌ are retried", async () => {
+      const swap = await requestSwap("toggled");
+      const plan = await planOf(swap);
+      for (const result of [
+        await bench.slack.react(USERS.bob, CHANNEL, plan.ts, APPROVE),
+        await bench.slack.unreact(USERS.bob, CHANNEL, plan.ts, APPROVE),
+        await bench.slack.react(USERS.bob, CHANNEL, plan.ts, APPROVE),
+      ])
+        expect(result.status).toBe(200);
+      // the app does not subscribe to reaction_removed; delivered anyway, it withdraws nothing
+      await deliver(
+        reactionEvent("reaction_removed", USERS.bob, plan.ts),
+        "Ev0BOBUNRE01",
+        [0, 1, 2, 3],
+        true,
+      );
+      await deliver(
+        reactionEvent("reaction_added", USERS.dave, plan.ts, "x"),
+        "Ev0DAVEREJ01",
+        [0, 1, 2, 3],
+        true,
+      );
+      await expectExactlyOnce(swap, USERS.bob);
+      expect(toldAbout(swap, USERS.bob)).toEqual([]);
+      expect(toldAbout(swap, USERS.dave)).toEqual([
+        expect.stringMatching(/already approved by <@U0BOB00001>|not waiting for a decision/),
+      ]);
+    });
+  });
+});
