@@ -12,7 +12,8 @@ Commands:
   config check [file]   validate the environment and the config file, list every problem
   help                  show this help
 
-Environment: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL, MODELSWAP_CONFIG, …
+Environment: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL (or REDIS_SENTINELS),
+MODELSWAP_CONFIG, …
 (README.md lists them all).`;
 
 async function main(argv: string[]): Promise<number> {

@@ -66,7 +66,7 @@ export async function checkRedisPolicy(
     fine = false;
     log.warn(
       { code: "REDIS_AOF_OFF", appendonly: "no", fix: AOF_FIX },
-      `Redis runs without its append-only file (appendonly no): a Redis restart loses queued swaps and everything written since the last snapshot. Fix: ${AOF_FIX}`,
+      `Redis runs without its append-only file (appendonly no): a Redis crash or restart loses queued swaps and everything written since the last snapshot. Fix: ${AOF_FIX}`,
     );
   }
   if (policy.maxmemoryPolicy === undefined || policy.appendonly === undefined) {

@@ -80,7 +80,7 @@ describe("the Redis settings check at start", () => {
       expect(eviction?.fix).toContain("maxmemory-policy noeviction");
       const aof = lines.find(coded("REDIS_AOF_OFF"));
       expect(aof).toMatchObject({ level: WARN });
-      expect(aof?.msg).toContain("a Redis restart loses queued swaps");
+      expect(aof?.msg).toContain("a Redis crash or restart loses queued swaps");
       expect(aof?.fix).toContain("appendonly yes");
       expect(lines.some((line) => line.msg.startsWith(GOOD))).toBe(false);
     } finally {
