@@ -34,7 +34,7 @@ export const swapCommand: SubCommand = {
     const known = config.file.hosts.map((h) => h.name);
     const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
-      return reply(`Which host? Add \`--host <host>\`. Known hosts: ${known.join(", ")}.`);
+      return reply(`Which host? Add \`--host ${escapeMrkdwn("<host>")}\`. Known hosts: ${known.join(", ")}.`);
     if (!known.includes(host)) return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
 
     const id = SwapStore.newId();

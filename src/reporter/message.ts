@@ -20,7 +20,10 @@ export const LIMITS = {
 /** Cuts text to max characters, marking the cut. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, Math.max(0, max - 1))}…`;
+  let end = Math.max(0, max - 1);
+  // never cut between the two halves of an emoji (a lone surrogate is not valid text)
+  if (end > 0 && /[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end -= 1;
+  return `${text.slice(0, end)}…`;
 }
 
 /** Keeps the last lines of a log that fit a code block in one section. */

@@ -16,6 +16,8 @@ export function failure(error: unknown): SlackMessage {
 
 /** Echoes untrusted text back safely: escaped, single line, short. */
 export function echo(text: string): string {
-  const flat = text.replace(/[\r\n\t]+/g, " ");
-  return `\`${escapeMrkdwn(flat.length > 40 ? `${flat.slice(0, 39)}…` : flat).replaceAll("`", "ˋ")}\``;
+  // cut by code points: half an emoji (a lone surrogate) is not valid text for Slack
+  const chars = Array.from(text.replace(/[\r\n\t]+/g, " "));
+  const short = chars.length > 40 ? `${chars.slice(0, 39).join("")}…` : chars.join("");
+  return `\`${escapeMrkdwn(short).replaceAll("`", "ˋ")}\``;
 }
