@@ -6,6 +6,7 @@ import {
   jsonObjectSchema,
   type ModelInfoAnswer,
   modelInfoSchema,
+  showName,
   type TreeEntry,
   treePageSchema,
   unsafePathReason,
@@ -70,8 +71,9 @@ export class HubClient {
     checkRef(ref);
     const started = Date.now();
     const info = await this.modelInfo(ref);
-    const files = await this.tree(ref, info.sha);
+    // The siblings name each file in full, so a refusal names the file itself (the tree may list its folder first).
     for (const s of info.siblings ?? []) refuseUnsafePath(s.rfilename, ref.repo);
+    const files = await this.tree(ref, info.sha);
 
     const weights = weightFiles(files);
     if (weights.length === 0) {
@@ -305,8 +307,10 @@ function checkRef(ref: ModelRef): void {
 function refuseUnsafePath(path: string, repo: string): void {
   const reason = unsafePathReason(path);
   if (reason !== undefined) {
-    throw badResponse(
-      `${repo} lists a file named ${JSON.stringify(path.slice(0, 200))}, which modelswap refuses because ${reason} (file names become paths on the host)`,
+    throw new CodedError(
+      "HUB_BAD_RESPONSE",
+      `The Hub's answer is not usable: ${repo} lists a file named ${showName(path)}, which modelswap refuses because ${reason} (file names become paths on the host)`,
+      "Nothing was downloaded or changed. Pick another repository (or a copy whose file names are plain), or ask the repository's owner to rename the file.",
     );
   }
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CodedError, type ErrorCode } from "../../src/errors.ts";
 import { HubClient, type HubClientOptions } from "../../src/hub/hub-client.ts";
+import { showName } from "../../src/hub/hub-schemas.ts";
 import type { ModelInfo, ModelRef } from "../../src/hub/types.ts";
 import { createLogger } from "../../src/log.ts";
 import {
@@ -447,6 +448,14 @@ describe("HubClient.resolve against a hostile or broken Hub", () => {
     ["a/./b.safetensors", 'a "." segment'],
     ["a//b.safetensors", "an empty segment"],
     ["x\x1b[31m.json", "a control character"],
+    ["$(touch pwned).json", 'contains "$"'],
+    ["`touch pwned`.json", 'contains "`"'],
+    ["x;touch pwned.json", 'contains ";"'],
+    ["--output=/etc/passwd", 'starts with "-"'],
+    ["c\u043enfig.json", "non-ASCII character U+043E"],
+    ["model\u202Esnoj.safetensors", "non-ASCII character U+202E"],
+    [`${"x".repeat(300)}.json`, "longer than 255"],
+    [".cache/huggingface/download/model.safetensors.metadata", "inside .cache/"],
   ];
   for (const [name, reason] of hostile) {
     it(`refuses a file named ${JSON.stringify(name)} (${reason})`, async () => {
@@ -457,13 +466,23 @@ describe("HubClient.resolve against a hostile or broken Hub", () => {
         ]);
       await withFake(fakeHub({ tree }), async (c, fake) => {
         const error = await failure(c.resolve(ref(REPO)), "HUB_BAD_RESPONSE");
-        expect(error.message).toContain(JSON.stringify(name));
+        expect(error.message).toContain(showName(name));
         expect(error.message).toContain(reason);
         expect(error.message).toContain("file names become paths on the host");
+        expect(error.fix).toMatch(/Nothing was downloaded or changed/);
         expect(fake.requests.some((r) => r.path.includes("/resolve/"))).toBe(false);
       });
     });
   }
+
+  it("never takes the model's name from the Hub: a hostile id in the answer changes nothing", async () => {
+    const info = { id: "../../$(reboot);`id`\n-rf", sha: SHA, gated: false, siblings: [] };
+    await withFake(fakeHub({ info }), async (c) => {
+      const resolved = await c.resolve(ref(REPO));
+      expect(resolved.repo).toBe(REPO);
+      expect(JSON.stringify(resolved)).not.toContain("reboot");
+    });
+  });
 
   it("refuses hostile names in the model info's siblings and in directory entries", async () => {
     const info = { id: REPO, sha: SHA, siblings: [{ rfilename: "../x.safetensors" }] };

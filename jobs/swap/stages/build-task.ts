@@ -22,13 +22,13 @@ export function buildScript(input: BuildInput): string {
     `mkdir -p ${src}`,
     `[ -d ${src}/.git ] || git -C ${src} init -q`,
     `git -C ${src} rev-parse -q --verify HEAD > ${out("previous-commit")} 2>/dev/null || true`,
-    `echo "modelswap: fetching ${input.ref} from ${input.upstream}"`,
+    `echo ${quote(`modelswap: fetching ${input.ref} from ${input.upstream}`)}`,
     `git -C ${src} fetch -q --depth 1 ${quote(input.upstream)} ${quote(input.ref)}`,
     `git -C ${src} checkout -q -f --detach FETCH_HEAD`,
     `git -C ${src} rev-parse HEAD > ${out("commit")}`,
     ...input.patches.map(
       (patch) =>
-        `echo "modelswap: applying ${patch}"\ngit -C ${src} apply --whitespace=nowarn ${quote(patch)}`,
+        `echo ${quote(`modelswap: applying ${patch}`)}\ngit -C ${src} apply --whitespace=nowarn ${quote(patch)}`,
     ),
     `${quote(`${input.venv}/bin/pip`)} install -e ${src}/python --no-deps`,
     `${quote(`${input.venv}/bin/python`)} -c 'import sglang; print(sglang.__version__)' > ${out("version")}`,

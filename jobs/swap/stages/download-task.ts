@@ -26,7 +26,7 @@ export function downloadScript(info: ModelInfo, modelDir: string, dir: string): 
   return [
     `mkdir -p ${quote(modelDir)}`,
     `find ${quote(partials)} -name '*.incomplete' -delete 2>/dev/null || true`,
-    `echo "modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}"`,
+    `echo ${quote(`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`)}`,
     `hf download ${quote(info.repo)} --revision ${quote(info.sha)} --local-dir ${quote(modelDir)} --max-workers 8`,
     `cd ${quote(modelDir)}`,
     `while read -r size path; do`,
