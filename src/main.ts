@@ -7,8 +7,7 @@ import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { AuditLog } from "./audit/audit-log.ts";
-import { envSecrets } from "./config/env-schema.ts";
-import type { Config } from "./config/load-config.ts";
+import { type Config, configSecrets } from "./config/load-config.ts";
 import { HostRegistry } from "./host/host-registry.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -52,7 +51,7 @@ export async function startModelswap({
   log: given,
   recipes,
 }: ModelswapOptions): Promise<RunningModelswap> {
-  const secrets = envSecrets(config.env);
+  const secrets = configSecrets(config);
   const log = given ?? createLogger({ level: config.env.LOG_LEVEL, secrets });
   const client = new WebClient(config.env.SLACK_BOT_TOKEN, {
     slackApiUrl: config.env.SLACK_API_URL,

@@ -37,11 +37,15 @@ const absolutePath = (what: string) =>
       problem(`${what} must not contain ..`, "write the path out in full"),
     );
 
+/** Unit names reach systemctl as arguments: one starting with `-` or `.` would read as an option or a hidden file. */
 const unitName = z
   .string()
   .regex(
-    /^[A-Za-z0-9@._:-]{1,200}\.service$/,
-    problem("not a systemd service name", "use the unit's full name, e.g. sglang-qwen.service"),
+    /^[A-Za-z0-9_][A-Za-z0-9@._:-]{0,199}\.service$/,
+    problem(
+      "not a systemd service name",
+      "use the unit's full name, e.g. sglang-qwen.service (letters, digits and @._:-, starting with a letter or digit)",
+    ),
   );
 
 const principals = z.strictObject({

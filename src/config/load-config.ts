@@ -3,7 +3,8 @@ import { access, readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { CodedError } from "../errors.ts";
-import { type Env, envSchema } from "./env-schema.ts";
+import { keyReadProblem } from "../host/ssh-key-file.ts";
+import { type Env, envSchema, envSecrets } from "./env-schema.ts";
 import { type FileConfig, fileSchema } from "./file-schema.ts";
 import { splitProblem } from "./fix.ts";
 
@@ -67,6 +68,15 @@ export async function loadConfig(processEnv: NodeJS.ProcessEnv, pathOverride?: s
     );
   }
   return config;
+}
+
+/**
+ * Everything the bot must never print, in Slack, the log or the audit stream: the environment's secrets
+ * and each host's SSH key path (it says where a credential lives; messages name the setting instead).
+ */
+export function configSecrets(config: Config): string[] {
+  const keyPaths = config.file.hosts.flatMap((h) => (h.ssh === undefined ? [] : [h.ssh.privateKeyPath]));
+  return [...envSecrets(config.env), ...keyPaths];
 }
 
 export function formatProblems(problems: readonly ConfigProblem[]): string {
@@ -166,11 +176,12 @@ async function unreadableKeys(file: FileConfig): Promise<ConfigProblem[]> {
     if (host.ssh === undefined) continue;
     try {
       await access(host.ssh.privateKeyPath, constants.R_OK);
-    } catch {
+    } catch (error) {
+      // The path itself is not repeated: it says where a credential lives, and this text reaches the log.
       problems.push({
         source: "file",
         path: `hosts[${index}].ssh.privateKeyPath`,
-        what: `${host.ssh.privateKeyPath} cannot be read by the bot`,
+        what: `the SSH key of ${host.name} cannot be read by the bot: ${keyReadProblem(error)}`,
         fix: "create the key (ssh-keygen -t ed25519 -f PATH -N '') or correct the path; the bot's user must be able to read it",
       });
     }

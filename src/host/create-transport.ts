@@ -5,7 +5,7 @@ import { SshTransport } from "./ssh-transport.ts";
 import type { HostTransport } from "./transport.ts";
 
 /** The transport a host's config asks for: SSH, or bash on this machine for `local: true`. */
-export function createTransport(host: HostConfig, log: Logger): HostTransport {
+export function createTransport(host: HostConfig, log: Logger, configIndex?: number): HostTransport {
   const commandTimeoutMs = host.commandTimeoutSeconds * 1000;
   if (host.ssh !== undefined) {
     return new SshTransport({
@@ -14,6 +14,7 @@ export function createTransport(host: HostConfig, log: Logger): HostTransport {
       commandTimeoutMs,
       extraPath: host.extraPath,
       log: log.child({ host: host.name }),
+      ...(configIndex === undefined ? {} : { configIndex }),
     });
   }
   return new LocalTransport({ hostName: host.name, commandTimeoutMs, extraPath: host.extraPath });

@@ -36,7 +36,7 @@ export class HostRegistry {
     const host = this.config(name);
     let transport = this.transports.get(name);
     if (transport === undefined) {
-      transport = createTransport(host, this.log);
+      transport = createTransport(host, this.log, this.names().indexOf(name));
       this.transports.set(name, transport);
     }
     return transport;

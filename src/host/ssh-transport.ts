@@ -6,6 +6,7 @@ import type { Logger } from "../log.ts";
 import { fingerprintSha256 } from "./host-key.ts";
 import { Semaphore } from "./semaphore.ts";
 import { quote, type ShellCommand } from "./shell-quote.ts";
+import { keyReadProblem, keySetting } from "./ssh-key-file.ts";
 import {
   commandTimeout,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -21,6 +22,8 @@ export interface SshTransportOptions {
   commandTimeoutMs: number;
   extraPath?: readonly string[];
   log: Logger;
+  /** The host's position in the config's `hosts:` list, to name its settings in messages. */
+  configIndex?: number;
 }
 
 /**
@@ -85,11 +88,12 @@ export class SshTransport implements HostTransport {
   private async open(): Promise<Client> {
     const { ssh, hostName, log } = this.options;
     const privateKey = await readFile(ssh.privateKeyPath).catch((error: unknown) => {
+      // No `cause`: Node's message names the key's path, which must not reach Slack or the log.
+      const setting = keySetting(this.options.configIndex, hostName);
       throw new CodedError(
         "HOST_AUTH_FAILED",
-        `cannot read the SSH private key for ${hostName}`,
-        `check that hosts[${hostName}].ssh.privateKeyPath exists and is readable by the bot`,
-        { cause: error },
+        `cannot read the SSH key of ${hostName} (${setting}): ${keyReadProblem(error)}`,
+        `put the bot's private key where ${setting} says, readable by the bot's user, or correct that setting`,
       );
     });
     let seenFingerprint: string | undefined;

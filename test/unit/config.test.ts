@@ -1,7 +1,12 @@
 import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, posix } from "node:path";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatProblems, loadConfig, readConfig } from "../../src/config/load-config.ts";
+import { parse as parseYaml } from "yaml";
+import { fileSchema } from "../../src/config/file-schema.ts";
+import { configSecrets, formatProblems, loadConfig, readConfig } from "../../src/config/load-config.ts";
+import { quote } from "../../src/host/shell-quote.ts";
+import { modelDirFor } from "../../src/plan/model-dir.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let dir: { path: string; remove: () => Promise<void> };
@@ -103,10 +108,24 @@ describe("configuration", () => {
     expect(formatProblems(problems)).toContain("✗ config hosts[1].name");
   });
 
+  it("counts each SSH key path among the secrets, beside the environment's tokens", async () => {
+    const config = await loadConfig({
+      ...env(await write("secrets.yaml", good(keyPath))),
+      HF_TOKEN: "hf_abcdefgh",
+    });
+    expect(configSecrets(config)).toEqual(
+      expect.arrayContaining(["xoxb-1-abc", "0123456789abcdef0123", "hf_abcdefgh", keyPath]),
+    );
+  });
+
   it("reports a key file the bot cannot read", async () => {
-    const path = await write("nokey.yaml", good(join(dir.path, "missing-key")));
+    const keyFile = join(dir.path, "missing-key");
+    const path = await write("nokey.yaml", good(keyFile));
     const { problems } = await readConfig(env(path));
     expect(problems).toEqual([expect.objectContaining({ path: "hosts[0].ssh.privateKeyPath" })]);
+    expect(problems[0]?.what).toMatch(/cannot be read by the bot: the file does not exist/);
+    // the setting is named, the path is not: it says where a credential lives, and this reaches the log
+    expect(formatProblems(problems)).not.toContain(keyFile);
   });
 
   it("refuses a host with both or neither of ssh and local, and duplicate names", async () => {
@@ -148,7 +167,100 @@ describe("the README's example config", () => {
     const path = new URL("../../modelswap.example.yaml", import.meta.url).pathname;
     const { problems } = await readConfig(env(path));
     expect(problems.map((p) => `${p.path}: ${p.what}`)).toEqual([
-      "hosts[0].ssh.privateKeyPath: /etc/modelswap/id_ed25519 cannot be read by the bot",
+      "hosts[0].ssh.privateKeyPath: the SSH key of gpu-1 cannot be read by the bot: the file does not exist",
     ]);
+  });
+});
+
+describe("hostile config values", () => {
+  const unitWith = (value: string) =>
+    good(keyPath).replace("currentUnit: sglang-qwen.service", `currentUnit: ${JSON.stringify(value)}`);
+  const modelsDirWith = (value: string) =>
+    good(keyPath).replace("modelsDir: /srv/models", `modelsDir: ${JSON.stringify(value)}`);
+
+  const hostileUnits = [
+    "x;reboot.service",
+    "$(reboot).service",
+    "`id`.service",
+    "-H.service",
+    "--now.service",
+    ".hidden.service",
+    "a b.service",
+    "../../etc/evil.service",
+    "sglang.service\nExecStartPre=/bin/sh",
+    "sglang\u2010qwen.service", // a Unicode hyphen
+    "ѕglang.service", // a Cyrillic s
+    `${"a".repeat(250)}.service`,
+    "sglang-qwen",
+  ];
+  it.each(hostileUnits)("refuses the unit name %j with a clear message", async (value) => {
+    const { problems } = await readConfig(env(await write("unit.yaml", unitWith(value))));
+    expect(problems).toEqual([
+      expect.objectContaining({
+        path: "hosts[0].currentUnit",
+        what: "not a systemd service name",
+        fix: expect.stringContaining("e.g. sglang-qwen.service"),
+      }),
+    ]);
+  });
+
+  const hostileDirs: Array<[string, RegExp]> = [
+    ["/srv/$(reboot)", /absolute path of letters, digits and/],
+    ["/srv/`id`", /absolute path of letters, digits and/],
+    ["/srv/models;rm -rf /", /absolute path of letters, digits and/],
+    ["/srv/my models", /absolute path of letters, digits and/],
+    ["/srv/models\n", /absolute path of letters, digits and/],
+    ["/srv/mоdels", /absolute path of letters, digits and/], // a Cyrillic o
+    ["/srv/*", /absolute path of letters, digits and/],
+    ["srv/models", /absolute path of letters, digits and/],
+    ["-rf", /absolute path of letters, digits and/],
+    ["/srv/../etc", /must not contain \.\./],
+    ["/..", /must not contain \.\./],
+  ];
+  it.each(hostileDirs)("refuses the models dir %j with a clear message", async (value, what) => {
+    const { problems } = await readConfig(env(await write("dir.yaml", modelsDirWith(value))));
+    expect(problems).toEqual([
+      expect.objectContaining({ path: "hosts[0].modelsDir", what: expect.stringMatching(what) }),
+    ]);
+  });
+
+  it("admits only models dirs that need no quoting and keep every model's directory inside them", () => {
+    const raw = parseYaml(good("/etc/modelswap/id_ed25519")) as { hosts: Array<Record<string, unknown>> };
+    const piece = fc.constantFrom(
+      "/",
+      "..",
+      ".",
+      "a",
+      "-",
+      "$",
+      "`",
+      ";",
+      " ",
+      "\n",
+      "о",
+      "_",
+      "@",
+      "+",
+      "srv",
+    );
+    const attempt = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 30 }),
+      fc.array(piece, { maxLength: 10 }).map((p) => p.join("")),
+      fc.array(piece, { maxLength: 10 }).map((p) => `/${p.join("")}`),
+    );
+    let admitted = 0;
+    fc.assert(
+      fc.property(attempt, (value) => {
+        const hosts = raw.hosts.map((h, i) => (i === 0 ? { ...h, modelsDir: value } : h));
+        const parsed = fileSchema.safeParse({ ...raw, hosts });
+        if (!parsed.success) return;
+        admitted += 1;
+        expect(quote(value)).toBe(value); // nothing in it means anything to a shell
+        const modelDir = modelDirFor(value, "org/model", "0123456789abcdef0123456789abcdef01234567");
+        expect(posix.resolve(modelDir).startsWith(`${posix.resolve(value)}/`.replace("//", "/"))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(admitted).toBeGreaterThan(20);
   });
 });
