@@ -3,11 +3,11 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve as resolvePath } from "node:path";
 import { promisify } from "node:util";
 import { pino } from "pino";
 import { stringify } from "yaml";
-import { type Config, loadConfig } from "../src/config/load-config.ts";
+import { type Config, configSecrets, loadConfig } from "../src/config/load-config.ts";
 import { createLogger, type Logger } from "../src/log.ts";
 import { type Roles, type RunningModelswap, startModelswap } from "../src/main.ts";
 import type { Recipe } from "../src/plan/recipes.ts";
@@ -85,6 +85,12 @@ export interface BenchOptions {
     checkTimeoutSeconds?: number;
     recoveryThreshold?: number;
   };
+  /**
+   * The secrets the bot is given, for tests that look for them where they must not be (defaults: random
+   * ones, and no HF_TOKEN). `hfToken` sets HF_TOKEN and makes it the Hub's only valid token; `keyDir` is the
+   * directory (absolute, or inside the bench directory) that holds the SSH client keys.
+   */
+  secrets?: { botToken?: string; signingSecret?: string; hfToken?: string; keyDir?: string };
 }
 
 export interface ChildBot {
@@ -216,7 +222,7 @@ export class Bench {
     if (this.options.logTo === "silent") return createLogger({ level: "silent" });
     return createLogger({
       level: "debug",
-      secrets: [config.env.SLACK_BOT_TOKEN, this.signingSecret],
+      secrets: configSecrets(config), // what the real bot redacts (src/main.ts)
       destination: pino.destination({ dest: join(this.dir, "bot.log"), sync: false, mkdir: true }),
     });
   }
@@ -255,10 +261,11 @@ export class Bench {
           : [],
     };
     if (spec.transport === "local") return { ...common, local: true, extraPath: [sim.binDir] };
-    const login = await this.sshd.authorize({
-      PATH: `${sim.binDir}:/usr/local/bin:/usr/bin:/bin`,
-      MODELSWAP_SANDBOX: sim.root,
-    });
+    const keyDir = this.options.secrets?.keyDir;
+    const login = await this.sshd.authorize(
+      { PATH: `${sim.binDir}:/usr/local/bin:/usr/bin:/bin`, MODELSWAP_SANDBOX: sim.root },
+      keyDir === undefined ? {} : { keyDir: resolvePath(this.dir, keyDir) },
+    );
     let port = this.sshd.port;
     let hostKeySha256 = this.sshd.hostKeySha256();
     if (spec.reach === "refused") port = await freePort();
@@ -347,8 +354,9 @@ async function unrelatedFingerprint(dir: string): Promise<string> {
 /** Starts the bench: one call, everything real or simulated that the bot talks to. */
 export async function startBench(options: BenchOptions = {}): Promise<Bench> {
   const dir = await mkdtemp(join(tmpdir(), "modelswap-bench-"));
-  const signingSecret = randomBytes(16).toString("hex");
-  const botToken = `xoxb-bench-${randomBytes(8).toString("hex")}`;
+  const signingSecret = options.secrets?.signingSecret ?? randomBytes(16).toString("hex");
+  const botToken = options.secrets?.botToken ?? `xoxb-bench-${randomBytes(8).toString("hex")}`;
+  const hfToken = options.secrets?.hfToken;
   const [redis, sshd, slack, hub, upstream] = await Promise.all([
     startRedis(join(dir, "redis")),
     startSshd(join(dir, "sshd")),
@@ -365,7 +373,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       userGroups: [{ id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] }],
       channels: [{ id: CHANNEL, name: "llm-ops" }],
     }),
-    startSimHub(),
+    startSimHub(hfToken === undefined ? {} : { tokens: [hfToken] }),
     createEngineUpstream(join(dir, "upstream")),
   ]);
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
@@ -392,6 +400,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       HF_ENDPOINT: hub.url,
       LOG_LEVEL: "debug",
       MODELSWAP_CONFIG: bench.configPath,
+      ...(hfToken === undefined ? {} : { HF_TOKEN: hfToken }),
     };
     return bench;
   } catch (error) {

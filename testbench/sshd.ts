@@ -21,8 +21,9 @@ export interface BenchSshd {
   /**
    * A new client key whose sessions get these environment variables (via authorized_keys
    * `environment=`): this is how one sshd serves many sandboxed hosts, each with its own PATH.
+   * `keyDir` puts the key file in another directory (default: the sshd's own directory).
    */
-  authorize(env: Record<string, string>): Promise<SshLogin>;
+  authorize(env: Record<string, string>, options?: { keyDir?: string }): Promise<SshLogin>;
   /** Replaces the host key and restarts sshd: a pinned client must now refuse the host. */
   rotateHostKey(): Promise<void>;
   stop(): Promise<void>;
@@ -97,20 +98,13 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
   return {
     port,
     hostKeySha256: () => fingerprint,
-    async authorize(env) {
+    async authorize(env, where = {}) {
       keyCount += 1;
-      const keyPath = join(dir, `client_${keyCount}`);
-      await run("ssh-keygen", [
-        "-q",
-        "-t",
-        "ed25519",
-        "-N",
-        "",
-        "-C",
-        `bench-client-${keyCount}`,
-        "-f",
-        keyPath,
-      ]);
+      const n = keyCount; // taken before any await: hosts are authorized concurrently
+      const keyDir = where.keyDir ?? dir;
+      const keyPath = join(keyDir, `client_${n}`);
+      await mkdir(keyDir, { recursive: true });
+      await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `bench-client-${n}`, "-f", keyPath]);
       const publicKey = (await readFile(`${keyPath}.pub`, "utf8")).trim();
       const options = Object.entries(env)
         .map(([name, value]) => `environment="${name}=${value.replaceAll('"', '\\"')}"`)
