@@ -59,3 +59,12 @@ export function describeError(error: unknown): string {
   const coded = asCodedError(error);
   return `${coded.message} (${coded.code}). Fix: ${coded.fix}`;
 }
+
+/**
+ * Errors that say the host could not be reached right now, not that it refused the work: the stage is
+ * retried with backoff (for `swaps.hostRetrySeconds`) instead of failing the swap.
+ */
+export function isHostUnreachable(error: unknown): boolean {
+  const code = asCodedError(error).code;
+  return code === "HOST_UNREACHABLE" || code === "HOST_CONNECTION_LOST" || code === "HOST_COMMAND_TIMEOUT";
+}

@@ -114,6 +114,7 @@ export class Bench {
   readonly hosts = new Map<string, BenchHost>();
   private bots: RunningModelswap[] = [];
   private children: ChildProcess[] = [];
+  private childBots: ChildBot[] = [];
   private silentServers: Server[] = [];
   configPath = "";
   env: Record<string, string> = {};
@@ -176,15 +177,22 @@ export class Bench {
     this.children.push(child);
     await waitForPort(port, "the modelswap child process", 30_000);
     this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
-    return {
+    const bot: ChildBot = {
       pid: child.pid ?? 0,
       logPath,
       kill: async (signal: NodeJS.Signals = "SIGKILL") => {
-        child.kill(signal);
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
         await exited;
-        await out.close();
+        await out.close().catch(() => undefined);
       },
     };
+    this.childBots.push(bot);
+    return bot;
+  }
+
+  /** SIGKILLs every `modelswap` child process still running (a crash: nothing is cleaned up). */
+  async killChildren(): Promise<void> {
+    await Promise.all(this.childBots.splice(0).map((bot) => bot.kill("SIGKILL")));
   }
 
   /** Stops every bot this bench started (their Redis state stays). */

@@ -26,6 +26,11 @@ export interface BenchSshd {
   authorize(env: Record<string, string>, options?: { keyDir?: string }): Promise<SshLogin>;
   /** Replaces the host key and restarts sshd: a pinned client must now refuse the host. */
   rotateHostKey(): Promise<void>;
+  /**
+   * Cuts every established connection (SIGKILL to each connection's sshd process), as a network cut or
+   * a host reboot would; the listener stays up, so clients can reconnect.
+   */
+  dropConnections(): Promise<void>;
   stop(): Promise<void>;
   start(): Promise<void>;
 }
@@ -111,6 +116,11 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
         .join(",");
       await appendFile(authorizedKeys, `${options}${options ? " " : ""}${publicKey}\n`);
       return { user, privateKeyPath: keyPath };
+    },
+    async dropConnections() {
+      const pid = child?.pid;
+      if (pid === undefined) return;
+      await run("pkill", ["-KILL", "-P", String(pid)]).catch(() => undefined); // exit 1: none to kill
     },
     async rotateHostKey() {
       await stop();

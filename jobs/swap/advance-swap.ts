@@ -1,4 +1,4 @@
-import { asCodedError, describeError } from "../../src/errors.ts";
+import { asCodedError, describeError, isHostUnreachable } from "../../src/errors.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
 import { finishSwap } from "./stages/finish.ts";
@@ -21,11 +21,7 @@ export type AdvanceResult = { done: true } | { done: false; waitMs: number };
  * until it must wait (the job parks itself) or ends. A restarted worker calls this again with the same
  * record and continues; every step is idempotent.
  */
-export async function advanceSwap(
-  swapId: string,
-  deps: SwapDeps,
-  finalAttempt = true,
-): Promise<AdvanceResult> {
+export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<AdvanceResult> {
   const record = await deps.store.get(swapId);
   if (record === undefined || record.step === "done") return { done: true };
   const ctx = createStageContext(record, deps);
@@ -36,17 +32,19 @@ export async function advanceSwap(
     } catch (error) {
       const coded = asCodedError(error);
       ctx.log.error({ err: coded, step: record.step }, "swap step threw");
-      // Connection problems are retried by the job's attempts; anything else fails the swap.
-      const transient =
-        coded.code === "HOST_UNREACHABLE" ||
-        coded.code === "HOST_CONNECTION_LOST" ||
-        coded.code === "HOST_COMMAND_TIMEOUT";
-      if (transient && !finalAttempt) {
-        await ctx.save();
-        throw error;
+      if (!isHostUnreachable(error)) {
+        result = { fail: describeError(error), touched: record.switch !== undefined };
+      } else {
+        // The host is away (sshd restarting, network cut, reboot): the same step runs again later.
+        const waitMs = retryLater(ctx, error);
+        if (waitMs !== undefined) {
+          await ctx.save();
+          return { done: false, waitMs };
+        }
+        result = { fail: gaveUp(ctx, error), touched: record.switch !== undefined };
       }
-      result = { fail: describeError(error), touched: record.switch !== undefined };
     }
+    if (!("fail" in result)) record.hostTrouble = undefined;
     if ("next" in result) {
       record.step = result.next;
       await ctx.save();
@@ -60,9 +58,42 @@ export async function advanceSwap(
       await finishSwap(ctx, result.end, result.reason);
       return { done: true };
     }
-    await failSwap(ctx, result.fail, result.touched);
-    return { done: true };
+    return await failSwap(ctx, result.fail, result.touched);
   }
+}
+
+/**
+ * A swap whose job can no longer run (its attempts are spent): it ends as failed, after a rollback when
+ * the switch had begun. Called by the worker when BullMQ gives the job up.
+ */
+export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): Promise<void> {
+  const record = await deps.store.get(swapId);
+  if (record === undefined || record.step === "done") return;
+  const ctx = createStageContext(record, deps);
+  await failSwap(ctx, record.reason ?? why, record.switch !== undefined, { retry: false });
+}
+
+/** Notes one more failed try to reach the host; the backoff before the next, or undefined once out of time. */
+function retryLater(ctx: StageContext, error: unknown): number | undefined {
+  const { record } = ctx;
+  const now = Date.now();
+  const trouble = record.hostTrouble ?? { since: new Date(now).toISOString(), tries: 0, last: "" };
+  trouble.tries += 1;
+  trouble.last = asCodedError(error).message;
+  record.hostTrouble = trouble;
+  const limitMs = ctx.deps.config.file.swaps.hostRetrySeconds * 1000;
+  const elapsed = now - Date.parse(trouble.since);
+  if (elapsed >= limitMs) return undefined;
+  ctx.log.warn({ tries: trouble.tries, elapsedMs: elapsed, step: record.step }, "host unreachable; retrying");
+  return Math.min(1000 * 2 ** (trouble.tries - 1), 15_000, Math.max(200, limitMs - elapsed));
+}
+
+function gaveUp(ctx: StageContext, error: unknown): string {
+  const { record } = ctx;
+  const trouble = record.hostTrouble;
+  const seconds = trouble === undefined ? 0 : Math.round((Date.now() - Date.parse(trouble.since)) / 1000);
+  const coded = asCodedError(error);
+  return `${record.host} could not be reached for ${seconds} s (${trouble?.tries ?? 1} tries; swaps.hostRetrySeconds is ${ctx.deps.config.file.swaps.hostRetrySeconds}): ${coded.message} (${coded.code}). Fix: ${coded.fix}`;
 }
 
 async function runStep(ctx: StageContext): Promise<StepResult> {
@@ -120,24 +151,46 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
   record.step = "rollback";
   await ctx.save();
   const result = await rollback(ctx, record.reason);
-  record.rollback = result;
+  if (result.unreachable !== undefined) throw result.unreachable; // retried like any step; then rolled back
+  record.rollback = { ok: result.ok, detail: result.detail };
   return result.ok
     ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` }
     : { end: "failed", reason: record.reason };
 }
 
-/** A failure: before the switch nothing changed; from the switch on, the old service is put back. */
-async function failSwap(ctx: StageContext, why: string, touched: boolean): Promise<void> {
+/**
+ * A failure: before the switch nothing changed; from the switch on, the old service is put back. A
+ * rollback that cannot reach the host is tried again (for swaps.hostRetrySeconds) unless `retry` is off.
+ */
+async function failSwap(
+  ctx: StageContext,
+  why: string,
+  touched: boolean,
+  options: { retry: boolean } = { retry: true },
+): Promise<AdvanceResult> {
   const { record } = ctx;
   record.reason = why;
   if (!touched || record.switch === undefined) {
     await finishSwap(ctx, "failed", why);
-    return;
+    return { done: true };
   }
-  record.step = "rollback";
-  await ctx.save();
+  if (record.step !== "rollback") {
+    record.step = "rollback";
+    record.hostTrouble = undefined; // the rollback gets its own time to reach the host
+    await ctx.save();
+  }
   await ctx.updateCard(true);
   const result = await rollback(ctx, why);
-  record.rollback = result;
+  if (result.ok) record.hostTrouble = undefined;
+  else if (result.unreachable !== undefined && options.retry) {
+    const waitMs = retryLater(ctx, result.unreachable);
+    if (waitMs !== undefined) {
+      await ctx.save();
+      return { done: false, waitMs };
+    }
+    result.detail = gaveUp(ctx, result.unreachable);
+  }
+  record.rollback = { ok: result.ok, detail: result.detail };
   await finishSwap(ctx, result.ok ? "rolled_back" : "failed", why);
+  return { done: true };
 }

@@ -135,6 +135,8 @@ export function createStageContext(record: SwapRecord, deps: SwapDeps): StageCon
         record.cardTs = await deps.poster.post(record.channel, card);
         lastCard = Date.now();
         dirty = false;
+        // Kept at once: a worker that dies later in this step must not leave a second card behind.
+        await ctx.save();
         return;
       }
       const due = Date.now() - lastCard >= deps.config.file.swaps.cardUpdateSeconds * 1000;

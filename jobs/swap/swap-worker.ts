@@ -1,33 +1,65 @@
+import { hostname } from "node:os";
 import { DelayedError, type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
-import { advanceSwap } from "./advance-swap.ts";
+import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./swap-context.ts";
+
+/**
+ * How often one swap's job may be found stalled (its worker died mid-step) and simply run again: every
+ * step is idempotent, so a restart resumes the swap; only a job that keeps killing its worker is given up.
+ */
+const MAX_STALLS = 25;
 
 /**
  * The swap worker: each job advances one swap, then either completes or moves itself to delayed until
  * its next look (BullMQ's step-job pattern), so waiting for a download or an approval holds no slot.
+ * A running step holds BullMQ's lock, renewed while this process lives (an hour-long health wait keeps
+ * it); when the process dies, another worker finds the step stalled and runs it again.
  */
 export function createSwapWorker(connection: Redis, deps: SwapDeps, concurrency = 10): Worker {
+  const { swaps } = deps.config.file;
   const worker = new Worker(
     SWAP_QUEUE,
     async (job: Job<{ swapId: string }>, token?: string) => {
-      const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      const result = await advanceSwap(job.data.swapId, deps, finalAttempt);
+      const result = await advanceSwap(job.data.swapId, deps);
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);
         throw new DelayedError();
       }
     },
-    { connection, prefix: QUEUE_PREFIX, concurrency },
+    {
+      connection,
+      prefix: QUEUE_PREFIX,
+      concurrency,
+      lockDuration: swaps.lockSeconds * 1000,
+      stalledInterval: swaps.stalledCheckSeconds * 1000,
+      maxStalledCount: MAX_STALLS,
+      // Stored on each job it takes (BullMQ's processedBy): which process ran a swap's last step.
+      name: `${hostname()}:${process.pid}`,
+    },
   );
   worker.on("failed", (job, error) => {
     deps.log.error(
       { swap: job?.data.swapId, err: error.message, attempts: job?.attemptsMade },
       "swap job failed",
     );
+    if (job === undefined) return;
+    // Attempts spent: the swap must still end, with the old service back if the switch had begun.
+    void job
+      .getState()
+      .then(async (state) => {
+        if (state === "failed")
+          await abandonSwap(job.data.swapId, `the swap's job failed: ${error.message}`, deps);
+      })
+      .catch((err: unknown) =>
+        deps.log.error({ swap: job.data.swapId, err: (err as Error).message }, "could not end a failed swap"),
+      );
   });
+  worker.on("stalled", (jobId) =>
+    deps.log.warn({ swap: jobId }, "swap step stalled (its worker died); running it again"),
+  );
   worker.on("error", (error) => deps.log.warn({ err: error.message }, "swap worker error"));
   return worker;
 }

@@ -176,6 +176,22 @@ export const fileSchema = z
         downloadRetries: z.number().int().min(0).max(20).default(3),
         sanityTimeoutSeconds: z.number().positive().max(3600).default(120),
         benchmarkTimeoutSeconds: z.number().positive().max(7200).default(900),
+        /**
+         * How long a stage keeps retrying (with backoff) a host it cannot reach before it fails the
+         * swap; a failure after the switch then rolls back, and the rollback retries as long again.
+         */
+        hostRetrySeconds: z
+          .number()
+          .min(1)
+          .max(24 * 3600)
+          .default(300),
+        /**
+         * BullMQ's lock on a running step (renewed every half of it while the process lives) and how
+         * often workers look for steps whose process died: a killed worker's swap is taken over within
+         * about lockSeconds + stalledCheckSeconds.
+         */
+        lockSeconds: z.number().min(1).max(600).default(30),
+        stalledCheckSeconds: z.number().min(1).max(600).default(30),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()

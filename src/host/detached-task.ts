@@ -63,12 +63,12 @@ export async function detachedStatus(
 ): Promise<DetachedStatus> {
   const result = await transport.exec(sh`
     if [ ! -d ${dir} ] || [ ! -f ${dir}/run.sh ]; then echo state=missing; exit 0; fi
+    pid=$(cat ${dir}/pid 2>/dev/null || true)
+    if [ -n "$pid" ] && [ -r /proc/$pid/cmdline ] && tr '\\0' ' ' < /proc/$pid/cmdline | grep -qF ${`${dir}/run.sh`} \
+       && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ]; then alive=1; else alive=0; fi
+    # The exit file is read after the liveness check: a task that ends between the two is "exited", not "dead".
     if [ -f ${dir}/exit ]; then echo state=exited; echo "exit=$(cat ${dir}/exit)";
-    else
-      pid=$(cat ${dir}/pid 2>/dev/null || true)
-      if [ -n "$pid" ] && [ -r /proc/$pid/cmdline ] && tr '\\0' ' ' < /proc/$pid/cmdline | grep -qF ${`${dir}/run.sh`} \
-         && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ]; then echo state=running; else echo state=dead; fi
-    fi
+    elif [ "$alive" = 1 ]; then echo state=running; else echo state=dead; fi
     echo ---log---
     tail -n ${logLines} ${dir}/log 2>/dev/null || true
   `);

@@ -93,6 +93,13 @@ export interface SwapRecord {
   sanity?: { ok: boolean; summary: string };
   benchmark?: unknown;
   rollback?: { ok: boolean; detail: string };
+  /** When the rollback began (its announcement is posted once, however often it is retried). */
+  rollbackStartedAt?: string;
+  /**
+   * Set while the host cannot be reached (connection refused or lost, command timed out): since when,
+   * how many tries, the last error. Cleared by the next step that gets through.
+   */
+  hostTrouble?: { since: string; tries: number; last: string };
   lastCardUpdate?: string;
   download?: { bytes: number; at: string; rate?: number };
   finishedAt?: string;

@@ -12,7 +12,7 @@ import {
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
 import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
-import { shimScriptPath, writeShimWrapper } from "./write-shim-wrapper.ts";
+import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
 
 export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200";
 
@@ -235,6 +235,39 @@ export class SimGpuHost {
     });
     this.faultsChain = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * Holds the next calls of a command (`systemctl`, `nvidia-smi`, `python`, `curl`, …) whose arguments
+   * contain `text` (matched against " arg1 arg2 … "): they wait before running until `release`. With
+   * `waitHeld` a test knows the bot is blocked inside that command — the moment to kill it.
+   */
+  async hold(command: string, text = ""): Promise<void> {
+    const paths = sandboxPaths(this.root);
+    await mkdir(join(paths.stateDir, "holds"), { recursive: true });
+    await mkdir(join(paths.stateDir, "held"), { recursive: true });
+    if (command === "curl")
+      await writePassthroughWrapper(join(this.binDir, "curl"), "/usr/bin/curl", this.root);
+    await rm(join(paths.stateDir, "held", command), { force: true });
+    await writeFile(join(paths.stateDir, "holds", command), text);
+  }
+
+  /** Resolves once a call of `command` is waiting on its hold. */
+  async waitHeld(command: string, timeoutMs = 60_000): Promise<void> {
+    const marker = join(sandboxPaths(this.root).stateDir, "held", command);
+    const deadline = Date.now() + timeoutMs;
+    while (!existsSync(marker)) {
+      if (Date.now() > deadline)
+        throw new Error(`${this.name}: no call of ${command} reached its hold in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Lets held calls of `command` run, and holds no more. */
+  async release(command: string): Promise<void> {
+    const state = sandboxPaths(this.root).stateDir;
+    await rm(join(state, "holds", command), { force: true });
+    await rm(join(state, "held", command), { force: true });
   }
 
   /** Removes every fault switch. */

@@ -34,8 +34,36 @@ export async function writeShimWrapper(
       return `${key}=${shQuote(value)}`;
     })
     .join(" ");
-  const script = `#!/bin/sh\n${assignments} exec ${shQuote(process.execPath)} ${shQuote(resolve(scriptPath))} "$@"\n`;
+  const script = `#!/bin/sh\n${holdPrologue(sandboxRoot)}${assignments} exec ${shQuote(process.execPath)} ${shQuote(resolve(scriptPath))} "$@"\n`;
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, script);
   await chmod(path, 0o755);
+}
+
+/**
+ * A wrapper that runs a real binary (e.g. /usr/bin/curl) with the hold prologue in front, so tests can
+ * hold real commands too.
+ */
+export async function writePassthroughWrapper(
+  path: string,
+  binary: string,
+  sandboxRoot: string,
+): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, `#!/bin/sh\n${holdPrologue(sandboxRoot)}exec ${shQuote(binary)} "$@"\n`);
+  await chmod(path, 0o755);
+}
+
+/**
+ * The hold: while `state/holds/<command name>` exists and the call's arguments contain its text, the call
+ * waits before it runs, after creating `state/held/<name>` — so a test knows the bot is inside that
+ * command and can kill the bot there (SimGpuHost.hold / waitHeld / release).
+ */
+function holdPrologue(sandboxRoot: string): string {
+  const root = shQuote(resolve(sandboxRoot));
+  return [
+    `n=\${0##*/}; h=${root}/state/holds/$n`,
+    `if [ -e "$h" ]; then p=$(cat "$h"); case " $* " in *"$p"*) : > ${root}/state/held/$n; while [ -e "$h" ]; do sleep 0.05; done;; esac; fi`,
+    "",
+  ].join("\n");
 }

@@ -113,6 +113,7 @@ export class SimHub {
   private fault: HubFault | null = null;
   private faultUses = 0;
   private stopped = false;
+  private apiHold: { promise: Promise<void>; release: () => void; waiting: number } | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -218,6 +219,33 @@ export class SimHub {
     this.applyRate();
   }
 
+  /**
+   * Holds API requests (model info, trees) before they are answered, until `releaseApi`: a test knows
+   * the bot is waiting on the Hub (`apiHeld`) and can kill it there.
+   */
+  holdApi(): void {
+    if (this.apiHold !== undefined) return;
+    let release = () => undefined as void;
+    const promise = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.apiHold = { promise, release, waiting: 0 };
+  }
+
+  /** Resolves once an API request is waiting on the hold. */
+  async apiHeld(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((this.apiHold?.waiting ?? 0) === 0) {
+      if (Date.now() > deadline) throw new Error(`no Hub API request reached the hold in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  releaseApi(): void {
+    this.apiHold?.release();
+    this.apiHold = undefined;
+  }
+
   setFault(fault: HubFault | null): void {
     this.fault = fault;
     this.faultUses = 0;
@@ -303,6 +331,11 @@ export class SimHub {
       aborted: false,
       startedAt: Date.now(),
     };
+    const hold = isApi ? this.apiHold : undefined;
+    if (hold !== undefined) {
+      hold.waiting += 1;
+      await hold.promise;
+    }
     if (typeof req.headers.range === "string") record.range = req.headers.range;
     if (isResolve && segments !== undefined) {
       record.repo = `${segments[0]}/${segments[1]}`;

@@ -1,6 +1,7 @@
 import type { BenchResult } from "../../../src/engine/bench-serving.ts";
 import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
-import { describeError } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
 import { renderBenchmarkComparison } from "../../../src/reporter/benchmark-table.ts";
 import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
@@ -18,6 +19,13 @@ export interface SwapBenchmark {
 export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   const { record, deps, host } = ctx;
   const plan = record.plan!;
+  if (record.stages.benchmark.state === "running") {
+    // Resumed after a crash: a run the dead worker started may still be loading the server, and two at
+    // once would skew both. ("[s]" keeps pkill from matching the shell that runs it.)
+    await ctx.exec(
+      sh`pkill -f ${`[s]glang.bench_serving --backend sglang --host 127.0.0.1 --port ${host.servingPort} `} || true`,
+    );
+  }
   ctx.stage("benchmark", "running", "single stream, then loaded");
   await ctx.updateCard(true);
   try {
@@ -41,6 +49,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       `${current.single.outputThroughput?.toFixed(0) ?? "?"} tok/s single · ${current.loaded.outputThroughput?.toFixed(0) ?? "?"} tok/s loaded`,
     );
   } catch (error) {
+    if (isHostUnreachable(error)) throw error;
     ctx.stage("benchmark", "failed", describeError(error));
     await ctx.say(
       `⚠️ The benchmark could not run: ${describeError(error)}. The new model is healthy and sane; it stays.`,

@@ -11,10 +11,17 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const limit = ctx.deps.config.file.swaps.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
   ctx.stage("health", "running", `waiting for /health_generate (limit ${formatSeconds(limit)})`);
   await ctx.updateCard(true);
-  const result = await waitHealthy(ctx, plan.unitName, limit, async (elapsed) => {
-    ctx.stage("health", "running", `loading for ${formatSeconds(elapsed)} (limit ${formatSeconds(limit)})`);
-    await ctx.updateCard();
-  });
+  const startedAt = Date.parse(record.switch?.newStartedAt ?? new Date().toISOString());
+  const result = await waitHealthy(
+    ctx,
+    plan.unitName,
+    limit,
+    async (elapsed) => {
+      ctx.stage("health", "running", `loading for ${formatSeconds(elapsed)} (limit ${formatSeconds(limit)})`);
+      await ctx.updateCard();
+    },
+    startedAt,
+  );
   if (!result.healthy) {
     ctx.stage("health", "failed", result.why);
     await ctx.say(`❌ \`${plan.unitName}\` did not become healthy: ${result.why}`, {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { describeError } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { modelFacts } from "../../../src/plan/model-facts.ts";
@@ -49,6 +49,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       ...(deps.recipes === undefined ? {} : { recipes: deps.recipes }),
     });
   } catch (error) {
+    if (isHostUnreachable(error)) throw error;
     ctx.stage("preflight", "failed", describeError(error));
     return { fail: describeError(error), touched: false };
   }

@@ -158,8 +158,9 @@ async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
     record.tasks.build = { dir, startedAt: new Date().toISOString(), attempts: 1 };
   }
   if (record.tasks.build === undefined) {
-    await start(
-      ctx,
+    // No HF_TOKEN here: the build runs the engine's own install code, which has no use for it.
+    await startDetached(
+      ctx.transport,
       dir,
       buildScript({
         engineSourceDir: host.engineSourceDir,
@@ -225,6 +226,7 @@ async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
   return undefined;
 }
 
+/** Starts the download task, the one task that needs HF_TOKEN (gated and private repositories). */
 async function start(ctx: StageContext, dir: string, script: string): Promise<void> {
   const token = ctx.deps.config.env.HF_TOKEN;
   await startDetached(ctx.transport, dir, script, token === undefined ? {} : { HF_TOKEN: token });

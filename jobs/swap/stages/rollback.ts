@@ -1,4 +1,4 @@
-import { describeError } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext } from "../swap-context.ts";
@@ -9,11 +9,21 @@ import { waitHealthy } from "./wait-healthy.ts";
  * engine checked out at its previous commit when the build changed it, the old unit enabled and started,
  * and its health awaited. Returns whether the host serves again.
  */
-export async function rollback(ctx: StageContext, why: string): Promise<{ ok: boolean; detail: string }> {
+export interface RollbackResult {
+  ok: boolean;
+  detail: string;
+  /** The host could not be reached: the rollback may be tried again (every step of it is idempotent). */
+  unreachable?: unknown;
+}
+
+export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
   const { record, host } = ctx;
   const plan = record.plan!;
   const oldUnit = record.previous!.unit;
-  await ctx.say(`↩️ Rolling back to \`${oldUnit}\`: ${why}`);
+  if (record.rollbackStartedAt === undefined) {
+    record.rollbackStartedAt = new Date().toISOString();
+    await ctx.say(`↩️ Rolling back to \`${oldUnit}\`: ${why}`);
+  }
   try {
     if (oldUnit !== plan.unitName) {
       await ctx.exec(ctx.privileged(sh`systemctl disable --now ${plan.unitName}`));
@@ -28,9 +38,19 @@ export async function rollback(ctx: StageContext, why: string): Promise<{ ok: bo
     }
     await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
   } catch (error) {
-    return { ok: false, detail: describeError(error) };
+    return {
+      ok: false,
+      detail: describeError(error),
+      ...(isHostUnreachable(error) ? { unreachable: error } : {}),
+    };
   }
-  const health = await waitHealthy(ctx, oldUnit, Math.max(600, plan.healthTimeoutSeconds));
+  let health: Awaited<ReturnType<typeof waitHealthy>>;
+  try {
+    health = await waitHealthy(ctx, oldUnit, Math.max(600, plan.healthTimeoutSeconds));
+  } catch (error) {
+    if (!isHostUnreachable(error)) throw error;
+    return { ok: false, detail: describeError(error), unreachable: error };
+  }
   if (!health.healthy) {
     await ctx.say(`❌ \`${oldUnit}\` did not come back: ${health.why}`, {
       log: interestingTail(health.journal),

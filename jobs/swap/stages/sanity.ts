@@ -1,5 +1,5 @@
 import { runSanity } from "../../../src/engine/sanity.ts";
-import { describeError } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
 
@@ -24,6 +24,7 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
     ctx.stage("sanity", "done", report.summary);
     return { next: "benchmark" };
   } catch (error) {
+    if (isHostUnreachable(error)) throw error;
     ctx.stage("sanity", "failed", describeError(error));
     return { fail: `sanity check could not run: ${describeError(error)}`, touched: true };
   }

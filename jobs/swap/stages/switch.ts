@@ -1,4 +1,4 @@
-import { describeError } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
@@ -38,6 +38,8 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     record.switch.newStartedAt ??= new Date().toISOString();
     record.switch.done = true;
   } catch (error) {
+    // Every command above is idempotent: an unreachable host gets the same switch again, later.
+    if (isHostUnreachable(error)) throw error;
     ctx.stage("switch", "failed", describeError(error));
     return { fail: describeError(error), touched: true };
   }

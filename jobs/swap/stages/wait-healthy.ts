@@ -14,9 +14,11 @@ export async function waitHealthy(
   unit: string,
   timeoutSeconds: number,
   onPoll?: (elapsedSeconds: number) => Promise<void>,
+  /** When the clock started (the unit's start): a worker that resumes the wait does not restart it. */
+  since = Date.now(),
 ): Promise<HealthResult> {
   const port = ctx.host.servingPort;
-  const started = Date.now();
+  const started = since;
   const pollMs = Math.max(200, Math.min(5000, ctx.deps.config.file.swaps.pollSeconds * 1000));
   let journal: string[] = [];
   for (;;) {
