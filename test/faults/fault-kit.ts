@@ -1,0 +1,138 @@
+import { Redis } from "ioredis";
+import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * What the fault-injection tests share: driving a swap from Slack as people do, and reading the swap's
+ * record straight from Redis to know where it is (the moment to inject a fault).
+ */
+export class SwapDriver {
+  private readonly redis: Redis;
+
+  constructor(private readonly bench: Bench) {
+    this.redis = new Redis(bench.redis.url, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.redis.on("error", () => undefined); // tests restart redis-server on purpose
+  }
+
+  /** `/llm swap <model>` by alice; resolves with the swap's card once it is posted. */
+  async request(model: string, host: string): Promise<SlackMessage> {
+    const before = new Set(this.bench.slack.messages(CHANNEL).map((m) => m.ts));
+    const ack = await this.bench.slack.command(USERS.alice, `swap ${model} --host ${host}`, {
+      channel: CHANNEL,
+    });
+    if (ack.status !== 200 || !/Swap queued/.test(ack.ackResponse?.text ?? "")) {
+      throw new Error(`the swap was not queued: ${ack.status} ${ack.ackResponse?.text}`);
+    }
+    return await this.bench.slack.waitFor(
+      () =>
+        this.bench.slack
+          .messages(CHANNEL)
+          .find((m) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes(`→ ${host}`)),
+      { what: `the card of the swap to ${model}`, timeoutMs: 30_000 },
+    );
+  }
+
+  card(cardTs: string): SlackMessage {
+    const card = this.bench.slack.message(CHANNEL, cardTs);
+    if (card === undefined) throw new Error(`no message ${cardTs}`);
+    return card;
+  }
+
+  swapId(cardTs: string): string {
+    const id = /swap `([^`]+)`/.exec(JSON.stringify(this.card(cardTs).blocks))?.[1];
+    if (id === undefined) throw new Error("the card names no swap id");
+    return id;
+  }
+
+  /** The plan message (with its Approve button) in the card's thread. */
+  async plan(cardTs: string, timeoutMs = 60_000): Promise<SlackMessage> {
+    return await this.bench.slack.waitFor(
+      () =>
+        this.bench.slack
+          .thread(CHANNEL, cardTs)
+          .findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+      { what: "the plan with its Approve button", timeoutMs },
+    );
+  }
+
+  /** bob approves the plan with a ✅. */
+  async approve(cardTs: string): Promise<void> {
+    const plan = await this.plan(cardTs);
+    await this.bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+  }
+
+  async outcome(cardTs: string, pattern: RegExp, timeoutMs = 120_000): Promise<SlackMessage> {
+    return await this.bench.slack.waitFor(
+      () => (pattern.test(this.card(cardTs).text) ? this.card(cardTs) : undefined),
+      { what: `the card to match ${pattern}`, timeoutMs },
+    );
+  }
+
+  /** Top-level cards of a swap (a crash must never leave a second one behind). */
+  cardsOf(swapId: string): SlackMessage[] {
+    return this.bench.slack
+      .messages(CHANNEL)
+      .filter((m) => m.thread_ts === undefined && JSON.stringify(m.blocks ?? []).includes(`\`${swapId}\``));
+  }
+
+  /** Plan messages in a swap's thread. */
+  plansOf(cardTs: string): SlackMessage[] {
+    return this.bench.slack.thread(CHANNEL, cardTs).filter((m) => m.text.startsWith("Swap plan:"));
+  }
+
+  threadText(cardTs: string): string {
+    return this.bench.slack
+      .thread(CHANNEL, cardTs)
+      .map((m) => `${m.text}\n${JSON.stringify(m.blocks ?? [])}`)
+      .join("\n");
+  }
+
+  /** The swap's record as the workers see it. */
+  async record(swapId: string): Promise<SwapRecord | undefined> {
+    if (this.redis.status === "wait") await this.redis.connect();
+    const raw = await this.redis.get(`{modelswap}:swap:${swapId}`);
+    return raw === null ? undefined : (JSON.parse(raw) as SwapRecord);
+  }
+
+  /** Waits until the swap's record satisfies `test` (polled every 50 ms). */
+  async until(
+    swapId: string,
+    what: string,
+    test: (r: SwapRecord) => boolean,
+    timeoutMs = 60_000,
+  ): Promise<SwapRecord> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const record = await this.record(swapId).catch(() => undefined);
+      if (record !== undefined && test(record)) return record;
+      if (Date.now() > deadline) {
+        throw new Error(`timed out waiting for ${what}; the swap is at step ${record?.step ?? "?"}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** The BullMQ job of a swap: which worker (by name) last took it. */
+  async processedBy(swapId: string): Promise<string | undefined> {
+    if (this.redis.status === "wait") await this.redis.connect();
+    return (await this.redis.hget(`{modelswap}:swaps:${swapId}`, "pb")) ?? undefined;
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+/** How many times a unit was started on a sim host (systemd's "Started …" journal lines). */
+export async function startsOf(bench: Bench, host: string, unit: string): Promise<number> {
+  const journal = await bench.host(host).sim.journal(unit);
+  return journal.split("\n").filter((l) => /^Started /.test(l)).length;
+}
+
+/** The unit a plan installs, from the swap record. */
+export function unitOf(record: SwapRecord | undefined): string {
+  const unit = record?.plan?.unitName;
+  if (unit === undefined) throw new Error("the swap has no plan yet");
+  return unit;
+}
