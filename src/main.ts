@@ -77,7 +77,7 @@ export async function startModelswap({
       ...(config.env.HF_TOKEN === undefined ? {} : { token: config.env.HF_TOKEN }),
       log: workerLog,
     });
-    const store = new SwapStore(connection);
+    const store = new SwapStore(connection, { secrets });
     const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
     workers.push(
       createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
@@ -110,7 +110,7 @@ export async function startModelswap({
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
     swaps = new SwapQueue(connection);
-    const store = new SwapStore(connection);
+    const store = new SwapStore(connection, { secrets });
     const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
     app = createSlackApp({

@@ -1,7 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { redactSecrets } from "../log.ts";
+import { redactSecretsInJson } from "../log.ts";
 import type { SlackMessage } from "./message.ts";
 import { Pacer } from "./pacer.ts";
 
@@ -86,7 +86,7 @@ export class SlackPoster {
   /** Redacts secrets from a message (text and blocks alike). */
   redact(msg: SlackMessage): SlackMessage {
     if (this.secrets.length === 0) return msg;
-    return JSON.parse(redactSecrets(JSON.stringify(msg), this.secrets)) as SlackMessage;
+    return JSON.parse(redactSecretsInJson(JSON.stringify(msg), this.secrets)) as SlackMessage;
   }
 
   private async call<T>(method: string, send: () => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import { redactSecretsInJson } from "../log.ts";
 import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
 import type { Decision, SwapRecord } from "./swap-record.ts";
 
@@ -21,7 +22,15 @@ export interface ServingState {
  * serves.
  */
 export class SwapStore {
-  constructor(private readonly redis: Redis) {}
+  private readonly secrets: readonly string[];
+
+  /** `secrets` are replaced by `[redacted]` in every record saved: an error text may have carried one. */
+  constructor(
+    private readonly redis: Redis,
+    options: { secrets?: readonly string[] } = {},
+  ) {
+    this.secrets = options.secrets ?? [];
+  }
 
   static newId(): string {
     return `sw-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
@@ -36,7 +45,7 @@ export class SwapStore {
     const created = Date.parse(record.createdAt);
     await this.redis
       .multi()
-      .set(key("swap", record.id), JSON.stringify(record))
+      .set(key("swap", record.id), redactSecretsInJson(JSON.stringify(record), this.secrets))
       .zadd(key("swaps"), created, record.id)
       .zadd(key("swaps", "host", record.host), created, record.id)
       .exec();

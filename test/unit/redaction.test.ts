@@ -1,0 +1,86 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { WebClient } from "@slack/web-api";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger, redactSecrets, redactSecretsInJson } from "../../src/log.ts";
+import { message, section } from "../../src/reporter/message.ts";
+import { SlackPoster } from "../../src/reporter/slack-poster.ts";
+import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import { SwapStore } from "../../src/swap/swap-store.ts";
+import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
+
+/**
+ * Redaction by value: a secret is hidden wherever it lands, also when a long text was cut for Slack in
+ * the middle of it (most of a token is still the token), also inside JSON, and in swap records.
+ */
+const TOKEN = "xoxb-1234567890-abcdefghijklmnop";
+const KEY_PATH = "/etc/modelswap/keys/id_ed25519";
+
+describe("redactSecrets", () => {
+  it("hides every whole occurrence", () => {
+    expect(redactSecrets(`a ${TOKEN} b ${TOKEN}`, [TOKEN])).toBe("a [redacted] b [redacted]");
+  });
+
+  it("hides a secret cut short by a truncation mark, as long as 8 characters of it remain", () => {
+    expect(redactSecrets(`cannot read ${KEY_PATH.slice(0, 20)}…`, [KEY_PATH])).toBe(
+      "cannot read [redacted]…",
+    );
+    expect(redactSecrets(`token ${TOKEN.slice(0, 9)}… and more…`, [TOKEN])).toBe(
+      "token [redacted]… and more…",
+    );
+    // a shorter start says too little to be the secret, and other cut words stay as they are
+    expect(redactSecrets("path /etc/mo…", [KEY_PATH])).toBe("path /etc/mo…");
+    expect(redactSecrets("/etc/modelswap/config.yaml is fine…", [KEY_PATH])).toBe(
+      "/etc/modelswap/config.yaml is fine…",
+    );
+  });
+
+  it("finds secrets in JSON as JSON writes them", () => {
+    const odd = 'pa"ss\\word-12345';
+    expect(redactSecretsInJson(JSON.stringify({ error: `bad ${odd}` }), [odd])).toBe(
+      JSON.stringify({ error: "bad [redacted]" }),
+    );
+  });
+
+  it("keeps a secret out of a Slack message that was truncated in the middle of it", () => {
+    const poster = new SlackPoster({} as WebClient, [KEY_PATH], createLogger({ level: "silent" }));
+    const long = `${"x".repeat(2990)} ${KEY_PATH}`;
+    const clean = JSON.stringify(poster.redact(message("failed", [section(long)])));
+    expect(clean).toContain("[redacted]…");
+    expect(clean).not.toContain(KEY_PATH.slice(0, 8));
+  });
+});
+
+describe("SwapStore", () => {
+  let dir: string;
+  let server: BenchRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "modelswap-redaction-"));
+    server = await startRedis(dir);
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("stores no secret that an error text carried into a swap record", async () => {
+    const store = new SwapStore(redis, { secrets: [TOKEN, KEY_PATH] });
+    const record = {
+      id: "sw-test-1",
+      host: "gpu-1",
+      createdAt: new Date().toISOString(),
+      error: `HTTP 401 for ${TOKEN}; key ${KEY_PATH}`,
+    } as unknown as SwapRecord;
+    await store.save(record);
+    const raw = (await redis.get("{modelswap}:swap:sw-test-1")) ?? "";
+    expect(raw).toContain("HTTP 401 for [redacted]; key [redacted]");
+    expect(raw).not.toContain(TOKEN);
+    expect(raw).not.toContain(KEY_PATH);
+    expect((await store.get("sw-test-1"))?.id).toBe("sw-test-1");
+  });
+});
