@@ -90,10 +90,19 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
     await waitForPort(port, "sshd");
   };
 
+  // Connections outlive their listener (as with a real `systemctl restart ssh`): remembered so that
+  // dropConnections can still cut them after a restart.
+  const survivors = new Set<number>();
+  const connectionPids = async (listener: number): Promise<number[]> => {
+    const { stdout } = await run("pgrep", ["-P", String(listener)]).catch(() => ({ stdout: "" }));
+    return stdout.split("\n").filter(Boolean).map(Number);
+  };
+
   const stop = async () => {
     const running = child;
     child = undefined;
     if (running === undefined || running.exitCode !== null) return;
+    for (const pid of await connectionPids(running.pid ?? 0)) survivors.add(pid);
     const exited = new Promise((resolve) => running.once("exit", resolve));
     running.kill("SIGTERM");
     await exited;
@@ -118,9 +127,15 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
       return { user, privateKeyPath: keyPath };
     },
     async dropConnections() {
-      const pid = child?.pid;
-      if (pid === undefined) return;
-      await run("pkill", ["-KILL", "-P", String(pid)]).catch(() => undefined); // exit 1: none to kill
+      const pids = [...survivors, ...(child?.pid === undefined ? [] : await connectionPids(child.pid))];
+      survivors.clear();
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
     },
     async rotateHostKey() {
       await stop();

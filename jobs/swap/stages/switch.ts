@@ -14,6 +14,9 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
   const plan = record.plan!;
   const oldUnit = record.previous!.unit;
   if (record.switch === undefined) {
+    // Reach the host before anything is marked as begun: a host that is away, or that presents another
+    // host key, fails (or waits) here with the old service untouched, and needs no rollback.
+    await ctx.must(sh`true`, "reaching the host");
     await updatePlanMessage(ctx, "approved", record.decision!.by);
     record.switch = { startedAt: new Date().toISOString() };
     await ctx.save();

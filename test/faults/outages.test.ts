@@ -1,0 +1,210 @@
+import { readFile } from "node:fs/promises";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, startBench } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+
+/**
+ * Outages under a running swap, with real processes: redis-server restarted (AOF, as in
+ * docker-compose.yml), sshd stopped and every SSH connection cut, the host away for longer than the
+ * bot may wait, and a host key that changes while the bot is connected.
+ */
+const HOST_RETRY_SECONDS = 6;
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: {
+      pollSeconds: 0.3,
+      cardUpdateSeconds: 1,
+      lockSeconds: 3,
+      stalledCheckSeconds: 1,
+      healthTimeoutSeconds: 60,
+      hostRetrySeconds: HOST_RETRY_SECONDS,
+    },
+    connectTimeoutSeconds: 2,
+    hosts: [
+      { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "gpu-2", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+    ],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  swaps = new SwapDriver(bench);
+}, 120_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+function addModel(name: string, loadSeconds = 1.5): string {
+  const id = `sim-org/${name}`;
+  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
+  return id;
+}
+
+async function slowLoad(host: string, model: string, loadSeconds: number): Promise<void> {
+  await bench.host(host).sim.setFault("sglang", { models: { [model]: { loadSeconds } } });
+}
+
+async function waitForLog(path: string, pattern: RegExp, count: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const lines = (await readFile(path, "utf8")).split("\n").filter((l) => pattern.test(l));
+    if (lines.length >= count) return;
+    if (Date.now() > deadline)
+      throw new Error(`${path}: ${pattern} seen ${lines.length} times, not ${count}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function auditOf(swapId: string): Promise<string[]> {
+  const redis = new Redis(bench.redis.url);
+  try {
+    const entries = await redis.xrange("{modelswap}:audit", "-", "+");
+    return entries
+      .map(([, fields]) =>
+        Object.fromEntries(fields.flatMap((f, i) => (i % 2 === 0 ? [[f, fields[i + 1]]] : []))),
+      )
+      .filter((e) => e.swap === swapId)
+      .map((e) => `${e.kind}:${e.stage ?? ""}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+describe("redis-server restarted mid-swap", () => {
+  it("while the download runs and again while the new model loads: the swap continues, nothing is lost", async () => {
+    const model = addModel("redis-restart");
+    await slowLoad("gpu-1", "redis-restart", 6);
+    bench.hub.setThrottle(1_000_000);
+    const bot = await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-1");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
+    await bench.redis.stop();
+    await new Promise((r) => setTimeout(r, 2000));
+    await bench.redis.start();
+    bench.hub.setThrottle(null);
+    // the bot checks the Redis it reconnected to (noeviction, AOF) and says so: it is back
+    await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, 2);
+    await swaps.approve(card.ts);
+    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written
+    await new Promise((r) => setTimeout(r, 2000));
+    await bench.redis.start();
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    expect(record?.outcome).toBe("succeeded");
+    expect(await startsOf(bench, "gpu-1", unitOf(record))).toBe(1);
+    expect(swaps.cardsOf(swapId)).toHaveLength(1);
+    const audit = await auditOf(swapId);
+    for (const event of [
+      "request:",
+      "approval:",
+      "stage:download",
+      "stage:build",
+      "stage:switch",
+      "stage:health",
+    ]) {
+      expect(audit, event).toContain(event);
+    }
+    const downloads = (await bench.host("gpu-1").sim.calls()).filter(
+      (c) => c.cmd === "hf" && c.argv[0] === "download",
+    );
+    expect(downloads).toHaveLength(1);
+    await bench.killChildren();
+  }, 150_000);
+});
+
+describe("sshd restarted and connections cut mid-stage", () => {
+  it("during the download and the health wait: the stage waits for the host and resumes; the detached download is unaffected", async () => {
+    const model = addModel("ssh-cut");
+    await slowLoad("gpu-2", "ssh-cut", 6);
+    bench.hub.setThrottle(1_000_000);
+    const bot = await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-2");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
+    await bench.sshd.dropConnections();
+    await bench.sshd.stop();
+    await new Promise((r) => setTimeout(r, 2500));
+    await bench.sshd.start();
+    bench.hub.setThrottle(null);
+    await swaps.approve(card.ts);
+    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await bench.sshd.dropConnections();
+    await bench.sshd.stop();
+    await new Promise((r) => setTimeout(r, 2500));
+    await bench.sshd.start();
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    expect(record?.outcome).toBe("succeeded");
+    expect(await startsOf(bench, "gpu-2", unitOf(record))).toBe(1);
+    const downloads = (await bench.host("gpu-2").sim.calls()).filter(
+      (c) => c.cmd === "hf" && c.argv[0] === "download",
+    );
+    expect(downloads).toHaveLength(1);
+    const log = await readFile(bot.logPath, "utf8");
+    expect(log).toMatch(/host unreachable; retrying/);
+    await bench.killChildren();
+  }, 150_000);
+
+  it("a host away for longer than swaps.hostRetrySeconds after the switch: the stage fails saying so, the rollback waits for the host and puts the old service back", async () => {
+    const model = addModel("host-away");
+    await slowLoad("gpu-1", "host-away", 4);
+    await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-1");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    const oldUnit = (await swaps.record(swapId))?.previous?.unit;
+    await swaps.approve(card.ts);
+    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await bench.sshd.dropConnections();
+    await bench.sshd.stop();
+    const down = Date.now();
+    await swaps.until(swapId, "the rollback", (r) => r.step === "rollback", 60_000);
+    expect(Date.now() - down).toBeGreaterThanOrEqual(HOST_RETRY_SECONDS * 1000 - 500);
+    await bench.sshd.start();
+    await swaps.outcome(card.ts, /Rolled back/);
+    const record = await swaps.record(swapId);
+    expect(record?.reason).toMatch(
+      /gpu-1 could not be reached for \d+ s \(\d+ tries; swaps\.hostRetrySeconds is 6\)/,
+    );
+    expect(record?.rollback?.ok).toBe(true);
+    expect((await bench.host("gpu-1").sim.unitState(oldUnit!)).activeState).toBe("active");
+    expect((await bench.host("gpu-1").sim.unitState(unitOf(record))).activeState).not.toBe("active");
+    expect(swaps.threadText(card.ts)).toMatch(/Rolling back/);
+    await bench.killChildren();
+  }, 150_000);
+});
+
+describe("a host key that changes while the bot is connected", () => {
+  it("is refused at the next connection and reported; the swap fails before the switch, nothing touched", async () => {
+    const model = addModel("key-change");
+    await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-2");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    await swaps.until(swapId, "download and build done", (r) => r.stages.build.state === "done");
+    const oldUnit = (await swaps.record(swapId))?.previous?.unit;
+    await bench.sshd.rotateHostKey();
+    await bench.sshd.dropConnections();
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Failed/);
+    const record = await swaps.record(swapId);
+    expect(record?.switch).toBeUndefined();
+    expect(record?.reason).toMatch(
+      /presented host key SHA256:\S+, but the config pins SHA256:\S+; the connection was refused/,
+    );
+    expect(record?.reason).toMatch(/HOST_KEY_MISMATCH/);
+    expect(swaps.card(card.ts).text + JSON.stringify(swaps.card(card.ts).blocks)).toMatch(/host key/);
+    // the old service was never touched
+    expect((await bench.host("gpu-2").sim.unitState(oldUnit!)).activeState).toBe("active");
+    const status = await bench.slack.command("U0ALICE001", "status gpu-2", { channel: "C0LLMOPS01" });
+    expect(status.status).toBe(200);
+    await bench.killChildren();
+  }, 150_000);
+});

@@ -1,0 +1,106 @@
+import { readFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, type ChildBot, startBench } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+
+/**
+ * Two `modelswap` processes share one Redis. A step that runs long (an hour-long health wait, here 12 s
+ * against a 3 s lock) keeps its BullMQ lock while its process lives; when the process running a swap is
+ * SIGKILLed, the other finds the step stalled and finishes the swap.
+ */
+const HOST = "gpu-1";
+const LOCK_SECONDS = 3;
+const STALLED_CHECK_SECONDS = 1;
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: {
+      pollSeconds: 0.3,
+      cardUpdateSeconds: 1,
+      lockSeconds: LOCK_SECONDS,
+      stalledCheckSeconds: STALLED_CHECK_SECONDS,
+      healthTimeoutSeconds: 60,
+    },
+    hosts: [{ name: HOST, gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  swaps = new SwapDriver(bench);
+}, 120_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+function addModel(name: string): string {
+  const id = `sim-org/${name}`;
+  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
+  return id;
+}
+
+async function stalledLines(bot: ChildBot, swapId: string): Promise<string[]> {
+  const log = await readFile(bot.logPath, "utf8");
+  return log.split("\n").filter((l) => l.includes("stalled") && l.includes(swapId));
+}
+
+describe("two workers on one Redis", () => {
+  it("a step longer than the lock keeps it: nobody else runs it, nothing is stalled", async () => {
+    const model = addModel("long-health");
+    await bench.host(HOST).sim.setFault("sglang", { models: { "long-health": { loadSeconds: 12 } } });
+    const a = await bench.spawnBot();
+    const b = await bench.spawnBot();
+    const card = await swaps.request(model, HOST);
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    const inHealth = await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    const runner = await swaps.processedBy(swapId);
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    // the health wait outlived the lock four times over, in one process, and was never taken from it
+    expect(Date.parse(record!.healthyAt!) - Date.parse(inHealth.switch!.newStartedAt!)).toBeGreaterThan(
+      4 * LOCK_SECONDS * 1000,
+    );
+    expect(await swaps.processedBy(swapId)).toBe(runner);
+    expect([...(await stalledLines(a, swapId)), ...(await stalledLines(b, swapId))]).toEqual([]);
+    expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+    await bench.killChildren();
+  }, 120_000);
+
+  it("the one running a swap is killed: the other takes it over within the stall interval and finishes it", async () => {
+    const model = addModel("takeover");
+    await bench.host(HOST).sim.setFault("sglang", { models: { takeover: { loadSeconds: 8 } } });
+    const bots = [await bench.spawnBot(), await bench.spawnBot()];
+    const card = await swaps.request(model, HOST);
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    const runner = await swaps.processedBy(swapId);
+    const victim = bots.find((b) => runner?.endsWith(`:${b.pid}`));
+    const survivor = bots.find((b) => b !== victim);
+    expect(victim, `the job names its worker (${runner})`).toBeDefined();
+    await victim!.kill("SIGKILL");
+    const killedAt = Date.now();
+    let takenAt = 0;
+    while (Date.now() - killedAt < 60_000) {
+      if ((await swaps.processedBy(swapId))?.endsWith(`:${survivor!.pid}`)) {
+        takenAt = Date.now();
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(takenAt, "the survivor took the job").toBeGreaterThan(0);
+    // BullMQ: the lock expires (lockSeconds), then a stalled check notices it (every stalledCheckSeconds,
+    // it needs two looks); a little more for a busy machine
+    expect(takenAt - killedAt).toBeLessThan((LOCK_SECONDS + 2 * STALLED_CHECK_SECONDS + 5) * 1000);
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    expect(record?.outcome).toBe("succeeded");
+    expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+    expect(swaps.cardsOf(swapId)).toHaveLength(1);
+    expect(await stalledLines(survivor!, swapId)).not.toEqual([]);
+    await bench.killChildren();
+  }, 120_000);
+});
