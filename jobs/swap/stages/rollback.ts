@@ -22,7 +22,11 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   const oldUnit = record.previous!.unit;
   if (record.rollbackStartedAt === undefined) {
     record.rollbackStartedAt = new Date().toISOString();
-    await ctx.say(`↩️ Rolling back to \`${oldUnit}\`: ${why}`);
+    await ctx.say(
+      plan.host.currentUnit.exists
+        ? `↩️ Rolling back to \`${oldUnit}\`: ${why}`
+        : `↩️ Rolling back (nothing served before): stopping \`${plan.unitName}\`: ${why}`,
+    );
   }
   try {
     if (oldUnit !== plan.unitName) {
@@ -36,6 +40,9 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
         { timeoutMs: 600_000 },
       );
     }
+    // Nothing served before this swap: back to that is the new unit stopped (done above).
+    if (!plan.host.currentUnit.exists)
+      return { ok: true, detail: `${plan.unitName} stopped; nothing served before` };
     await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
   } catch (error) {
     return {

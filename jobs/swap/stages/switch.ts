@@ -31,7 +31,8 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     );
     await ctx.must(ctx.privileged(sh`systemctl daemon-reload`), "systemctl daemon-reload");
     if (record.switch.oldStoppedAt === undefined) {
-      if (oldUnit !== plan.unitName) {
+      // A host that served nothing (no such unit file) has nothing to stop.
+      if (oldUnit !== plan.unitName && plan.host.currentUnit.exists) {
         await ctx.must(ctx.privileged(sh`systemctl disable --now ${oldUnit}`), `stopping ${oldUnit}`);
       }
       record.switch.oldStoppedAt = new Date().toISOString();

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, startBench } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver, startsOf, unitOf } from "../faults/fault-kit.ts";
+
+/** A host that serves nothing yet (a new box): the first swap has nothing to stop and nothing to go back to. */
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
+    hosts: [{ name: "new-box", gpus: "8x-rtx-pro-6000-blackwell", serving: false }],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/first-good", gated: false }));
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/first-nan", gated: false }));
+  await bench.startBot();
+  swaps = new SwapDriver(bench);
+}, 120_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+describe("the first swap on a host that serves nothing", () => {
+  it("a failing model is stopped again: the host is back to serving nothing, no page", async () => {
+    await bench.host("new-box").sim.setFault("sglang", { models: { "first-nan": { mode: "nan" } } });
+    const card = await swaps.request("sim-org/first-nan", "new-box");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Rolled back/);
+    const record = await swaps.record(swapId);
+    expect(record?.rollback).toEqual({ ok: true, detail: expect.stringContaining("nothing served before") });
+    expect((await bench.host("new-box").sim.unitState(unitOf(record))).activeState).not.toBe("active");
+    expect(swaps.threadText(card.ts)).not.toMatch(/<!channel>/);
+  }, 90_000);
+
+  it("a good model is started; nothing else is stopped", async () => {
+    const card = await swaps.request("sim-org/first-good", "new-box");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    expect(await startsOf(bench, "new-box", unitOf(record))).toBe(1);
+    const disables = (await bench.host("new-box").sim.calls()).filter(
+      (c) => c.cmd === "systemctl" && c.argv[0] === "disable",
+    );
+    // only the failed first swap's own unit was ever disabled (by its rollback)
+    expect(disables.map((c) => c.argv.at(-1))).toEqual(["sglang-first-nan.service"]);
+  }, 90_000);
+});
