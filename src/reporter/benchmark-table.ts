@@ -11,6 +11,9 @@ export interface PreviousBench extends BenchPair {
   model: string;
 }
 
+/** Longer than any Hub repo id (two parts of at most 96 characters): names are shown whole. */
+const MODEL_MAX = 200;
+
 interface Metric {
   label: string;
   pick: (r: BenchResult) => number | undefined;
@@ -57,7 +60,7 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
   ];
   const table = alignColumns(rows);
 
-  const model = previous === undefined ? undefined : truncate(previous.model, 120);
+  const model = previous === undefined ? undefined : truncate(previous.model, MODEL_MAX);
   const title =
     model === undefined ? "*Benchmark*" : `*Benchmark* vs \`${escapeMrkdwn(model.replaceAll("`", "'"))}\``;
   const notes: string[] = [];

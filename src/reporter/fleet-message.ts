@@ -54,22 +54,55 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
       .join("  ")
       .trimEnd();
   const blocks = [header(title)];
+  // Header, the tables, a line for the hosts left out and the context line: at most 50 blocks.
+  const maxTables = LIMITS.blocks - 3;
   let chunk: string[] = [format(head)];
+  let shown = 0;
   const flush = () => {
     blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
-    chunk = [];
+    chunk = [format(head)];
   };
   for (const line of lines.map(format)) {
     const size = chunk.reduce((n, l) => n + l.length + 1, 0);
-    if (size + line.length + 10 > LIMITS.sectionText) flush();
+    if (size + line.length + 10 > LIMITS.sectionText) {
+      if (blocks.length - 1 >= maxTables - 1) break;
+      flush();
+    }
     chunk.push(line);
+    shown += 1;
   }
-  if (chunk.length > 0) flush();
+  if (chunk.length > 1) flush();
+  const left = rows.length - shown;
+  if (left > 0) {
+    const leftUnhealthy = rows.slice(shown).filter((r) => r.status.verdict !== "healthy").length;
+    blocks.push(
+      section(
+        `… ${left} more ${left === 1 ? "host" : "hosts"} not shown${leftUnhealthy > 0 ? ` (${leftUnhealthy} of them not healthy)` : ""}: \`/llm status <host>\` shows any one`,
+      ),
+    );
+  }
   blocks.push(
     context(
       `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC · \`/llm status <host>\` for details`,
     ),
   );
-  const text = `${title}: ${rows.map((r) => `${r.status.host} ${r.status.verdict}`).join(", ")}`;
+  const text = fallback(title, rows);
   return message(text, blocks);
+}
+
+/** The fallback text: the count, then the hosts that are not healthy (the ones that matter), as many as fit. */
+function fallback(title: string, rows: readonly FleetRow[]): string {
+  const unhealthy = rows.filter((r) => r.status.verdict !== "healthy");
+  if (unhealthy.length === 0) return `${title}: all healthy`;
+  const budget = LIMITS.fallbackText - title.length - 80;
+  const named: string[] = [];
+  let size = 0;
+  for (const row of unhealthy) {
+    const item = `${truncate(row.status.host, 40)} ${row.status.verdict}`;
+    if (size + item.length + 2 > budget) break;
+    named.push(item);
+    size += item.length + 2;
+  }
+  const more = unhealthy.length - named.length;
+  return `${title}; not healthy: ${named.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
 }

@@ -26,10 +26,14 @@ export function truncate(text: string, max: number): string {
   return `${text.slice(0, end)}…`;
 }
 
-/** Keeps the last lines of a log that fit a code block in one section. */
+/**
+ * Keeps the last lines of a log that fit a code block in one section (each line cut to 300 characters),
+ * and says how many earlier lines were left out.
+ */
 export function codeBlock(lines: readonly string[], max = LIMITS.sectionText): string {
   const fence = "```";
-  const budget = max - fence.length * 2 - 2;
+  // room for the fences, their newlines and the "… N earlier lines" mark
+  const budget = max - fence.length * 2 - 2 - 40;
   const kept: string[] = [];
   let size = 0;
   for (let i = lines.length - 1; i >= 0; i--) {
@@ -38,12 +42,21 @@ export function codeBlock(lines: readonly string[], max = LIMITS.sectionText): s
     kept.unshift(line);
     size += line.length + 1;
   }
+  const left = lines.length - kept.length;
+  if (left > 0) kept.unshift(`… ${left} earlier ${left === 1 ? "line" : "lines"}`);
   return `${fence}\n${kept.join("\n")}\n${fence}`;
 }
 
-/** Escapes the three characters Slack's mrkdwn treats as control characters. */
+/**
+ * Escapes the three characters Slack's mrkdwn treats as control characters, and breaks up triple
+ * backticks, which would open a code block that swallows the rest of the message.
+ */
 export function escapeMrkdwn(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll("```", "ˋˋˋ");
 }
 
 export function section(text: string): KnownBlock {

@@ -1,5 +1,14 @@
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
-import { context, escapeMrkdwn, header, message, type SlackMessage, section } from "./message.ts";
+import {
+  context,
+  escapeMrkdwn,
+  header,
+  LIMITS,
+  message,
+  type SlackMessage,
+  section,
+  truncate,
+} from "./message.ts";
 
 const ICON: Record<StageState["state"], string> = {
   pending: "○",
@@ -32,25 +41,37 @@ const OUTCOME: Record<NonNullable<SwapRecord["outcome"]>, string> = {
   planned: "📝 Dry run: plan only",
 };
 
+/** Each stage line stays short, so every stage fits the card's one section. */
+const STAGE_DETAIL_MAX = 250;
+const REASON_MAX = 2500;
+
 /** The live card: the swap's parent message, edited in place as stages move. */
 export function renderSwapCard(record: SwapRecord): SlackMessage {
   const repo = record.request.model.repo;
   const sha = record.plan?.model.sha.slice(0, 7);
-  const title = `${record.outcome ? OUTCOME[record.outcome] : "🔄 Swapping"}: ${repo}${sha ? `@${sha}` : ""} → ${record.host}`;
+  const outcome = record.outcome ? OUTCOME[record.outcome] : "🔄 Swapping";
+  const model = `${repo}${sha ? `@${sha}` : ""}`;
+  const title = `${outcome}: ${model} → ${record.host}`;
+  // The header holds 150 characters: a long model name is cut there (never the host), and named in full below.
+  const host = truncate(record.host, 60);
+  const room = LIMITS.headerText - `${outcome}:  → ${host}`.length;
+  const shortModel = truncate(model, room);
   const lines = (Object.keys(LABEL) as StageName[]).map((name) => {
     const stage = record.stages[name];
-    const detail = stage.detail ? ` — ${escapeMrkdwn(stage.detail)}` : "";
+    const detail = stage.detail ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
     return `${ICON[stage.state]} ${LABEL[name]}${detail}`;
   });
-  const blocks = [header(title), section(lines.join("\n"))];
-  if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(record.reason)}`));
+  const blocks = [header(`${outcome}: ${shortModel} → ${host}`)];
+  if (shortModel !== model) blocks.push(context(`model \`${escapeMrkdwn(model)}\``));
+  blocks.push(section(lines.join("\n")));
+  if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}`));
   blocks.push(
     context(
       `swap \`${record.id}\` · requested by <@${record.requester}>${record.decision?.approved ? ` · approved by <@${record.decision.by}>` : ""}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,
     ),
   );
   const current = (Object.keys(LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
-  const text = `${title}${current ? ` (${LABEL[current]}${record.stages[current].detail ? `: ${record.stages[current].detail}` : ""})` : ""}`;
+  const text = `${title}${current ? ` (${LABEL[current]}${record.stages[current].detail ? `: ${truncate(record.stages[current].detail, STAGE_DETAIL_MAX)}` : ""})` : ""}`;
   return message(text, blocks);
 }
 

@@ -13,8 +13,10 @@ export {
   type EventOptions,
   SlackEmulator,
   startSlackEmulator,
+  type Transport,
   type WaitForOptions,
 } from "./slack-emulator.ts";
+export { newAppToken } from "./socket-mode.ts";
 export type * from "./types.ts";
-export { validateBlocks } from "./validate-blocks.ts";
+export { MESSAGE_TEXT_LIMIT, validateBlocks, validateMessage } from "./validate-blocks.ts";
 export { SUPPORTED_METHODS } from "./web-api.ts";

@@ -1,8 +1,10 @@
 /**
  * Block Kit limits that make Slack answer `invalid_blocks` (from the Block Kit reference): a message holds
  * at most 50 blocks; section text ≤ 3000 chars, ≤ 10 fields of ≤ 2000; header ≤ 150 plain_text; context
- * ≤ 10 elements; actions ≤ 25 elements; button text ≤ 75, value ≤ 2000, action_id/block_id ≤ 255; block_id
- * unique. Errors are worded the way Slack words them: "<problem> [json-pointer:/blocks/3/text/text]".
+ * ≤ 10 elements, each a text object (1–3000 chars, like every text object) or an image; actions ≤ 25
+ * elements; button text ≤ 75, value ≤ 2000, action_id/block_id ≤ 255; image alt_text ≤ 2000, title ≤ 2000;
+ * block_id unique. Errors are worded the way Slack words them: "<problem> [json-pointer:/blocks/3/text/text]".
+ * Lengths are JavaScript string lengths (UTF-16 units): never shorter than what Slack counts.
  */
 
 const KNOWN_BLOCKS = new Set([
@@ -83,6 +85,24 @@ function checkElement(element: unknown, path: string, errors: Errors): void {
   }
 }
 
+/** A context element: a text object (limited like every text object) or an image. */
+function checkContextElement(element: unknown, path: string, errors: Errors): void {
+  if (!isObject(element)) {
+    errors.push(`must provide an object${at(path)}`);
+    return;
+  }
+  if (element.type === "image") {
+    if (typeof element.image_url !== "string" && !isObject(element.slack_file)) {
+      errors.push(`missing required field: image_url${at(path)}`);
+    }
+    if (typeof element.alt_text !== "string") errors.push(`missing required field: alt_text${at(path)}`);
+    checkMaxString(element.image_url, 3000, `${path}/image_url`, errors);
+    checkMaxString(element.alt_text, 2000, `${path}/alt_text`, errors);
+    return;
+  }
+  checkText(element, path, errors, { max: 3000, required: true });
+}
+
 function checkBlock(block: unknown, index: number, errors: Errors, blockIds: Set<string>): void {
   const path = `/blocks/${index}`;
   if (!isObject(block)) {
@@ -128,8 +148,11 @@ function checkBlock(block: unknown, index: number, errors: Errors, blockIds: Set
       const elements = block.elements;
       if (!Array.isArray(elements) || elements.length === 0) {
         errors.push(`must provide a non-empty array${at(`${path}/elements`)}`);
-      } else if (elements.length > 10) {
-        errors.push(`no more than 10 items allowed${at(`${path}/elements`)}`);
+      } else {
+        if (elements.length > 10) errors.push(`no more than 10 items allowed${at(`${path}/elements`)}`);
+        elements.forEach((element, i) => {
+          checkContextElement(element, `${path}/elements/${i}`, errors);
+        });
       }
       break;
     }
@@ -152,6 +175,7 @@ function checkBlock(block: unknown, index: number, errors: Errors, blockIds: Set
       if (typeof block.alt_text !== "string") errors.push(`missing required field: alt_text${at(path)}`);
       checkMaxString(block.alt_text, 2000, `${path}/alt_text`, errors);
       checkMaxString(block.image_url, 3000, `${path}/image_url`, errors);
+      checkText(block.title, `${path}/title`, errors, { max: 2000, plainOnly: true });
       break;
     case "markdown":
       if (typeof block.text !== "string") errors.push(`missing required field: text${at(path)}`);
@@ -172,4 +196,31 @@ export function validateBlocks(blocks: unknown): string[] {
     checkBlock(block, i, errors, blockIds);
   });
   return errors;
+}
+
+/** Slack's longest top-level `text` (longer is refused with `msg_too_long`). */
+export const MESSAGE_TEXT_LIMIT = 40_000;
+
+/**
+ * What Slack would answer for a message posted with this `text` and these `blocks`: `{ error }` for a
+ * refusal (`no_text`, `msg_too_long`, `invalid_blocks` with its `errors`), and `warnings` for what it
+ * accepts but should not be sent (blocks without a fallback `text`, which notifications and screen
+ * readers need). Empty when Slack takes it as it is.
+ */
+export function validateMessage(message: { text?: unknown; blocks?: unknown }): {
+  error?: "no_text" | "msg_too_long" | "invalid_blocks";
+  errors: string[];
+  warnings: string[];
+} {
+  const text = typeof message.text === "string" ? message.text : "";
+  const warnings: string[] = [];
+  if (message.blocks !== undefined) {
+    const errors = validateBlocks(message.blocks);
+    if (errors.length > 0) return { error: "invalid_blocks", errors, warnings };
+  }
+  const hasBlocks = Array.isArray(message.blocks) && message.blocks.length > 0;
+  if (text === "" && !hasBlocks) return { error: "no_text", errors: [], warnings };
+  if (text.length > MESSAGE_TEXT_LIMIT) return { error: "msg_too_long", errors: [], warnings };
+  if (text === "") warnings.push("missing_text_fallback: blocks without a top-level text fallback");
+  return { errors: [], warnings };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { RateLimiter } from "./rate-limiter.ts";
 import type { Block, JsonObject, SlackFile, SlackMessage } from "./types.ts";
-import { validateBlocks } from "./validate-blocks.ts";
+import { MESSAGE_TEXT_LIMIT, validateBlocks } from "./validate-blocks.ts";
 import { type ChannelState, fileJson, type SlackWorkspace } from "./workspace.ts";
 
 /** An error answer: HTTP 200 with `{ ok: false, error, ...extra }`, as Slack does. */
@@ -20,7 +20,14 @@ export interface ApiContext {
   /** Base URL of the emulator (for upload URLs and file links). */
   baseUrl: string;
   validTokens: Set<string>;
+  /** App-level tokens (`xapp-…`): only app-level methods take them, and they take nothing else. */
+  appTokens: Set<string>;
+  /** Issues a Socket Mode URL (apps.connections.open); unset until the emulator speaks Socket Mode. */
+  openSocket?: () => string;
 }
+
+/** Methods called with the app-level token rather than the bot token. */
+const APP_LEVEL_METHODS = new Set(["apps.connections.open"]);
 
 export interface ApiRequest {
   method: string;
@@ -42,7 +49,7 @@ export interface ForcedFailure {
   remaining: number;
 }
 
-const TEXT_LIMIT = 40_000;
+const TEXT_LIMIT = MESSAGE_TEXT_LIMIT;
 const REACTION_NAME = /^[a-z0-9_+'-]+(::skin-tone-[2-6])?$/;
 
 function str(args: JsonObject, key: string): string | undefined {
@@ -230,6 +237,11 @@ function mimetypeFor(name: string): { mimetype: string; filetype: string } {
 type Handler = (ctx: ApiContext, args: JsonObject, method: string) => JsonObject;
 
 const handlers: Record<string, Handler> = {
+  "apps.connections.open": (ctx) => {
+    if (ctx.openSocket === undefined) throw new ApiError("invalid_auth");
+    return { url: ctx.openSocket() };
+  },
+
   "auth.test": (ctx) => ({
     url: `https://${ctx.ws.teamDomain}.slack.com/`,
     team: ctx.ws.teamName,
@@ -505,8 +517,11 @@ export function handleApiCall(
   const bodyToken = req.isJson ? undefined : str(req.args, "token");
   const token = headerToken ?? bodyToken;
   if (token === undefined) return { status: 200, body: { ok: false, error: "not_authed" }, headers: {} };
-  if (!ctx.validTokens.has(token))
-    return { status: 200, body: { ok: false, error: "invalid_auth" }, headers: {} };
+  const appLevel = APP_LEVEL_METHODS.has(req.method);
+  const [own, other] = appLevel ? [ctx.appTokens, ctx.validTokens] : [ctx.validTokens, ctx.appTokens];
+  if (other.has(token))
+    return { status: 200, body: { ok: false, error: "not_allowed_token_type" }, headers: {} };
+  if (!own.has(token)) return { status: 200, body: { ok: false, error: "invalid_auth" }, headers: {} };
   const handler = handlers[req.method];
   if (handler === undefined)
     return { status: 200, body: { ok: false, error: "unknown_method" }, headers: {} };
