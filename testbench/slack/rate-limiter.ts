@@ -20,6 +20,7 @@ export const DEFAULT_POST_MESSAGE_PER_CHANNEL: RateAllowance = { perMinute: 60, 
 /** The tier of each method the emulator serves, from Slack's method reference. */
 export const METHOD_TIERS: Record<string, RateTier | "postMessage"> = {
   "auth.test": "special",
+  "apps.connections.open": "tier1",
   "chat.postMessage": "postMessage",
   "chat.update": "tier3",
   "chat.postEphemeral": "tier4",

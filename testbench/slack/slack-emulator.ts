@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { actionIds, findElement, isObject, plainText } from "./block-elements.ts";
 import { deliver } from "./deliver.ts";
 import { decodeJsonFields, parseApiArgs, readBody, sendJson, sendText, uploadBytes } from "./http-body.ts";
@@ -15,6 +16,7 @@ import {
 import { RateLimiter } from "./rate-limiter.ts";
 import { firstLine, renderAllConversations } from "./render-conversation.ts";
 import { applyResponsePost } from "./response-url.ts";
+import { type EnvelopeInput, SocketModeLink } from "./socket-mode.ts";
 import type {
   AckResponse,
   ActionResult,
@@ -32,6 +34,9 @@ import type {
   SlackEmulatorOptions,
   SlackFile,
   SlackMessage,
+  SocketConnection,
+  SocketDisconnectReason,
+  SocketEnvelope,
   UserAction,
 } from "./types.ts";
 import { validateBlocks } from "./validate-blocks.ts";
@@ -53,12 +58,30 @@ export interface CommandOptions {
   timestamp?: number;
 }
 
+/** How the emulator reaches the bot: its Request URL (HTTP) or the connections it opened (Socket Mode). */
+export type Transport = "http" | "socket";
+
+/** One delivery to the bot, in both shapes; the transport in use picks one. */
+interface Delivery {
+  http: {
+    body: string;
+    contentType: "application/x-www-form-urlencoded" | "application/json";
+    headers?: Record<string, string>;
+  };
+  socket: EnvelopeInput;
+  signWith?: string;
+  timestamp?: number;
+}
+
 export interface EventOptions {
   /** Reuse an event id to imitate Slack's retry of the same delivery. */
   eventId?: string;
-  /** Sets X-Slack-Retry-Num (1..3 on slack.com). */
+  /** Sets X-Slack-Retry-Num (1..3 on slack.com); over Socket Mode, the envelope's `retry_attempt`. */
   retryNum?: number;
-  /** Sets X-Slack-Retry-Reason, e.g. "http_timeout", "http_error". Default "http_timeout" with retryNum. */
+  /**
+   * Sets X-Slack-Retry-Reason, e.g. "http_timeout", "http_error" (default "http_timeout" with retryNum);
+   * over Socket Mode, the envelope's `retry_reason` (default "timeout").
+   */
   retryReason?: string;
   signWith?: string;
   timestamp?: number;
@@ -80,6 +103,8 @@ export class SlackEmulator {
   readonly apiUrl: string;
   readonly workspace: SlackWorkspace;
   private botEndpoint: string | undefined;
+  private mode: Transport = "http";
+  private socketLink: SocketModeLink | undefined;
   private readonly limiter: RateLimiter;
   private readonly forcedFailures = new Map<string, ForcedFailure>();
   private readonly delays = new Map<string, number>();
@@ -103,7 +128,9 @@ export class SlackEmulator {
       limiter: this.limiter,
       baseUrl: url,
       validTokens: new Set([opts.botToken, ...(opts.extraTokens ?? [])]),
+      appTokens: new Set(),
     };
+    if (opts.appToken !== undefined) this.useSocketMode(opts.appToken);
   }
 
   // ---------------------------------------------------------------- server side
@@ -253,11 +280,72 @@ export class SlackEmulator {
     res.end(upload.file.content);
   }
 
+  /** @internal the node:http `upgrade` listener: Socket Mode connections (`/link/?ticket=…`). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.socketLink === undefined) {
+      socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    this.socketLink.handleUpgrade(req, socket, head);
+  }
+
   // ---------------------------------------------------------------- client side (Slack -> bot)
 
-  /** The bot's Request URL, e.g. http://127.0.0.1:3000/slack/events. */
+  /** The bot's Request URL, e.g. http://127.0.0.1:3000/slack/events. Deliveries go there (HTTP) from now on. */
   setBotEndpoint(url: string): void {
     this.botEndpoint = url;
+    this.mode = "http";
+  }
+
+  /**
+   * Socket Mode: `apps.connections.open` accepts `appToken` (an app-level `xapp-…` token) and answers a
+   * WebSocket URL on this emulator; commands, events and clicks go over the connections the bot opened
+   * from now on, as envelopes it must ack. `setBotEndpoint()` switches back to HTTP.
+   */
+  useSocketMode(appToken: string): void {
+    this.ctx.appTokens.clear();
+    this.ctx.appTokens.add(appToken);
+    if (this.socketLink === undefined) {
+      const link = new SocketModeLink({
+        appId: this.workspace.appId,
+        origin: this.url.replace(/^http/, "ws"),
+        pingIntervalMs: this.opts.socketPingIntervalMs ?? 10_000,
+      });
+      this.socketLink = link;
+      this.ctx.openSocket = () => link.issueUrl();
+    }
+    this.mode = "socket";
+  }
+
+  /** Where deliveries go now. */
+  get transport(): Transport {
+    return this.mode;
+  }
+
+  private link(): SocketModeLink {
+    if (this.socketLink === undefined) throw new Error("SlackEmulator: call useSocketMode(appToken) first");
+    return this.socketLink;
+  }
+
+  /** One delivery over the transport in use: a signed POST, or an envelope waiting for its ack. */
+  private async send(delivery: Delivery): Promise<DeliveryResult> {
+    if (this.mode === "socket") {
+      if (delivery.signWith !== undefined || delivery.timestamp !== undefined) {
+        throw new Error(
+          "SlackEmulator: signWith/timestamp forge an HTTP request; Socket Mode deliveries are not signed",
+        );
+      }
+      return await this.link().deliver(delivery.socket, this.ackDeadlineMs);
+    }
+    return await deliver({
+      endpoint: this.endpoint(),
+      body: delivery.http.body,
+      contentType: delivery.http.contentType,
+      signingSecret: delivery.signWith ?? this.opts.signingSecret,
+      deadlineMs: this.ackDeadlineMs,
+      ...(delivery.http.headers !== undefined ? { headers: delivery.http.headers } : {}),
+      ...(delivery.timestamp !== undefined ? { timestamp: delivery.timestamp } : {}),
+    });
   }
 
   private endpoint(): string {
@@ -313,13 +401,15 @@ export class SlackEmulator {
         text: `${command} ${text}`.trim(),
       });
     }
-    const result = await deliver({
-      endpoint: this.endpoint(),
-      body,
-      contentType: "application/x-www-form-urlencoded",
-      signingSecret: opts.signWith ?? this.opts.signingSecret,
-      deadlineMs: this.ackDeadlineMs,
-      ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
+    const result = await this.send({
+      http: { body, contentType: "application/x-www-form-urlencoded" },
+      // the same fields, as a JSON object of strings
+      socket: {
+        type: "slash_commands",
+        payload: Object.fromEntries(new URLSearchParams(body)),
+        acceptsResponsePayload: true,
+      },
+      ...forgery(opts),
     });
     const out: CommandResult = {
       ...result,
@@ -398,14 +488,16 @@ export class SlackEmulator {
     } else if (opts.retryReason !== undefined) {
       headers["x-slack-retry-reason"] = opts.retryReason;
     }
-    const result = await deliver({
-      endpoint: this.endpoint(),
-      body: JSON.stringify(envelope),
-      contentType: "application/json",
-      signingSecret: opts.signWith ?? this.opts.signingSecret,
-      deadlineMs: this.ackDeadlineMs,
-      headers,
-      ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
+    const result = await this.send({
+      http: { body: JSON.stringify(envelope), contentType: "application/json", headers },
+      socket: {
+        type: "events_api",
+        payload: envelope,
+        acceptsResponsePayload: false,
+        retryAttempt: opts.retryNum ?? 0,
+        retryReason: opts.retryNum === undefined ? (opts.retryReason ?? "") : (opts.retryReason ?? "timeout"),
+      },
+      ...forgery(opts),
     });
     return { ...result, eventId };
   }
@@ -425,7 +517,13 @@ export class SlackEmulator {
       if (last !== undefined && last.status >= 200 && last.status < 300) break;
       if ((opts.delayMs ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, opts.delayMs));
       const retryReason =
-        last?.timedOut === true ? "http_timeout" : last?.status === 0 ? "connection_failed" : "http_error";
+        this.mode === "socket"
+          ? "timeout"
+          : last?.timedOut === true
+            ? "http_timeout"
+            : last?.status === 0
+              ? "connection_failed"
+              : "http_error";
       results.push(await this.event(event, { eventId, retryNum, retryReason }));
     }
     return results;
@@ -433,6 +531,8 @@ export class SlackEmulator {
 
   /** Slack's Request URL check: `url_verification`; `ok` when the bot echoed the challenge. */
   async urlVerification(): Promise<DeliveryResult & { ok: boolean }> {
+    if (this.mode === "socket")
+      throw new Error("SlackEmulator: Socket Mode apps have no Request URL to verify");
     const challenge = randomBytes(16).toString("base64url");
     const result = await deliver({
       endpoint: this.endpoint(),
@@ -582,13 +682,13 @@ export class SlackEmulator {
         ...(snippet !== undefined ? { messageSnippet: snippet } : {}),
       });
     }
-    const result = await deliver({
-      endpoint: this.endpoint(),
-      body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(),
-      contentType: "application/x-www-form-urlencoded",
-      signingSecret: opts.signWith ?? this.opts.signingSecret,
-      deadlineMs: this.ackDeadlineMs,
-      ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
+    const result = await this.send({
+      http: {
+        body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(),
+        contentType: "application/x-www-form-urlencoded",
+      },
+      socket: { type: "interactive", payload, acceptsResponsePayload: true },
+      ...forgery(opts),
     });
     return { ...result, responseUrl, triggerId, responses: this.responsesFor(responseUrl) };
   }
@@ -687,6 +787,31 @@ export class SlackEmulator {
     return this.rateLimited;
   }
 
+  /** Every Socket Mode connection the bot opened, in order (open and closed). */
+  socketConnections(): SocketConnection[] {
+    return this.socketLink?.connections() ?? [];
+  }
+
+  /** Every envelope sent over Socket Mode, with its ack (`ackedAt`, `ackPayload`, `late`). */
+  socketEnvelopes(): SocketEnvelope[] {
+    return [...(this.socketLink?.envelopes ?? [])];
+  }
+
+  /**
+   * Resolves once the bot has `count` Socket Mode connections open (default 1) that were opened after the
+   * connection with id `after` (default: any) — e.g. the one it opened again after a `disconnect`.
+   */
+  async waitForSocket(
+    opts: { after?: number; count?: number; timeoutMs?: number } = {},
+  ): Promise<SocketConnection[]> {
+    const fresh = () =>
+      this.socketConnections().filter((c) => c.open && c.helloAt !== undefined && c.id > (opts.after ?? 0));
+    return await this.waitFor(() => (fresh().length >= (opts.count ?? 1) ? fresh() : undefined), {
+      timeoutMs: opts.timeoutMs ?? 15_000,
+      what: `${opts.count ?? 1} Socket Mode connection(s) opened after #${opts.after ?? 0}`,
+    });
+  }
+
   // ---------------------------------------------------------------- fault switches
 
   /** Scale ({scale: 10} = ten times more generous), disable ({enabled: false}) or retune the limits. */
@@ -719,6 +844,24 @@ export class SlackEmulator {
     for (const state of this.workspace.responseUrls.values()) state.createdAt = 0;
   }
 
+  /**
+   * Socket Mode: Slack's `{ type: "disconnect", reason }` on every open connection (or one), e.g.
+   * `refresh_requested` (a routine refresh) or `link_disabled` (Socket Mode turned off). A connection the
+   * app has not closed after `closeAfterMs` (default 10 s, like Slack's warning) is closed by Slack.
+   * Returns how many connections were told.
+   */
+  disconnectSocket(
+    reason: SocketDisconnectReason,
+    opts: { connection?: number; closeAfterMs?: number } = {},
+  ): number {
+    return this.link().disconnect(reason, opts);
+  }
+
+  /** Socket Mode: cuts every open connection without a word (a network failure). Returns how many. */
+  dropSockets(): number {
+    return this.link().drop();
+  }
+
   // ---------------------------------------------------------------- waiting and stopping
 
   /** Polls `predicate` until it returns a value; on timeout throws with `what` and a transcript. */
@@ -744,6 +887,7 @@ export class SlackEmulator {
   }
 
   async stop(): Promise<void> {
+    await this.socketLink?.close();
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -761,6 +905,10 @@ export async function startSlackEmulator(opts: SlackEmulatorOptions): Promise<Sl
     }
     void emulator.handle(req, res);
   });
+  server.on("upgrade", (req, socket, head) => {
+    if (emulator === undefined) socket.destroy();
+    else emulator.handleUpgrade(req, socket, head);
+  });
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -769,4 +917,12 @@ export async function startSlackEmulator(opts: SlackEmulatorOptions): Promise<Sl
   const address = server.address() as AddressInfo;
   emulator = new SlackEmulator(opts, server, `http://127.0.0.1:${address.port}`);
   return emulator;
+}
+
+/** The forged-request options of a delivery (HTTP only). */
+function forgery(opts: { signWith?: string; timestamp?: number }): { signWith?: string; timestamp?: number } {
+  return {
+    ...(opts.signWith !== undefined ? { signWith: opts.signWith } : {}),
+    ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
+  };
 }

@@ -86,6 +86,13 @@ export interface SlackEmulatorOptions {
   /** Slack's deadline for an HTTP answer from the bot (3 s); a later answer counts as a timeout. */
   ackDeadlineMs?: number;
   rateLimits?: RateLimitSettingsInput;
+  /**
+   * The app-level token (`xapp-…`) that `apps.connections.open` accepts. Giving it switches deliveries to
+   * Socket Mode (as `useSocketMode(appToken)` does).
+   */
+  appToken?: string;
+  /** How often Slack pings each Socket Mode connection (ms); 0 = never. Default 10 000. */
+  socketPingIntervalMs?: number;
 }
 
 export interface SlackReaction {
@@ -203,8 +210,10 @@ export interface DeliveryResult {
   body: string;
   ackMs: number;
   timedOut: boolean;
-  /** Set when the request never got an HTTP answer (connection refused, reset). */
+  /** Set when the request never got an HTTP answer (connection refused, reset), or no Socket Mode connection was open. */
   networkError?: string;
+  /** Over Socket Mode: the envelope that carried it. */
+  envelopeId?: string;
 }
 
 export interface CommandResult extends DeliveryResult {
@@ -245,4 +254,53 @@ export interface EmulatorWarning {
   method: string;
   warning: string;
   at: number;
+}
+
+/** What a Socket Mode envelope carries. */
+export type SocketEnvelopeType = "slash_commands" | "events_api" | "interactive";
+
+/** Why Slack asks an app to drop a Socket Mode connection. */
+export type SocketDisconnectReason =
+  | "warning"
+  | "refresh_requested"
+  | "link_disabled"
+  | "too_many_websockets";
+
+/** One Socket Mode connection the app opened. */
+export interface SocketConnection {
+  /** 1, 2, … in the order they were opened. */
+  id: number;
+  /** The single-use ticket of the URL it connected with. */
+  ticket: string;
+  openedAt: number;
+  /** When Slack sent `hello` (unset for a connection refused as the 11th). */
+  helloAt?: number;
+  open: boolean;
+  closedAt?: number;
+  closeCode?: number;
+  /** `app` when the app closed it (after a `disconnect`, or on stop); `slack` for drop(), a lapsed disconnect, stop(). */
+  closedBy?: "app" | "slack";
+  /** The `disconnect` messages sent on it. */
+  disconnects: SocketDisconnectReason[];
+  /** Acks received on it. */
+  acks: number;
+}
+
+/** One envelope sent over Socket Mode, as sent, plus what became of it. */
+export interface SocketEnvelope {
+  envelope_id: string;
+  type: SocketEnvelopeType;
+  payload: JsonObject;
+  accepts_response_payload: boolean;
+  /** events_api only: 0 on the first delivery, then Slack's retry number. */
+  retry_attempt?: number;
+  /** events_api only: "" on the first delivery, "timeout" on a retry of an unacked one. */
+  retry_reason?: string;
+  /** The connection (SocketConnection.id) it went out on. */
+  connection: number;
+  sentAt: number;
+  ackedAt?: number;
+  ackPayload?: JsonObject;
+  /** The ack came after Slack stopped waiting (ackDeadlineMs). */
+  late?: boolean;
 }
