@@ -281,7 +281,7 @@ describe("Block Kit limits: status and the fleet", () => {
     const status = hostStatus("gpu-1", "failed", {
       journalTail: journal,
       gpus: Array.from({ length: 16 }, (_, i) => gpu(i, `NVIDIA ${"Very Long GPU Name ".repeat(10)}`)),
-      gpuProblem: { code: "NVIDIA_SMI_FAILED", message: nastyLine(2, 3000), fix: nastyLine(3, 3000) },
+      gpuProblem: { code: "HOST_COMMAND_FAILED", message: nastyLine(2, 3000), fix: nastyLine(3, 3000) },
     });
     const msg = renderHostStatus(status, NOW);
     expectAccepted(msg, "status");
