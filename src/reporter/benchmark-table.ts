@@ -84,7 +84,7 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
   return { text: truncate(fallbackText(columns, model), LIMITS.fallbackText), blocks };
 }
 
-function streams(concurrency: number | null | undefined, fallback: string): string {
+export function streams(concurrency: number | null | undefined, fallback: string): string {
   if (concurrency === undefined || concurrency === null) return fallback;
   return concurrency === 1 ? "1 stream" : `${concurrency} streams`;
 }
@@ -101,7 +101,7 @@ export function changeText(now: number | undefined, before: number | undefined):
   return `${pct > 0 ? "▲" : "▼"}${shown}%`;
 }
 
-function formatNumber(value: number | undefined): string {
+export function formatNumber(value: number | undefined): string {
   if (value === undefined || Number.isNaN(value)) return "–";
   if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
   const size = Math.abs(value);

@@ -11,6 +11,22 @@ export interface PostOptions {
   broadcast?: boolean;
 }
 
+export interface UploadFile {
+  bytes: Buffer;
+  filename: string;
+  /** Shown above the file in Slack. */
+  title: string;
+  /** For screen readers (Slack takes up to 1000 characters). */
+  altText?: string;
+}
+
+export interface UploadOptions {
+  /** Upload into this thread. */
+  threadTs?: string;
+  /** The message the file is shared with. */
+  comment?: string;
+}
+
 /**
  * Everything the bot says in Slack goes through here: one place that redacts secrets before they can
  * leave, and turns Slack's error strings into fix-it messages. Rate limits (429 + Retry-After) are
@@ -63,6 +79,39 @@ export class SlackPoster {
     );
   }
 
+  /**
+   * Uploads a file into a channel (a thread, with threadTs) through Slack's upload flow, which
+   * `files.uploadV2` runs: files.getUploadURLExternal → POST the bytes to the upload URL →
+   * files.completeUploadExternal with the channel, thread and comment. The title, comment and alt text
+   * are redacted like messages (the bytes are ours: a chart drawn from numbers and model names).
+   * Returns the file's id.
+   */
+  async upload(channel: string, file: UploadFile, options: UploadOptions = {}): Promise<string> {
+    const words = this.redactStrings({
+      filename: file.filename,
+      title: file.title,
+      altText: file.altText ?? "",
+      comment: options.comment ?? "",
+    });
+    await this.pace("files.getUploadURLExternal", LIMITS.tier4);
+    await this.pace("files.completeUploadExternal", LIMITS.tier4);
+    const base = {
+      channel_id: channel,
+      file: file.bytes,
+      filename: words.filename,
+      title: words.title,
+      ...(words.altText === "" ? {} : { alt_text: words.altText }),
+      ...(words.comment === "" ? {} : { initial_comment: words.comment }),
+    };
+    const result = await this.call("files.uploadV2", () =>
+      this.client.files.uploadV2(
+        options.threadTs === undefined ? base : { ...base, thread_ts: options.threadTs },
+      ),
+    );
+    const completed = (result as { files?: { files?: { id?: string }[] }[] }).files ?? [];
+    return completed[0]?.files?.[0]?.id ?? "";
+  }
+
   /** Adds the bot's own reaction (so people can click it); an existing one is fine. */
   async react(channel: string, ts: string, name: string): Promise<void> {
     await this.pace("reactions.add", LIMITS.tier3);
@@ -81,6 +130,11 @@ export class SlackPoster {
       this.pacers.set(key, pacer);
     }
     await pacer.take();
+  }
+
+  private redactStrings<T extends Record<string, string>>(strings: T): T {
+    if (this.secrets.length === 0) return strings;
+    return JSON.parse(redactSecretsInJson(JSON.stringify(strings), this.secrets)) as T;
   }
 
   /** Redacts secrets from a message (text and blocks alike). */

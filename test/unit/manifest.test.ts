@@ -16,6 +16,10 @@ const SCOPE_OF: Record<string, string | null> = {
   "chat.postMessage": "chat:write",
   "chat.update": "chat:write",
   "chat.postEphemeral": "chat:write",
+  // WebClient's helper: files.getUploadURLExternal, then files.completeUploadExternal, both files:write
+  "files.uploadV2": "files:write",
+  "files.getUploadURLExternal": "files:write",
+  "files.completeUploadExternal": "files:write",
   "reactions.add": "reactions:write",
   "usergroups.users.list": "usergroups:read",
   "users.info": "users:read",

@@ -281,7 +281,11 @@ function sizeLabel(bytes: number): string {
 }
 
 function fileLines(files: SlackFile[]): string[] {
-  return files.map((f) => `[file: ${f.title || f.name} (${f.mimetype}, ${sizeLabel(f.size)})]`);
+  return files.map((f) =>
+    f.original_w !== undefined && f.original_h !== undefined
+      ? `[image: ${f.title || f.name} (${f.original_w}×${f.original_h} ${f.filetype.toUpperCase()})]`
+      : `[file: ${f.title || f.name} (${f.mimetype}, ${sizeLabel(f.size)})]`,
+  );
 }
 
 function bodyLines(

@@ -113,6 +113,9 @@ export interface SlackFile {
   url_private: string;
   permalink: string;
   alt_text?: string;
+  /** An image's size in pixels, as Slack reports it once the upload is processed. */
+  original_w?: number;
+  original_h?: number;
   /** The uploaded bytes (not part of Slack's JSON). */
   content?: Buffer;
 }

@@ -50,6 +50,8 @@ export interface ForcedFailure {
 }
 
 const TEXT_LIMIT = MESSAGE_TEXT_LIMIT;
+/** files.getUploadURLExternal: "alt_txt_too_large … longer than the limit of 1000 character". */
+const ALT_TEXT_LIMIT = 1000;
 const REACTION_NAME = /^[a-z0-9_+'-]+(::skin-tone-[2-6])?$/;
 
 function str(args: JsonObject, key: string): string | undefined {
@@ -232,6 +234,14 @@ function mimetypeFor(name: string): { mimetype: string; filetype: string } {
   const mimetype = known[ext];
   if (mimetype === undefined) return { mimetype: "application/octet-stream", filetype: "binary" };
   return { mimetype, filetype: ext === "txt" || ext === "log" ? "text" : ext };
+}
+
+/** Width and height from a PNG's IHDR, or undefined when the bytes are not a PNG. */
+export function pngSize(bytes: Buffer): { width: number; height: number } | undefined {
+  const signature = "89504e470d0a1a0a";
+  if (bytes.length < 24 || bytes.subarray(0, 8).toString("hex") !== signature) return undefined;
+  if (bytes.subarray(12, 16).toString("latin1") !== "IHDR") return undefined;
+  return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
 }
 
 type Handler = (ctx: ApiContext, args: JsonObject, method: string) => JsonObject;
@@ -442,9 +452,13 @@ const handlers: Record<string, Handler> = {
     const filename = required(args, "filename");
     const length = Number(required(args, "length"));
     if (!Number.isInteger(length) || length < 0) throw new ApiError("invalid_arguments");
+    // Slack: "missing_argument … typically only occurs when the length provided is 0"
+    if (length === 0) throw new ApiError("missing_argument");
     const id = `F${randomBytes(5).toString("hex").toUpperCase()}`;
     const { mimetype, filetype } = mimetypeFor(filename);
-    const alt = str(args, "alt_text");
+    // documented as alt_txt; WebClient.filesUploadV2 sends alt_text
+    const alt = str(args, "alt_txt") ?? str(args, "alt_text");
+    if (alt !== undefined && alt.length > ALT_TEXT_LIMIT) throw new ApiError("alt_txt_too_large");
     const file: SlackFile = {
       id,
       name: filename,
@@ -462,7 +476,7 @@ const handlers: Record<string, Handler> = {
     return { upload_url: `${ctx.baseUrl}/upload/v1/${id}`, file_id: id };
   },
 
-  "files.completeUploadExternal": (ctx, args) => {
+  "files.completeUploadExternal": (ctx, args, method) => {
     const files = jsonArg(args, "files", "invalid_arguments");
     if (!Array.isArray(files) || files.length === 0) throw new ApiError("invalid_arguments");
     const done: SlackFile[] = [];
@@ -472,6 +486,11 @@ const handlers: Record<string, Handler> = {
       if (upload === undefined || !upload.uploaded) throw new ApiError("file_not_found");
       const title = (entry as JsonObject).title;
       if (typeof title === "string" && title !== "") upload.file.title = title;
+      const size = upload.file.content === undefined ? undefined : pngSize(upload.file.content);
+      if (size !== undefined) {
+        upload.file.original_w = size.width;
+        upload.file.original_h = size.height;
+      }
       done.push(upload.file);
     }
     const channelRef = str(args, "channel_id") ?? str(args, "channels");
@@ -480,11 +499,15 @@ const handlers: Record<string, Handler> = {
       if (channel === undefined) throw new ApiError("channel_not_found");
       if (!channel.botIsMember) throw new ApiError("not_in_channel");
       const threadTs = str(args, "thread_ts") || undefined;
-      const blocks = blocksArg(args);
+      checkThread(method, ctx, channel, threadTs);
+      const comment = str(args, "initial_comment");
+      if (comment !== undefined && comment.length > TEXT_LIMIT) throw new ApiError("msg_too_long");
+      // Slack: "If the initial_comment field is provided, the blocks field is ignored"
+      const blocks = comment === undefined || comment === "" ? blocksArg(args) : undefined;
       ctx.ws.post({
         channel: channel.id,
         user: ctx.ws.botUserId,
-        text: str(args, "initial_comment") ?? "",
+        text: comment ?? "",
         files: done,
         ...(blocks !== undefined ? { blocks } : {}),
         ...(threadTs !== undefined ? { thread_ts: threadTs } : {}),

@@ -3,6 +3,7 @@ import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../sr
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { renderBenchmarkComparison } from "../../../src/reporter/benchmark-table.ts";
+import { shareBenchmarkChart } from "../share-benchmark-chart.ts";
 import type { StepResult } from "../step-result.ts";
 import type { StageContext } from "../swap-context.ts";
 
@@ -38,11 +39,10 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
     const current: SwapBenchmark = { single: await run(SINGLE_STREAM), loaded: await run(LOADED) };
     const previous = await deps.store.lastBenchmark(host.name);
     record.benchmark = current;
-    const table = renderBenchmarkComparison(
-      current,
-      previous === undefined ? undefined : { model: previous.repo, ...(previous.result as SwapBenchmark) },
-    );
-    await ctx.say(table);
+    const before =
+      previous === undefined ? undefined : { model: previous.repo, ...(previous.result as SwapBenchmark) };
+    await ctx.say(renderBenchmarkComparison(current, before));
+    await shareBenchmarkChart(ctx, current, before);
     ctx.stage(
       "benchmark",
       "done",
