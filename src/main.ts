@@ -18,7 +18,7 @@ import { watchRedisPolicy } from "./queue/redis-policy.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
 import { SlackPoster } from "./reporter/slack-poster.ts";
 import { AccessControl } from "./slack/access-control.ts";
-import { createSlackApp } from "./slack/create-slack-app.ts";
+import { createSlackApp, startSlackApp } from "./slack/create-slack-app.ts";
 import { EventDeliveries } from "./slack/event-deliveries.ts";
 import { SwapStore } from "./swap/swap-store.ts";
 
@@ -38,7 +38,7 @@ export interface ModelswapOptions {
 }
 
 export interface RunningModelswap {
-  /** The HTTP port Bolt listens on (bot role, HTTP mode). */
+  /** The port the bot role listens on: the Request URL (HTTP mode) and /healthz (both modes). */
   port: number | undefined;
   log: Logger;
   stop(): Promise<void>;
@@ -120,12 +120,7 @@ export async function startModelswap({
       commands: allCommands(),
       log,
     });
-    if (config.env.SLACK_APP_TOKEN === undefined) {
-      port = config.env.PORT;
-      await app.start(port);
-    } else {
-      await app.start();
-    }
+    port = await startSlackApp(app, config.env);
   }
   log.info({ roles, hosts: hosts.names(), port, redis: describeRedis(config.env) }, "modelswap started");
 

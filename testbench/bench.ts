@@ -23,7 +23,7 @@ import {
 } from "./gpu-host/index.ts";
 import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/index.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
-import { type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
+import { newAppToken, type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
 import { type BenchSshd, startSshd } from "./sshd.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
@@ -91,6 +91,11 @@ export interface BenchOptions {
    * directory (absolute, or inside the bench directory) that holds the SSH client keys.
    */
   secrets?: { botToken?: string; signingSecret?: string; hfToken?: string; keyDir?: string };
+  /**
+   * Socket Mode: the bot gets SLACK_APP_TOKEN (and no signing secret) and connects to the Slack emulator
+   * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
+   */
+  socketMode?: boolean;
 }
 
 export interface ChildBot {
@@ -118,6 +123,8 @@ export class Bench {
   private silentServers: Server[] = [];
   configPath = "";
   env: Record<string, string> = {};
+  /** The bot's app-level token (Socket Mode benches only). */
+  appToken: string | undefined;
   /** The engine upstream every host's `engineUpstream` points at: a real bare git repository. */
   upstream: EngineUpstream = { url: "", path: "", commits: {} };
 
@@ -153,7 +160,9 @@ export class Bench {
     const config = await this.config();
     const bot = await startModelswap({ config, roles, log: this.logger(config), ...extra });
     this.bots.push(bot);
-    if (roles.bot) this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
+    // in Socket Mode the bot connected itself (startModelswap resolves after Slack's hello)
+    if (roles.bot && this.appToken === undefined)
+      this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
     return bot;
   }
 
@@ -175,8 +184,10 @@ export class Bench {
     );
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     this.children.push(child);
+    const lastSocket = this.slack.socketConnections().at(-1)?.id ?? 0;
     await waitForPort(port, "the modelswap child process", 30_000);
-    this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
+    if (this.appToken !== undefined) await this.slack.waitForSocket({ after: lastSocket, timeoutMs: 30_000 });
+    else this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
     const bot: ChildBot = {
       pid: child.pid ?? 0,
       logPath,
@@ -365,6 +376,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
   const signingSecret = options.secrets?.signingSecret ?? randomBytes(16).toString("hex");
   const botToken = options.secrets?.botToken ?? `xoxb-bench-${randomBytes(8).toString("hex")}`;
   const hfToken = options.secrets?.hfToken;
+  const appToken = options.socketMode === true ? newAppToken("A0MODELSWP") : undefined;
   const [redis, sshd, slack, hub, upstream] = await Promise.all([
     startRedis(join(dir, "redis")),
     startSshd(join(dir, "sshd")),
@@ -380,12 +392,14 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ],
       userGroups: [{ id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] }],
       channels: [{ id: CHANNEL, name: "llm-ops" }],
+      ...(appToken === undefined ? {} : { appToken }),
     }),
     startSimHub(hfToken === undefined ? {} : { tokens: [hfToken] }),
     createEngineUpstream(join(dir, "upstream")),
   ]);
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
   bench.upstream = upstream;
+  bench.appToken = appToken;
   try {
     const hostSpecs = options.hosts ?? [{ name: "gpu-1" }];
     const hosts = await Promise.all(hostSpecs.map((spec) => bench.addHost(spec)));
@@ -402,7 +416,8 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
     await writeFile(bench.configPath, stringify(config));
     bench.env = {
       SLACK_BOT_TOKEN: botToken,
-      SLACK_SIGNING_SECRET: signingSecret,
+      // a Socket Mode app needs no signing secret: nothing it receives is signed
+      ...(appToken === undefined ? { SLACK_SIGNING_SECRET: signingSecret } : { SLACK_APP_TOKEN: appToken }),
       SLACK_API_URL: slack.apiUrl,
       REDIS_URL: redis.url,
       HF_ENDPOINT: hub.url,

@@ -1,4 +1,7 @@
-import { App, HTTPReceiver, SocketModeReceiver } from "@slack/bolt";
+import { createServer } from "node:http";
+import { App, type CustomRoute, HTTPReceiver, SocketModeReceiver } from "@slack/bolt";
+import type { Config } from "../config/load-config.ts";
+import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
@@ -33,23 +36,32 @@ export function createSlackApp({
 }: SlackAppOptions): App {
   const { env } = deps.config;
   const logger = boltLogger(log);
+  // Served on PORT in both modes: Socket Mode needs no Request URL, but probes still need /healthz.
+  const customRoutes: CustomRoute[] = [
+    {
+      path: "/healthz",
+      method: ["GET"],
+      handler: (_req, res) => {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end("ok\n");
+      },
+    },
+  ];
   const receiver =
     env.SLACK_APP_TOKEN !== undefined
-      ? new SocketModeReceiver({ appToken: env.SLACK_APP_TOKEN, logger })
+      ? new SocketModeReceiver({
+          appToken: env.SLACK_APP_TOKEN,
+          logger,
+          customRoutes,
+          // apps.connections.open goes to the same Slack as every other call (SLACK_API_URL), not
+          // always to slack.com; `port` is where the custom routes listen
+          installerOptions: { port: env.PORT, clientOptions: { slackApiUrl: env.SLACK_API_URL } },
+        })
       : new HTTPReceiver({
           signingSecret: requireSigningSecret(env.SLACK_SIGNING_SECRET),
           endpoints: "/slack/events",
           logger,
-          customRoutes: [
-            {
-              path: "/healthz",
-              method: ["GET"],
-              handler: (_req, res) => {
-                res.writeHead(200, { "content-type": "text/plain" });
-                res.end("ok\n");
-              },
-            },
-          ],
+          customRoutes,
         });
   const app = new App({
     token: env.SLACK_BOT_TOKEN,
@@ -81,6 +93,57 @@ export function createSlackApp({
     log.error({ err: error }, "unhandled error in the Slack layer");
   });
   return app;
+}
+
+/**
+ * Starts the app and returns the port it listens on: in HTTP mode Bolt's server (the Request URL and
+ * /healthz), in Socket Mode the connection to Slack plus /healthz. Resolves once Slack said `hello`.
+ */
+export async function startSlackApp(app: App, env: Config["env"]): Promise<number> {
+  // Bolt's Socket Mode receiver starts its HTTP server without waiting for it: a taken port is an
+  // 'error' event nobody listens to, which crashes the process. So the port is tried first.
+  if (env.SLACK_APP_TOKEN !== undefined) await tryPort(env.PORT);
+  try {
+    await app.start(env.PORT);
+  } catch (error) {
+    throw (
+      portError(error, env.PORT) ?? (env.SLACK_APP_TOKEN === undefined ? error : socketModeStartError(error))
+    );
+  }
+  return env.PORT;
+}
+
+/** Binds `port` as Bolt will (every interface) and lets it go again; a refusal is a coded error. */
+async function tryPort(port: number): Promise<void> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error) => reject(portError(error, port) ?? error));
+    server.listen(port, () => server.close(() => resolve()));
+  });
+}
+
+/** PORT taken or not ours to bind: the operator picks another. */
+function portError(error: unknown, port: number): CodedError | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code !== "EADDRINUSE" && code !== "EACCES") return undefined;
+  return new CodedError(
+    "CONFIG_INVALID",
+    `the bot cannot listen on PORT ${port} (${code === "EADDRINUSE" ? "already in use" : "permission denied"})`,
+    "set PORT to a free port above 1024 (it serves /healthz, and in HTTP mode Slack's Request URL)",
+    { cause: error },
+  );
+}
+
+/** Slack's refusal of the app-level token, in words an operator can act on. */
+function socketModeStartError(error: unknown): unknown {
+  const slackError = (error as { data?: { error?: unknown } } | undefined)?.data?.error;
+  if (typeof slackError !== "string") return error;
+  return new CodedError(
+    "SLACK_API_ERROR",
+    `Slack refused to open a Socket Mode connection with SLACK_APP_TOKEN (${slackError})`,
+    "create an app-level token with the connections:write scope (app settings → Basic Information → App-Level Tokens), turn Socket Mode on, and set it as SLACK_APP_TOKEN",
+    { cause: error },
+  );
 }
 
 function requireSigningSecret(secret: string | undefined): string {

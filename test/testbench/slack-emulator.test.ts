@@ -1,5 +1,6 @@
 import { App, LogLevel } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodePng } from "../../src/reporter/chart/png-encode.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import {
   type JsonObject,
@@ -513,6 +514,48 @@ describe("Slack emulator with a real Bolt app", () => {
     expect(slack.calls().map((c) => c.method)).toEqual(
       expect.arrayContaining(["files.getUploadURLExternal", "files.completeUploadExternal"]),
     );
+  });
+
+  it("answers upload errors as Slack does, and knows an uploaded PNG's size", async () => {
+    const error = async (method: string, form: Record<string, string>) =>
+      (await rawApi(method, form)).body.error;
+    expect(await error("files.getUploadURLExternal", { filename: "x.png", length: "0" })).toBe(
+      "missing_argument",
+    );
+    expect(
+      await error("files.getUploadURLExternal", {
+        filename: "x.png",
+        length: "9",
+        alt_txt: "a".repeat(1001),
+      }),
+    ).toBe("alt_txt_too_large");
+    expect(
+      await error("files.completeUploadExternal", { files: JSON.stringify([{ id: "F0NOTHERE1" }]) }),
+    ).toBe("file_not_found");
+
+    const parent = await app.client.chat.postMessage({ channel: CHANNEL, text: "a tiny chart" });
+    const png = encodePng({
+      kind: "indexed",
+      width: 3,
+      height: 2,
+      palette: [[0, 0, 0]],
+      pixels: new Uint8Array(6),
+    });
+    await app.client.filesUploadV2({
+      channel_id: CHANNEL,
+      thread_ts: parent.ts as string,
+      file: png,
+      filename: "tiny.png",
+      title: "Tiny",
+      alt_text: "a 3×2 black image",
+      initial_comment: "the comment wins",
+      blocks: [{ type: "section", text: { type: "mrkdwn", text: "ignored next to initial_comment" } }],
+    });
+    const reply = slack.thread(CHANNEL, parent.ts as string)[0];
+    expect(reply?.text).toBe("the comment wins");
+    expect(reply?.blocks).toBeUndefined();
+    expect(reply?.files?.[0]).toMatchObject({ original_w: 3, original_h: 2, alt_text: "a 3×2 black image" });
+    expect(renderConversation(slack, CHANNEL, { times: false })).toContain("[image: Tiny (3×2 PNG)]");
   });
 
   it("renders a conversation readably", async () => {
