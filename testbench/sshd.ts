@@ -56,6 +56,8 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
     fingerprint = stdout.split(" ")[1] ?? "";
   };
 
+  const home = join(dir, "home");
+  await mkdir(home, { recursive: true });
   await makeHostKey();
   await writeFile(authorizedKeys, "", { mode: 0o600 });
   await writeFile(
@@ -65,7 +67,7 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
       "ListenAddress 127.0.0.1",
       `HostKey ${hostKey}`,
       `AuthorizedKeysFile ${authorizedKeys}`,
-      "PermitUserEnvironment PATH,MODELSWAP_*",
+      "PermitUserEnvironment PATH,HOME,MODELSWAP_*",
       "PubkeyAuthentication yes",
       "PasswordAuthentication no",
       "KbdInteractiveAuthentication no",
@@ -120,7 +122,10 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
       await mkdir(keyDir, { recursive: true });
       await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `bench-client-${n}`, "-f", keyPath]);
       const publicKey = (await readFile(`${keyPath}.pub`, "utf8")).trim();
-      const options = Object.entries(env)
+      // A home of its own: the session's bash reads no ~/.bashrc of this machine's user (here root's runs
+      // `pyenv rehash`, which waits up to a minute on a lock a killed process left behind), as on a GPU
+      // host's clean service account.
+      const options = Object.entries({ HOME: home, ...env })
         .map(([name, value]) => `environment="${name}=${value.replaceAll('"', '\\"')}"`)
         .join(",");
       await appendFile(authorizedKeys, `${options}${options ? " " : ""}${publicKey}\n`);
