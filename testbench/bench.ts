@@ -64,6 +64,12 @@ export interface BenchHostSpec {
   engine?: SimGpuHostOptions["engine"];
   /** Which Hugging Face CLIs the host has (default `hf`). */
   hubCli?: SimGpuHostOptions["hubCli"];
+  /**
+   * A light host for fleet-sized benches: it shares the sandbox, serving unit and port of the named host
+   * (which must not itself share one), but has its own name, SSH key and so its own SSH connection.
+   * Its other fields are ignored.
+   */
+  sandboxOf?: string;
 }
 
 export interface BenchOptions {
@@ -98,8 +104,19 @@ export interface BenchOptions {
   socketMode?: boolean;
 }
 
+export interface SpawnBotOptions {
+  /** The CLI's role: `start` (bot and worker, the default), `bot` or `worker`. */
+  role?: "start" | "bot" | "worker";
+  /** LOG_LEVEL of the child (default debug). */
+  logLevel?: string;
+  /** Flags for node itself, before the script (e.g. `--cpu-prof`, `--cpu-prof-dir=…`). */
+  nodeArgs?: string[];
+}
+
 export interface ChildBot {
   pid: number;
+  /** The port its Bolt app listens on (none for the worker role). */
+  port: number;
   logPath: string;
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -168,28 +185,34 @@ export class Bench {
 
   /**
    * Starts the real `modelswap start` as a separate process (for tests that kill it: SIGKILL is a
-   * crash, nothing is cleaned up). Its log goes to `<dir>/bot-<n>.log`.
+   * crash, nothing is cleaned up). Its log goes to `<dir>/bot-<n>.log`. Benchmarks pick the role
+   * (`bot` alone has no worker), the log level, and flags for node itself (e.g. `--cpu-prof`).
    */
-  async spawnBot(): Promise<ChildBot> {
+  async spawnBot(options: SpawnBotOptions = {}): Promise<ChildBot> {
     const port = await freePort();
+    const role = options.role ?? "start";
     const logPath = join(this.dir, `bot-${this.children.length + 1}.log`);
     const out = await open(logPath, "a");
     const child = spawn(
       process.execPath,
-      [new URL("../bin/modelswap.js", import.meta.url).pathname, "start"],
+      [...(options.nodeArgs ?? []), new URL("../bin/modelswap.js", import.meta.url).pathname, role],
       {
-        env: { ...process.env, ...this.env, PORT: String(port), LOG_LEVEL: "debug" },
+        env: { ...process.env, ...this.env, PORT: String(port), LOG_LEVEL: options.logLevel ?? "debug" },
         stdio: ["ignore", out.fd, out.fd],
       },
     );
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     this.children.push(child);
     const lastSocket = this.slack.socketConnections().at(-1)?.id ?? 0;
-    await waitForPort(port, "the modelswap child process", 30_000);
-    if (this.appToken !== undefined) await this.slack.waitForSocket({ after: lastSocket, timeoutMs: 30_000 });
-    else this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
+    // The worker alone serves no HTTP: it is up once it has loaded (no port to wait for).
+    if (role === "worker") await new Promise((resolve) => setTimeout(resolve, 2000));
+    else await waitForPort(port, "the modelswap child process", 30_000);
+    if (role !== "worker" && this.appToken !== undefined)
+      await this.slack.waitForSocket({ after: lastSocket, timeoutMs: 30_000 });
+    else if (role !== "worker") this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
     const bot: ChildBot = {
       pid: child.pid ?? 0,
+      port,
       logPath,
       kill: async (signal: NodeJS.Signals = "SIGKILL") => {
         if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -228,7 +251,9 @@ export class Bench {
   async stop(): Promise<void> {
     for (const bot of this.bots.splice(0)) await bot.stop().catch(() => undefined);
     for (const child of this.children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
-    for (const host of this.hosts.values()) await host.sim.stop().catch(() => undefined);
+    // light hosts share a sandbox: each is stopped once
+    for (const sim of new Set([...this.hosts.values()].map((h) => h.sim)))
+      await sim.stop().catch(() => undefined);
     for (const server of this.silentServers) server.close();
     await this.slack.stop();
     await this.hub.stop();
@@ -248,6 +273,7 @@ export class Bench {
 
   /** @internal */
   async addHost(spec: BenchHostSpec): Promise<Record<string, unknown>> {
+    if (spec.sandboxOf !== undefined) return await this.addLightHost(spec, this.host(spec.sandboxOf));
     const root = join(this.dir, "hosts", spec.name);
     const sim = await createSimGpuHost({
       root,
@@ -298,6 +324,36 @@ export class Bench {
         user: login.user,
         privateKeyPath: login.privateKeyPath,
         hostKeySha256,
+        connectTimeoutSeconds: this.options.connectTimeoutSeconds ?? 3,
+        keepaliveSeconds: 5,
+      },
+    };
+  }
+
+  /** A host that is another one's sandbox under a new name: only an SSH key of its own. */
+  private async addLightHost(spec: BenchHostSpec, base: BenchHost): Promise<Record<string, unknown>> {
+    const { sim, servingPort, unit } = base;
+    this.hosts.set(spec.name, { spec, sim, servingPort, unit });
+    const login = await this.sshd.authorize({
+      PATH: `${sim.binDir}:/usr/local/bin:/usr/bin:/bin`,
+      MODELSWAP_SANDBOX: sim.root,
+    });
+    return {
+      name: spec.name,
+      modelsDir: sim.modelsDir,
+      engineSourceDir: sim.engineSourceDir,
+      venv: sim.venvDir,
+      engineUpstream: this.upstream.url,
+      unitDir: sim.unitDir,
+      currentUnit: unit,
+      servingPort,
+      commandTimeoutSeconds: this.options.commandTimeoutSeconds ?? 10,
+      ssh: {
+        address: "127.0.0.1",
+        port: this.sshd.port,
+        user: login.user,
+        privateKeyPath: login.privateKeyPath,
+        hostKeySha256: this.sshd.hostKeySha256(),
         connectTimeoutSeconds: this.options.connectTimeoutSeconds ?? 3,
         keepaliveSeconds: 5,
       },
@@ -402,7 +458,15 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
   bench.appToken = appToken;
   try {
     const hostSpecs = options.hosts ?? [{ name: "gpu-1" }];
-    const hosts = await Promise.all(hostSpecs.map((spec) => bench.addHost(spec)));
+    // light hosts (sandboxOf) need their sandbox's host first; the config keeps the given order
+    const own = hostSpecs.filter((spec) => spec.sandboxOf === undefined);
+    const added = new Map(await Promise.all(own.map(async (s) => [s, await bench.addHost(s)] as const)));
+    const light = hostSpecs.filter((spec) => spec.sandboxOf !== undefined);
+    for (const [spec, host] of await Promise.all(
+      light.map(async (s) => [s, await bench.addHost(s)] as const),
+    ))
+      added.set(spec, host);
+    const hosts = hostSpecs.map((spec) => added.get(spec));
     const config = {
       slack: { channel: CHANNEL },
       requesters: { users: [USERS.alice, USERS.dave], groups: [MLOPS_GROUP] },
