@@ -44,10 +44,13 @@ export class MonitorQueue {
       await this.queue.removeJobScheduler(scheduler.id);
       removed.push(scheduler.host);
     }
-    for (const host of hosts) {
+    for (const [index, host] of hosts.entries()) {
       await this.queue.upsertJobScheduler(
         schedulerIdOf(host),
-        { every: everyMs },
+        // Each host gets its own moment in the interval. Without an offset BullMQ phases every scheduler
+        // by the moment it was created — all within a few ms here — so the whole fleet was checked at the
+        // same instant: a burst of SSH commands and Redis calls each interval (200 hosts: 200 at once).
+        { every: everyMs, offset: spreadOffset(index, hosts.length, everyMs) },
         {
           name: HEALTH_CHECK_JOB,
           data: { host },
@@ -70,4 +73,9 @@ export class MonitorQueue {
   async close(): Promise<void> {
     await this.queue.close();
   }
+}
+
+/** Host `index` of `count`: an offset in [1, everyMs] (BullMQ reads 0 as "none"), evenly spaced. */
+export function spreadOffset(index: number, count: number, everyMs: number): number {
+  return 1 + Math.floor((index * everyMs) / Math.max(1, count));
 }
