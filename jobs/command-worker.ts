@@ -2,6 +2,7 @@ import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
 import { QUEUE_PREFIX } from "../src/queue/redis-connection.ts";
+import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
 import { runHistoryJob } from "./history-job.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
 
@@ -21,7 +22,7 @@ export function createCommandWorker(connection: Redis, deps: CommandWorkerDeps, 
           throw new Error(`unknown job ${job.name}`);
       }
     },
-    { connection, prefix: QUEUE_PREFIX, concurrency },
+    { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
   );
   worker.on("failed", (job, error) => {
     deps.log.error({ job: job?.name, jobId: job?.id, err: error.message }, "command job failed");

@@ -1,5 +1,4 @@
 import type { App } from "@slack/bolt";
-import { WebClient } from "@slack/web-api";
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { allCommands } from "../commands/index.ts";
@@ -9,8 +8,10 @@ import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { AuditLog } from "./audit/audit-log.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
 import { HostRegistry } from "./host/host-registry.ts";
+import { OpsEndpoints } from "./http/ops-server.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { MeteredWebClient } from "./metrics/slack-calls.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { createRedis, describeRedis } from "./queue/redis-connection.ts";
@@ -40,6 +41,8 @@ export interface ModelswapOptions {
 export interface RunningModelswap {
   /** The port the bot role listens on: the Request URL (HTTP mode) and /healthz (both modes). */
   port: number | undefined;
+  /** The port of the ops server (/healthz, /metrics) when it has its own: worker role, or METRICS_PORT. */
+  opsPort: number | undefined;
   log: Logger;
   stop(): Promise<void>;
 }
@@ -53,7 +56,14 @@ export async function startModelswap({
 }: ModelswapOptions): Promise<RunningModelswap> {
   const secrets = configSecrets(config);
   const log = given ?? createLogger({ level: config.env.LOG_LEVEL, secrets });
-  const client = new WebClient(config.env.SLACK_BOT_TOKEN, {
+  // /healthz, /metrics and the queue dashboard; it counts the Slack calls of the client below
+  const ops = new OpsEndpoints({
+    config,
+    log: log.child({ name: "ops" }),
+    hosts: config.file.hosts.map((h) => h.name),
+    secrets,
+  });
+  const client = new MeteredWebClient(ops.slackCalls, config.env.SLACK_BOT_TOKEN, {
     slackApiUrl: config.env.SLACK_API_URL,
     retryConfig: { retries: 5, factor: 2, minTimeout: 200, maxTimeout: 5000 },
   });
@@ -101,6 +111,7 @@ export async function startModelswap({
       audit,
       log: workerLog.child({ name: "monitor" }),
     });
+    ops.watch(...workers, monitor.worker);
   }
   if (roles.bot) {
     const connection = createRedis(config.env, "producer");
@@ -119,13 +130,19 @@ export async function startModelswap({
       deliveries: new EventDeliveries(connection),
       commands: allCommands(),
       log,
+      routes: ops.boltRoutes(config.env.PORT),
     });
     port = await startSlackApp(app, config.env);
   }
-  log.info({ roles, hosts: hosts.names(), port, redis: describeRedis(config.env) }, "modelswap started");
+  const opsPort = await ops.start(port);
+  log.info(
+    { roles, hosts: hosts.names(), port, opsPort, redis: describeRedis(config.env) },
+    "modelswap started",
+  );
 
   return {
     port,
+    opsPort,
     log,
     async stop() {
       await app?.stop();
@@ -134,6 +151,7 @@ export async function startModelswap({
       await queue?.close();
       await swaps?.close();
       await hosts.closeAll();
+      await ops.close();
       await Promise.allSettled(redisConnections.map((c) => c.quit()));
       log.info("modelswap stopped");
     },

@@ -27,6 +27,9 @@ export interface HostHealthState {
   lastResult: "pass" | "fail" | "suppressed" | undefined;
   lastDetail: string | undefined;
   incident: Incident | undefined;
+  /** Alerts and recoveries posted for this host since it was first checked (counters for /metrics). */
+  alertsPosted: number;
+  recoveriesPosted: number;
 }
 
 /**
@@ -185,9 +188,15 @@ export class IncidentTracker {
   /** The alert of this incident was posted: keep its ts (for the recovery's thread) and the model it named. */
   async alertPosted(host: string, incident: Incident, ts: string, model: string | undefined): Promise<void> {
     const since = String(incident.since.getTime());
+    await this.redis.hincrby(hostKey(host), "alertsPosted", 1);
     await this.redis.eval(SET_ON_INCIDENT, 1, hostKey(host), since, "incAlertTs", ts);
     if (model !== undefined)
       await this.redis.eval(SET_ON_INCIDENT, 1, hostKey(host), since, "incModel", model);
+  }
+
+  /** The recovery of an incident was posted (counted for /metrics). */
+  async recoveryPosted(host: string): Promise<void> {
+    await this.redis.hincrby(hostKey(host), "recoveriesPosted", 1);
   }
 
   /** Posting the alert failed: the next failing check claims it again. */
@@ -222,6 +231,8 @@ export class IncidentTracker {
       lastResult: raw.lastResult as HostHealthState["lastResult"],
       lastDetail: raw.lastDetail,
       incident,
+      alertsPosted: num("alertsPosted"),
+      recoveriesPosted: num("recoveriesPosted"),
     };
   }
 

@@ -177,6 +177,7 @@ async function postRecovery(
     log.error({ err: describeError(error) }, "could not post the recovery message");
     return;
   }
+  await deps.tracker.recoveryPosted(host);
   log.info({ since: incident.since, outage }, "host recovered");
   await audit(deps, log, {
     kind: "recovery",

@@ -8,6 +8,7 @@ import {
   MonitorQueue,
 } from "../../src/queue/monitor-queue.ts";
 import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
+import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import { IncidentTracker } from "./incident-tracker.ts";
 import {
   DEFAULT_RECOVERY_THRESHOLD,
@@ -54,7 +55,12 @@ export async function startMonitor(connection: Redis, deps: MonitorDeps): Promis
       return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps);
     },
     // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
-    { connection, prefix: QUEUE_PREFIX, concurrency: Math.max(4, hostNames.length * 2) },
+    {
+      connection,
+      prefix: QUEUE_PREFIX,
+      concurrency: Math.max(4, hostNames.length * 2),
+      metrics: WORKER_METRICS,
+    },
   );
   worker.on("failed", (job, error) => {
     deps.log.error({ host: job?.data.host, err: error.message }, "health check job failed");

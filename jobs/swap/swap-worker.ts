@@ -3,6 +3,7 @@ import { DelayedError, type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
+import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./swap-context.ts";
 
@@ -36,6 +37,7 @@ export function createSwapWorker(connection: Redis, deps: SwapDeps, concurrency 
       lockDuration: swaps.lockSeconds * 1000,
       stalledInterval: swaps.stalledCheckSeconds * 1000,
       maxStalledCount: MAX_STALLS,
+      metrics: WORKER_METRICS,
       // Stored on each job it takes (BullMQ's processedBy): which process ran a swap's last step.
       name: `${hostname()}:${process.pid}`,
     },

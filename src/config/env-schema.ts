@@ -64,6 +64,34 @@ const envFields = z
       .min(1, problem("PORT is out of range", "use 1–65535"))
       .max(65535, problem("PORT is out of range", "use 1–65535"))
       .default(3000),
+    METRICS_PORT: z.coerce
+      .number(
+        problem("METRICS_PORT is not a number", "set METRICS_PORT to a TCP port such as 9464, or unset it"),
+      )
+      .int()
+      .min(1, problem("METRICS_PORT is out of range", "use 1–65535"))
+      .max(65535, problem("METRICS_PORT is out of range", "use 1–65535"))
+      .optional(),
+    MODELSWAP_DASHBOARD_USER: z
+      .string()
+      .regex(
+        /^[^:\s]{1,64}$/,
+        problem(
+          "MODELSWAP_DASHBOARD_USER is not a user name",
+          "use a word without spaces or ':' (default admin)",
+        ),
+      )
+      .default("admin"),
+    MODELSWAP_DASHBOARD_PASSWORD: z
+      .string()
+      .regex(
+        /^\S{12,}$/,
+        problem(
+          "MODELSWAP_DASHBOARD_PASSWORD is too short or has whitespace",
+          "use at least 12 characters without spaces (e.g. openssl rand -base64 18), or unset it to turn the dashboard off",
+        ),
+      )
+      .optional(),
     LOG_LEVEL: z
       .enum(LOG_LEVELS, problem("LOG_LEVEL is not a level", `use one of ${LOG_LEVELS.join(", ")}`))
       .default("info"),
@@ -99,5 +127,10 @@ export function envSecrets(env: Env): string[] {
     env.REDIS_PASSWORD,
     env.REDIS_SENTINEL_PASSWORD,
     passwordInUrl(env.REDIS_URL),
+    env.MODELSWAP_DASHBOARD_PASSWORD,
+    // the dashboard's Authorization header carries the password as base64 of user:password
+    env.MODELSWAP_DASHBOARD_PASSWORD === undefined
+      ? undefined
+      : Buffer.from(`${env.MODELSWAP_DASHBOARD_USER}:${env.MODELSWAP_DASHBOARD_PASSWORD}`).toString("base64"),
   ].filter((value): value is string => typeof value === "string" && value.length > 0);
 }

@@ -19,6 +19,8 @@ export interface SlackAppOptions {
   log: Logger;
   /** The slash command this app answers (default `/llm`). */
   slashCommand?: string;
+  /** The HTTP routes served beside Slack's (the ops endpoints: /healthz, /metrics); default a bare /healthz. */
+  routes?: CustomRoute[];
 }
 
 /**
@@ -33,11 +35,12 @@ export function createSlackApp({
   deliveries,
   log,
   slashCommand = "/llm",
+  routes,
 }: SlackAppOptions): App {
   const { env } = deps.config;
   const logger = boltLogger(log);
   // Served on PORT in both modes: Socket Mode needs no Request URL, but probes still need /healthz.
-  const customRoutes: CustomRoute[] = [
+  const customRoutes: CustomRoute[] = routes ?? [
     {
       path: "/healthz",
       method: ["GET"],

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { redactSecretsInJson } from "../log.ts";
+import { tallyInTransaction } from "../metrics/swap-tally.ts";
 import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
 import type { Decision, SwapRecord } from "./swap-record.ts";
 
@@ -43,12 +44,14 @@ export class SwapStore {
 
   async save(record: SwapRecord): Promise<void> {
     const created = Date.parse(record.createdAt);
-    await this.redis
+    const tx = this.redis
       .multi()
       .set(key("swap", record.id), redactSecretsInJson(JSON.stringify(record), this.secrets))
       .zadd(key("swaps"), created, record.id)
-      .zadd(key("swaps", "host", record.host), created, record.id)
-      .exec();
+      .zadd(key("swaps", "host", record.host), created, record.id);
+    // a finished swap is counted for /metrics in the same transaction that records its outcome
+    tallyInTransaction(tx, record);
+    await tx.exec();
   }
 
   /**

@@ -69,7 +69,10 @@ describe("Socket Mode", () => {
     await swaps.approve(card.ts);
     const done = await swaps.outcome(card.ts, /Swapped/, 60_000);
     expect(done.text).toContain(MODEL);
-    expect(swaps.threadText(card.ts)).toContain(`sock-1 now serves ${MODEL}`);
+    // the outcome, broadcast to the channel, is the last thing a swap posts
+    await bench.slack.waitFor(() => swaps.threadText(card.ts).includes(`sock-1 now serves ${MODEL}`), {
+      what: "the swap's outcome in its thread",
+    });
 
     const status = await statusOf("sock-1");
     expect(status.text).toContain("healthy");

@@ -1,0 +1,70 @@
+import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+
+export type WorkerState = "running" | "closing" | "stopped";
+
+/** What `/healthz` answers: 200 when `ok`, 503 with the `problems` otherwise. */
+export interface HealthReport {
+  ok: boolean;
+  /** `ok`, or why Redis did not answer a PING. */
+  redis: string;
+  /** This process's BullMQ workers by queue (none for the bot role alone). */
+  workers: Record<string, WorkerState>;
+  /** One line per thing that is wrong, for people reading the 503. */
+  problems?: string[];
+}
+
+/** A worker whose loop stopped (it crashed) or that is shutting down takes no new jobs. */
+export function workerState(worker: Worker): WorkerState {
+  if (worker.closing !== undefined) return "closing";
+  return worker.isRunning() ? "running" : "stopped";
+}
+
+/**
+ * The bot's own health: Redis answers a PING within `timeoutMs`, and each of this process's workers is
+ * running (not stopped, not closing). A process in shutdown therefore answers 503, so a load balancer or
+ * orchestrator stops sending it work before it exits.
+ */
+export async function checkBotHealth(
+  redis: Redis,
+  workers: readonly Worker[],
+  timeoutMs = 1000,
+): Promise<HealthReport> {
+  const problems: string[] = [];
+  let redisState = "ok";
+  try {
+    await ping(redis, timeoutMs);
+  } catch (error) {
+    redisState = `unreachable: ${(error as Error).message}`;
+    problems.push(
+      `Redis does not answer (${(error as Error).message}): check REDIS_URL and the redis-server`,
+    );
+  }
+  const states: Record<string, WorkerState> = {};
+  for (const worker of workers) {
+    const state = workerState(worker);
+    states[worker.name] = state;
+    if (state !== "running") problems.push(`the ${worker.name} worker is ${state}`);
+  }
+  return {
+    ok: problems.length === 0,
+    redis: redisState,
+    workers: states,
+    ...(problems.length === 0 ? {} : { problems }),
+  };
+}
+
+async function ping(redis: Redis, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const answer = await Promise.race([
+      redis.ping(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer to PING within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    if (answer !== "PONG") throw new Error(`PING answered ${String(answer)}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}

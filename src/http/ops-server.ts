@@ -1,0 +1,209 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { CustomRoute } from "@slack/bolt";
+import { Queue, type Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Config } from "../config/load-config.ts";
+import { type Logger, redactSecrets, redactSecretsInJson } from "../log.ts";
+import { collectMetrics } from "../metrics/collect.ts";
+import { EXPOSITION_CONTENT_TYPE, Registry } from "../metrics/registry.ts";
+import { SlackCallMetrics } from "../metrics/slack-calls.ts";
+import { COMMAND_QUEUE } from "../queue/command-queue.ts";
+import { MONITOR_QUEUE } from "../queue/monitor-queue.ts";
+import { createRedis, QUEUE_PREFIX } from "../queue/redis-connection.ts";
+import { SWAP_QUEUE } from "../queue/swap-queue.ts";
+import { createDashboard, DASHBOARD_PATH } from "./dashboard.ts";
+import { checkBotHealth } from "./health.ts";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface OpsOptions {
+  config: Config;
+  log: Logger;
+  /** The configured hosts' names. */
+  hosts: readonly string[];
+  /** Values never shown in an answer (a Redis error could carry one). */
+  secrets: readonly string[];
+}
+
+/**
+ * The bot's operations endpoints: `/healthz` (Redis answers, this process's workers run), `/metrics`
+ * (Prometheus text format) and, when MODELSWAP_DASHBOARD_PASSWORD is set, the bull-board dashboard at
+ * `/admin/queues` behind basic auth. They are served by Bolt's HTTP receiver (as custom routes, on PORT)
+ * and, when there is no such receiver (Socket Mode, the worker role) or METRICS_PORT is set, by a small
+ * server of their own. Reads go through a fail-fast Redis connection of their own, so a scrape or a
+ * health probe while Redis is down answers at once.
+ */
+export class OpsEndpoints {
+  /** This process's own counters (everything else is read from Redis at scrape time). */
+  readonly registry = new Registry();
+  readonly slackCalls = new SlackCallMetrics(this.registry);
+  private readonly redis: Redis;
+  private readonly queues: Queue[];
+  private readonly workers: Worker[] = [];
+  private readonly dashboard: Handler | undefined;
+  private server: Server | undefined;
+  private redisWasUp = true;
+
+  constructor(private readonly options: OpsOptions) {
+    const { env } = options.config;
+    this.redis = createRedis(env, "producer");
+    this.redis.on("error", () => undefined); // reported by /healthz and modelswap_redis_up
+    this.queues = [COMMAND_QUEUE, SWAP_QUEUE, MONITOR_QUEUE].map((name) => {
+      const queue = new Queue(name, { connection: this.redis, prefix: QUEUE_PREFIX });
+      queue.on("error", () => undefined);
+      return queue;
+    });
+    this.dashboard =
+      env.MODELSWAP_DASHBOARD_PASSWORD === undefined
+        ? undefined
+        : createDashboard({
+            queues: this.queues,
+            user: env.MODELSWAP_DASHBOARD_USER,
+            password: env.MODELSWAP_DASHBOARD_PASSWORD,
+          });
+  }
+
+  /** The BullMQ workers of this process, reported (and required to run) by /healthz. */
+  watch(...workers: Worker[]): void {
+    this.workers.push(...workers);
+  }
+
+  /**
+   * The custom routes for Bolt's HTTP receiver on PORT. With METRICS_PORT set to another port, only
+   * /healthz stays on the Slack port: /metrics and the dashboard are then served on METRICS_PORT alone,
+   * so the port that faces Slack (often public) shows neither.
+   */
+  boltRoutes(slackPort: number): CustomRoute[] {
+    const routes: CustomRoute[] = [
+      { path: "/healthz", method: ["GET"], handler: (_req, res) => this.health(res) },
+    ];
+    if (this.ownPort(slackPort) !== undefined) return routes;
+    routes.push({ path: "/metrics", method: ["GET"], handler: (_req, res) => this.metrics(res) });
+    const dashboard = this.dashboard;
+    if (dashboard !== undefined) {
+      routes.push({
+        path: `${DASHBOARD_PATH}{/*rest}`,
+        method: ["GET", "POST", "PUT", "PATCH", "DELETE"],
+        handler: (req, res) => dashboard(req, res),
+      });
+    }
+    return routes;
+  }
+
+  /**
+   * The port of the ops server, when this process needs one: METRICS_PORT when set (and not the Slack
+   * port), else PORT when Bolt serves no HTTP here (`slackPort` undefined).
+   */
+  ownPort(slackPort: number | undefined): number | undefined {
+    const { METRICS_PORT, PORT } = this.options.config.env;
+    if (METRICS_PORT !== undefined) return METRICS_PORT === slackPort ? undefined : METRICS_PORT;
+    return slackPort === undefined ? PORT : undefined;
+  }
+
+  /**
+   * Starts the ops server when this process needs one. A port already taken is a warning, not a
+   * failure: metrics never keep the bot from working (`modelswap start` and `modelswap worker` on one
+   * machine both default to PORT; give one of them METRICS_PORT).
+   */
+  async start(slackPort: number | undefined): Promise<number | undefined> {
+    const port = this.ownPort(slackPort);
+    if (port === undefined) return undefined;
+    const server = createServer((req, res) => this.route(req, res));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      this.options.log.warn(
+        { port, err: (error as Error).message, code: (error as NodeJS.ErrnoException).code },
+        "could not serve /healthz and /metrics: the port is taken; set METRICS_PORT to a free port",
+      );
+      return undefined;
+    }
+    this.server = server;
+    const bound = (server.address() as AddressInfo).port;
+    this.options.log.info(
+      { port: bound, dashboard: this.dashboard !== undefined },
+      "serving /healthz and /metrics on their own port",
+    );
+    return bound;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (server !== undefined) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await Promise.allSettled(this.queues.map((q) => q.close()));
+    this.redis.disconnect();
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    if (req.method === "GET" && path === "/healthz") this.health(res);
+    else if (req.method === "GET" && path === "/metrics") this.metrics(res);
+    else if (
+      this.dashboard !== undefined &&
+      (path === DASHBOARD_PATH || path.startsWith(`${DASHBOARD_PATH}/`))
+    )
+      this.dashboard(req, res);
+    else {
+      res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+      res.end("not found: this port serves /healthz and /metrics\n");
+    }
+  }
+
+  private health(res: ServerResponse): void {
+    void checkBotHealth(this.redis, this.workers)
+      .then((report) => {
+        const body = redactSecretsInJson(JSON.stringify(report), this.options.secrets);
+        res.writeHead(report.ok ? 200 : 503, {
+          "content-type": "application/json",
+          "cache-control": "no-store",
+        });
+        res.end(`${body}\n`);
+      })
+      .catch((error: unknown) => this.fail(res, error));
+  }
+
+  private metrics(res: ServerResponse): void {
+    void collectMetrics({
+      registry: this.registry,
+      redis: this.redis,
+      queues: this.queues,
+      hosts: this.options.hosts,
+    })
+      .then(({ text, redisError }) => {
+        this.noteRedis(redisError);
+        res.writeHead(200, { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" });
+        res.end(text);
+      })
+      .catch((error: unknown) => this.fail(res, error));
+  }
+
+  /** Says once per outage that scrapes lack the Redis families, and once that they are back. */
+  private noteRedis(error: string | undefined): void {
+    const up = error === undefined;
+    if (up === this.redisWasUp) return;
+    this.redisWasUp = up;
+    if (up) this.options.log.info("metrics: Redis answers again; scrapes are complete");
+    else
+      this.options.log.warn(
+        { err: redactSecrets(error, this.options.secrets) },
+        "metrics: Redis did not answer; scrapes carry only this process's counters and modelswap_redis_up 0",
+      );
+  }
+
+  private fail(res: ServerResponse, error: unknown): void {
+    this.options.log.error({ err: (error as Error).message }, "ops endpoint failed");
+    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+    res.end("internal error (see the bot's log)\n");
+  }
+}

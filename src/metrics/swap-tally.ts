@@ -1,0 +1,234 @@
+import type { ChainableCommander, Redis } from "ioredis";
+import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
+import { STAGES, type SwapOutcome, type SwapRecord } from "../swap/swap-record.ts";
+import {
+  DURATION_BUCKETS,
+  formatValue,
+  histogramSamples,
+  type MetricFamily,
+  type Sample,
+} from "./registry.ts";
+
+/**
+ * The deployment's swap metrics, kept in Redis because a swap is advanced by whichever worker takes its
+ * next step: a counter in one process's memory would hold a random part of it. Each swap is tallied
+ * once, when the save that records its outcome commits (the tally runs inside that same MULTI), so a
+ * worker killed and replaced mid-finish neither loses nor repeats it.
+ */
+export const SWAP_TALLY_KEY = `${QUEUE_PREFIX}:metrics:swaps`;
+/** The ids of the swaps already tallied (one short member per finished swap; records are kept forever too). */
+export const SWAP_TALLIED_KEY = `${QUEUE_PREFIX}:metrics:swaps:tallied`;
+
+export const SWAP_OUTCOMES = [
+  "succeeded",
+  "rolled_back",
+  "failed",
+  "rejected",
+  "expired",
+  "cancelled",
+  "planned",
+] as const satisfies readonly SwapOutcome[];
+
+/**
+ * KEYS[1] the tally hash, KEYS[2] the set of tallied ids. ARGV[1] the swap id, then triples
+ * (op, field, value): `+` adds (HINCRBYFLOAT), `=` sets. Nothing happens for a swap already tallied.
+ */
+const TALLY_ONCE = `
+if redis.call('sadd', KEYS[2], ARGV[1]) == 0 then return 0 end
+for i = 2, #ARGV, 3 do
+  if ARGV[i] == '+' then redis.call('hincrbyfloat', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+  else redis.call('hset', KEYS[1], ARGV[i + 1], ARGV[i + 2]) end
+end
+return 1
+`;
+
+/** Hash fields are JSON arrays, so host and stage names need no separator of their own. */
+type Field =
+  | ["swaps", host: string, outcome: string]
+  | ["downtime_bucket", host: string, outcome: string, le: string]
+  | ["downtime_sum", host: string, outcome: string]
+  | ["downtime_last", host: string]
+  | ["stage_bucket", stage: string, le: string]
+  | ["stage_sum", stage: string]
+  | ["pages", host: string];
+
+/**
+ * The service's downtime in a swap, for the metric: for a success the card's downtime (old unit stopped
+ * → new one healthy); for a swap that switched and then ended otherwise, old unit stopped → the end of
+ * the swap (a rollback ends once the old unit answers again). Undefined when nothing was stopped.
+ */
+export function downtimeOf(record: SwapRecord): number | undefined {
+  if (record.outcome === "succeeded") return record.downtimeSeconds;
+  const stopped = record.switch?.oldStoppedAt;
+  if (stopped === undefined || record.finishedAt === undefined) return undefined;
+  return Math.max(0, (Date.parse(record.finishedAt) - Date.parse(stopped)) / 1000);
+}
+
+function le(value: number): string {
+  const bound = DURATION_BUCKETS.find((b) => value <= b);
+  return bound === undefined ? "+Inf" : formatValue(bound);
+}
+
+/** What a finished swap adds to the tally: (op, field, value) triples, flat. */
+export function tallyOf(record: SwapRecord): string[] {
+  const outcome = record.outcome ?? "failed";
+  const ops: ["+" | "=", Field, number][] = [["+", ["swaps", record.host, outcome], 1]];
+  const downtime = downtimeOf(record);
+  if (downtime !== undefined) {
+    ops.push(["+", ["downtime_bucket", record.host, outcome, le(downtime)], 1]);
+    ops.push(["+", ["downtime_sum", record.host, outcome], downtime]);
+    ops.push(["=", ["downtime_last", record.host], downtime]);
+  }
+  for (const name of STAGES) {
+    const stage = record.stages[name];
+    if (stage.state !== "done" && stage.state !== "failed") continue;
+    if (stage.startedAt === undefined || stage.finishedAt === undefined) continue;
+    const seconds = Math.max(0, (Date.parse(stage.finishedAt) - Date.parse(stage.startedAt)) / 1000);
+    if (!Number.isFinite(seconds)) continue;
+    ops.push(["+", ["stage_bucket", name, le(seconds)], 1]);
+    ops.push(["+", ["stage_sum", name], seconds]);
+  }
+  // the rollback failed too: the channel was paged, the host serves nothing
+  if (outcome === "failed" && record.rollback?.ok === false) ops.push(["+", ["pages", record.host], 1]);
+  return ops.flatMap(([op, field, value]) => [op, JSON.stringify(field), String(value)]);
+}
+
+/**
+ * Adds the tally of a finished swap to a MULTI that saves its record (a record without an outcome adds
+ * nothing). Run in the same transaction as the save, the tally and the ledger never disagree.
+ */
+export function tallyInTransaction(tx: ChainableCommander, record: SwapRecord): void {
+  if (record.outcome === undefined) return;
+  tx.eval(TALLY_ONCE, 2, SWAP_TALLY_KEY, SWAP_TALLIED_KEY, record.id, ...tallyOf(record));
+}
+
+/** What the tally holds, read back at scrape time. */
+export interface SwapTally {
+  swaps: { host: string; outcome: string; count: number }[];
+  downtime: Map<string, { host: string; outcome: string; counts: Map<string, number>; sum: number }>;
+  downtimeLast: Map<string, number>;
+  stages: Map<string, { counts: Map<string, number>; sum: number }>;
+  pages: Map<string, number>;
+}
+
+export async function readSwapTally(redis: Redis): Promise<SwapTally> {
+  const raw = await redis.hgetall(SWAP_TALLY_KEY);
+  const tally: SwapTally = {
+    swaps: [],
+    downtime: new Map(),
+    downtimeLast: new Map(),
+    stages: new Map(),
+    pages: new Map(),
+  };
+  for (const [key, text] of Object.entries(raw)) {
+    let field: Field;
+    try {
+      field = JSON.parse(key) as Field;
+    } catch {
+      continue; // not ours
+    }
+    const value = Number(text);
+    switch (field[0]) {
+      case "swaps":
+        tally.swaps.push({ host: field[1], outcome: field[2], count: value });
+        break;
+      case "downtime_bucket":
+      case "downtime_sum": {
+        const id = JSON.stringify([field[1], field[2]]);
+        let series = tally.downtime.get(id);
+        if (series === undefined) {
+          series = { host: field[1], outcome: field[2], counts: new Map(), sum: 0 };
+          tally.downtime.set(id, series);
+        }
+        if (field[0] === "downtime_sum") series.sum = value;
+        else series.counts.set(field[3], value);
+        break;
+      }
+      case "downtime_last":
+        tally.downtimeLast.set(field[1], value);
+        break;
+      case "stage_bucket":
+      case "stage_sum": {
+        let series = tally.stages.get(field[1]);
+        if (series === undefined) {
+          series = { counts: new Map(), sum: 0 };
+          tally.stages.set(field[1], series);
+        }
+        if (field[0] === "stage_sum") series.sum = value;
+        else series.counts.set(field[2], value);
+        break;
+      }
+      case "pages":
+        tally.pages.set(field[1], value);
+        break;
+    }
+  }
+  return tally;
+}
+
+/**
+ * Per-bucket counts stored by bound → the registry's per-bucket array for today's bounds (a bound that
+ * is no longer one falls into the next bound up, so counts never go down).
+ */
+function bucketCounts(stored: Map<string, number>): number[] {
+  const counts = new Array<number>(DURATION_BUCKETS.length + 1).fill(0);
+  for (const [bound, count] of stored) {
+    const value = bound === "+Inf" ? Number.POSITIVE_INFINITY : Number(bound);
+    const i = DURATION_BUCKETS.findIndex((b) => value <= b);
+    counts[i === -1 ? DURATION_BUCKETS.length : i]! += count;
+  }
+  return counts;
+}
+
+const FROM_REDIS =
+  "Read from Redis at scrape time: the whole deployment's value, the same on every modelswap process (aggregate with max, not sum).";
+
+/** The swap families, with a zero for every configured host and outcome so rate() works from the first swap. */
+export function swapFamilies(tally: SwapTally, hosts: readonly string[]): MetricFamily[] {
+  const swaps = new Map<string, Sample>();
+  for (const host of hosts)
+    for (const outcome of SWAP_OUTCOMES)
+      swaps.set(JSON.stringify([host, outcome]), { labels: { outcome, host }, value: 0 });
+  for (const s of tally.swaps)
+    swaps.set(JSON.stringify([s.host, s.outcome]), {
+      labels: { outcome: s.outcome, host: s.host },
+      value: s.count,
+    });
+  const stageSamples = STAGES.flatMap((stage) => {
+    const series = tally.stages.get(stage) ?? { counts: new Map<string, number>(), sum: 0 };
+    return histogramSamples({ stage }, DURATION_BUCKETS, bucketCounts(series.counts), series.sum);
+  });
+  return [
+    {
+      name: "modelswap_swaps_total",
+      help: `Swaps that ended, by outcome (succeeded, rolled_back, failed, rejected, expired, cancelled, planned = dry run) and host; counted once when the outcome is saved. ${FROM_REDIS}`,
+      type: "counter",
+      samples: [...swaps.values()],
+    },
+    {
+      name: "modelswap_stage_duration_seconds",
+      help: `How long each pipeline stage ran (done or failed) in the swaps that ended, from its start to its end, whichever workers ran it; approval is the wait for a decision. ${FROM_REDIS}`,
+      type: "histogram",
+      samples: stageSamples,
+    },
+    {
+      name: "modelswap_swap_downtime_seconds",
+      help: `The serving downtime of each swap that stopped the old service: for a success, old unit stopped to new unit healthy; otherwise old unit stopped to the end of the swap (the rollback's health wait included). ${FROM_REDIS}`,
+      type: "histogram",
+      samples: [...tally.downtime.values()].flatMap((s) =>
+        histogramSamples(
+          { host: s.host, outcome: s.outcome },
+          DURATION_BUCKETS,
+          bucketCounts(s.counts),
+          s.sum,
+        ),
+      ),
+    },
+    {
+      name: "modelswap_swap_last_downtime_seconds",
+      help: `The downtime of the last swap on the host that stopped its service (see modelswap_swap_downtime_seconds). ${FROM_REDIS}`,
+      type: "gauge",
+      samples: [...tally.downtimeLast].map(([host, value]) => ({ labels: { host }, value })),
+    },
+  ];
+}
