@@ -25,13 +25,24 @@ beforeAll(async () => {
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
     health: { intervalSeconds: 1, failureThreshold: 3, recoveryThreshold: 2, checkTimeoutSeconds: 0.8 },
     hosts: [
-      { name: "gpu-ok", serving: { preset: "llama-bf16-small" }, faults: { sglang: FAST } },
-      { name: "gpu-nan", serving: { preset: "llama-bf16-small" }, faults: { sglang: FAST } },
+      {
+        name: "gpu-ok",
+        serving: { preset: "llama-bf16-small" },
+        faults: { sglang: FAST },
+        waitHealthy: true,
+      },
+      {
+        name: "gpu-nan",
+        serving: { preset: "llama-bf16-small" },
+        faults: { sglang: FAST },
+        waitHealthy: true,
+      },
       {
         name: "crashy",
         gpus: "h200-1gpu",
         serving: { preset: "llama-bf16-small" },
         faults: { sglang: FAST },
+        waitHealthy: true,
       },
     ],
   });
@@ -79,7 +90,10 @@ describe("/metrics", () => {
     // crashy's server dies and every restart crashes: the monitor opens an incident and alerts
     const crashy = bench.host("crashy");
     await crashy.sim.setFault("sglang", { ...FAST, mode: "crash-on-start" });
-    const pid = (await crashy.sim.unitState(crashy.unit)).mainPid;
+    const pid = await until(
+      async () => (await crashy.sim.unitState(crashy.unit)).mainPid || undefined,
+      "crashy's MainPID",
+    );
     process.kill(pid, "SIGKILL");
     // gpu-nan's new model answers NaN: the sanity gate rolls it back
     await bench
