@@ -1,0 +1,54 @@
+import type { AckOptions } from "./ack.ts";
+import type { AlertOptions } from "./alert-latency.ts";
+import { shippedSwapSettings } from "./bot-process.ts";
+import type { MonitorOptions } from "./monitor-cost.ts";
+import type { ResumeOptions } from "./resume.ts";
+import type { SlackOptions } from "./slack-budget.ts";
+import type { SwapOptions } from "./swap-overhead.ts";
+
+/**
+ * How fast the bench's world turns: the config's `swaps:` section and the simulated engine's timings.
+ * The full run measures the bot as shipped; the quick run only has to finish soon.
+ */
+export interface Speed {
+  swaps: Record<string, number>;
+  /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
+  engine: Record<string, number>;
+}
+
+/** How big each section runs: the full run people read, or the quick smoke CI runs so the bench keeps working. */
+export interface BenchPlan {
+  ack: AckOptions;
+  swap: SwapOptions;
+  slack: SlackOptions;
+  alert: AlertOptions;
+  monitor: MonitorOptions;
+  resume: ResumeOptions;
+}
+
+/** The figures of the issue: 500 acks, a 40 s / 30 s / 10 s swap, 10 swaps at once, 200 hosts for 2 minutes. */
+const SHIPPED: Speed = { swaps: shippedSwapSettings(), engine: {} };
+
+export const FULL: BenchPlan = {
+  ack: { requests: 500, warmup: 50 },
+  swap: { downloadSeconds: 40, buildSeconds: 30, loadSeconds: 10, speed: SHIPPED },
+  slack: { swaps: 10, speed: SHIPPED },
+  alert: { repeats: 20, intervalSeconds: 1, threshold: 3 },
+  monitor: { hosts: 200, intervalSeconds: 15, durationSeconds: 120 },
+  resume: { downloadSeconds: 10, speed: SHIPPED },
+};
+
+const FAST: Speed = {
+  swaps: { pollSeconds: 0.5, cardUpdateSeconds: 1, lockSeconds: 5, stalledCheckSeconds: 1 },
+  engine: { loadSeconds: 0.2, warmupMs: 20, msPerToken: 0.1, ttftMs: 1 },
+};
+
+/** Small counts and short stages: every figure is produced, none is meaningful. */
+export const QUICK: BenchPlan = {
+  ack: { requests: 40, warmup: 5 },
+  swap: { downloadSeconds: 1.5, buildSeconds: 1, loadSeconds: 0.3, speed: FAST },
+  slack: { swaps: 1, speed: FAST },
+  alert: { repeats: 2, intervalSeconds: 1, threshold: 2 },
+  monitor: { hosts: 10, intervalSeconds: 2, durationSeconds: 4 },
+  resume: { downloadSeconds: 2, speed: FAST },
+};

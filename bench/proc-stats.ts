@@ -1,0 +1,27 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ; 100 on Linux, asked once). */
+const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+
+export interface ProcSample {
+  /** CPU time the process has used so far (user + system), in seconds. */
+  cpuSeconds: number;
+  /** Resident memory now, in bytes. */
+  rssBytes: number;
+}
+
+/**
+ * CPU time and resident memory of a live process, from /proc/<pid>/stat (utime and stime, fields 14 and
+ * 15) and /proc/<pid>/status (VmRSS). Its children are not counted: the bot's own cost is what we want.
+ */
+export function sampleProcess(pid: number): ProcSample {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // the command name (field 2) is in parentheses and may hold spaces: count fields after its ')'
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const rssKiB = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
+  return { cpuSeconds: (utime + stime) / TICKS_PER_SECOND, rssBytes: rssKiB * 1024 };
+}

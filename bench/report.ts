@@ -1,0 +1,173 @@
+import type { AckFigures } from "./ack.ts";
+import type { AlertFigures } from "./alert-latency.ts";
+import type { MonitorFigures } from "./monitor-cost.ts";
+import type { ResumeFigures } from "./resume.ts";
+import type { SlackFigures } from "./slack-budget.ts";
+import type { SwapFigures } from "./swap-overhead.ts";
+
+/** A line of news while a section runs. */
+export type Progress = (line: string) => void;
+
+/** What a section gives back: its figures (the JSON) and lines that explain them (the table's notes). */
+export interface SectionResult<F> {
+  figures: F;
+  details: string[];
+}
+
+/** The JSON `npm run bench` writes: these keys exactly, so runs compare across versions. */
+export interface BenchResults {
+  ack: AckFigures;
+  swap: SwapFigures;
+  slack: SlackFigures;
+  alert: AlertFigures;
+  monitor: MonitorFigures;
+  resume: ResumeFigures;
+}
+
+export type SectionName = keyof BenchResults;
+
+/** The keys of each section, in the issue's order (what the smoke test checks). */
+export const RESULT_KEYS: { [S in SectionName]: readonly (keyof BenchResults[S])[] } = {
+  ack: ["requests", "p50_ms", "p99_ms", "baseline_p50_ms", "baseline_p99_ms", "p99_ratio"],
+  swap: ["wall_s", "critical_path_s", "overhead_ratio", "sequential_script_s", "vs_script_ratio"],
+  slack: ["swaps", "calls_per_swap", "rate_limited"],
+  alert: ["interval_s", "threshold", "p50_extra_ms", "p99_extra_ms"],
+  monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb"],
+  resume: ["bytes_total", "bytes_refetched"],
+};
+
+/** Figures in the issue's key order (the JSON reads the same in every run); a missing or non-finite one throws. */
+export function ordered(results: Partial<BenchResults>): Partial<BenchResults> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const section of Object.keys(RESULT_KEYS) as SectionName[]) {
+    const figures = results[section] as Record<string, number> | undefined;
+    if (figures === undefined) continue;
+    out[section] = {};
+    for (const key of RESULT_KEYS[section] as readonly string[]) {
+      const value = figures[key];
+      if (typeof value !== "number" || !Number.isFinite(value))
+        throw new Error(`bench: ${section}.${key} is ${value}, not a finite number`);
+      out[section][key] = value;
+    }
+  }
+  return out as Partial<BenchResults>;
+}
+
+interface Row {
+  section: string;
+  figure: string;
+  value: string;
+  baseline: string;
+  target: string;
+  ok: boolean | undefined;
+}
+
+/** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
+export function renderTable(results: Partial<BenchResults>): string {
+  const rows: Row[] = [];
+  const { ack, swap, slack, alert, monitor, resume } = results;
+  if (ack !== undefined) {
+    rows.push(
+      row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
+      row("", "p99 ack", ms(ack.p99_ms), ms(ack.baseline_p99_ms), "≤ 50 ms", ack.p99_ms <= 50),
+      row("", "p99 ratio", x(ack.p99_ratio), "bare Bolt", "≤ 1.5", ack.p99_ratio <= 1.5),
+      row("", "requests", String(ack.requests), "", "", undefined),
+    );
+  }
+  if (swap !== undefined) {
+    rows.push(
+      row("swap", "wall", s(swap.wall_s), s(swap.critical_path_s), "", undefined),
+      row(
+        "",
+        "overhead ratio",
+        x(swap.overhead_ratio),
+        "critical path",
+        "≤ 1.05",
+        swap.overhead_ratio <= 1.05,
+      ),
+      row(
+        "",
+        "vs script",
+        x(swap.vs_script_ratio),
+        s(swap.sequential_script_s),
+        "≤ 0.8",
+        swap.vs_script_ratio <= 0.8,
+      ),
+    );
+  }
+  if (slack !== undefined) {
+    rows.push(
+      row("slack", "calls per swap", String(slack.calls_per_swap), "", "≤ 30", slack.calls_per_swap <= 30),
+      row("", "rate limited (429)", String(slack.rate_limited), "", "= 0", slack.rate_limited === 0),
+      row("", "swaps at once", String(slack.swaps), "", "", undefined),
+    );
+  }
+  if (alert !== undefined) {
+    const floor = `${alert.threshold} × ${alert.interval_s} s`;
+    rows.push(
+      row("alert", "p50 beyond floor", ms(alert.p50_extra_ms), floor, "", undefined),
+      row("", "p99 beyond floor", ms(alert.p99_extra_ms), floor, "≤ 2000 ms", alert.p99_extra_ms <= 2000),
+    );
+  }
+  if (monitor !== undefined) {
+    const fleet = `${monitor.hosts} hosts / ${monitor.interval_s} s`;
+    rows.push(
+      row(
+        "monitor",
+        "CPU (cores)",
+        String(monitor.cpu_core_fraction),
+        fleet,
+        "≤ 0.25",
+        monitor.cpu_core_fraction <= 0.25,
+      ),
+      row("", "RSS", `${monitor.rss_mb} MB`, "", "≤ 250 MB", monitor.rss_mb <= 250),
+    );
+  }
+  if (resume !== undefined) {
+    rows.push(
+      row(
+        "resume",
+        "bytes refetched",
+        String(resume.bytes_refetched),
+        `of ${resume.bytes_total}`,
+        "= 0",
+        resume.bytes_refetched === 0,
+      ),
+    );
+  }
+  const head: Row = {
+    section: "section",
+    figure: "figure",
+    value: "value",
+    baseline: "baseline",
+    target: "target",
+    ok: undefined,
+  };
+  const cells = (r: Row) => [r.section, r.figure, r.value, r.baseline, r.target];
+  const widths = cells(head).map((_, i) => Math.max(...[head, ...rows].map((r) => cells(r)[i]!.length)));
+  const line = (r: Row, mark: string) =>
+    `${cells(r)
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")}  ${mark}`.trimEnd();
+  const rule = "─".repeat(widths.reduce((a, b) => a + b + 2, 0) + 4);
+  return [
+    line(head, "met"),
+    rule,
+    ...rows.map((r) => line(r, r.ok === undefined ? "" : r.ok ? "✓" : "✗")),
+  ].join("\n");
+}
+
+function row(
+  section: string,
+  figure: string,
+  value: string,
+  baseline: string,
+  target: string,
+  ok: boolean | undefined,
+): Row {
+  return { section, figure, value, baseline, target, ok };
+}
+
+const ms = (v: number) => `${v} ms`;
+const s = (v: number) => `${v} s`;
+const x = (v: number) => `${v}×`;

@@ -1,0 +1,50 @@
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { expect, it } from "vitest";
+import { RESULT_KEYS, type SectionName } from "../../bench/report.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * `npm run bench -- --quick` keeps working: every section runs against the real bot on the bench, the JSON
+ * has exactly the keys the issue lists, each a finite number, and the table is printed. (The quick run's
+ * figures mean nothing; the full run's are in docs/benchmarks.md.)
+ */
+it("the quick bench writes every figure of every section and prints the table", async () => {
+  const dir = await tempDir("modelswap-bench-smoke-");
+  try {
+    const out = join(dir.path, "results.json");
+    const { stdout } = await run(
+      process.execPath,
+      ["--import", "tsx", "bench/run.ts", "--quick", "--out", out],
+      {
+        cwd: ROOT,
+        timeout: 58_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
+    const results = JSON.parse(await readFile(out, "utf8")) as Record<string, Record<string, unknown>>;
+    const sections = Object.keys(RESULT_KEYS) as SectionName[];
+    expect(Object.keys(results)).toEqual(sections);
+    for (const section of sections) {
+      expect(Object.keys(results[section]!), section).toEqual(RESULT_KEYS[section]);
+      for (const [key, value] of Object.entries(results[section]!)) {
+        expect(typeof value === "number" && Number.isFinite(value), `${section}.${key} = ${value}`).toBe(
+          true,
+        );
+      }
+      expect(stdout).toMatch(new RegExp(`\\[\\d/6\\] ${section}: `));
+      expect(stdout).toContain(`${section}: done in`);
+    }
+    expect(stdout).toMatch(/section +figure +value +baseline +target +met/);
+    expect(results.ack!.requests).toBeGreaterThan(0);
+    expect(results.slack!.swaps).toBeGreaterThan(0);
+  } finally {
+    await dir.remove();
+  }
+}, 60_000);
