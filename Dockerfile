@@ -14,7 +14,12 @@ COPY bin ./bin
 COPY src ./src
 COPY commands ./commands
 COPY jobs ./jobs
+ENV NODE_ENV=production
 USER node
 EXPOSE 3000
+# docker stop sends SIGTERM: no new work, running steps reach a safe point (swaps.shutdownGraceSeconds).
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "bin/modelswap.js"]
 CMD ["start"]

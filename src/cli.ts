@@ -62,14 +62,24 @@ async function run(roles: Roles): Promise<number> {
   const running = await startModelswap({ config, roles });
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      running.log.info({ signal }, "stopping");
+      running.log.info({ signal }, "signal received");
+      // A second signal means "now": detached work on the hosts is unaffected either way.
+      const now = () => {
+        running.log.warn("second signal: exiting at once");
+        process.exit(130);
+      };
+      process.once("SIGTERM", now);
+      process.once("SIGINT", now);
       resolve();
     };
     process.once("SIGTERM", stop);
     process.once("SIGINT", stop);
   });
   await running.stop();
-  return 0;
+  // A step cut off at the end of the grace period may still hold timers: the process ends here, once the
+  // log is written out.
+  await new Promise<void>((resolve) => running.log.flush(() => resolve()));
+  process.exit(0);
 }
 
 main(process.argv.slice(2)).then(

@@ -27,6 +27,7 @@ export type ErrorCode =
   | "MODEL_CONFIG_UNSUPPORTED"
   | "SANITY_FAILED"
   | "BENCH_FAILED"
+  | "SHUTTING_DOWN"
   | "INTERNAL";
 
 export class CodedError extends Error {
@@ -67,4 +68,13 @@ export function describeError(error: unknown): string {
 export function isHostUnreachable(error: unknown): boolean {
   const code = asCodedError(error).code;
   return code === "HOST_UNREACHABLE" || code === "HOST_CONNECTION_LOST" || code === "HOST_COMMAND_TIMEOUT";
+}
+
+/** Thrown inside a long step when this process is stopping: the step is handed to another worker. */
+export function shuttingDown(): CodedError {
+  return new CodedError(
+    "SHUTTING_DOWN",
+    "this modelswap process is stopping",
+    "nothing to do: another worker (or this one after its restart) resumes the step",
+  );
 }

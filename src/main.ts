@@ -76,6 +76,8 @@ export async function startModelswap({
   let swaps: SwapQueue | undefined;
   let monitor: RunningMonitor | undefined;
   let port: number | undefined;
+  // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
+  const stopping = new AbortController();
 
   if (roles.worker) {
     const connection = createRedis(config.env, "worker");
@@ -99,6 +101,7 @@ export async function startModelswap({
         poster,
         audit,
         log: workerLog,
+        stopping: stopping.signal,
         ...(recipes === undefined ? {} : { recipes }),
       }),
     );
@@ -145,8 +148,31 @@ export async function startModelswap({
     opsPort,
     log,
     async stop() {
+      const graceMs = config.file.swaps.shutdownGraceSeconds * 1000;
+      log.info({ graceSeconds: graceMs / 1000 }, "stopping: no new work; running steps reach a safe point");
+      stopping.abort();
       await app?.stop();
-      await Promise.all(workers.map((w) => w.close()));
+      const closed = Promise.all(workers.map((w) => w.close()));
+      let timer: NodeJS.Timeout | undefined;
+      const inTime = await Promise.race([
+        closed.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!inTime) {
+        log.warn(
+          { graceSeconds: graceMs / 1000 },
+          "grace period over: stopping with a step still running; another worker takes it over once its lock expires",
+        );
+        // BullMQ's close() waits for the running step (a forced close returns that same wait): cut the
+        // step's Redis and hosts instead, so it can write nothing more; its lock then simply expires.
+        for (const connection of redisConnections) connection.disconnect();
+        await hosts.closeAll();
+        log.info("modelswap stopped");
+        return;
+      }
       await monitor?.close();
       await queue?.close();
       await swaps?.close();

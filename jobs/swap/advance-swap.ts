@@ -6,7 +6,7 @@ import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
 import { bytesOnDisk, prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
-import { rollback } from "./stages/rollback.ts";
+import { type RollbackResult, rollback } from "./stages/rollback.ts";
 import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
 import { sanityStage } from "./stages/sanity.ts";
 import { switchStage } from "./stages/switch.ts";
@@ -27,10 +27,20 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
   const ctx = createStageContext(record, deps);
   for (;;) {
     let result: StepResult;
+    if (deps.stopping?.aborted) {
+      // A safe point: the record is saved, so another worker (or this one, restarted) goes on from here.
+      await ctx.save();
+      return { done: false, waitMs: 0 };
+    }
     try {
       result = (await cancelled(ctx)) ?? (await runStep(ctx));
     } catch (error) {
       const coded = asCodedError(error);
+      if (coded.code === "SHUTTING_DOWN") {
+        ctx.log.info({ step: record.step }, "stopping: the step is handed over");
+        await ctx.save();
+        return { done: false, waitMs: 0 };
+      }
       ctx.log.error({ err: coded, step: record.step }, "swap step threw");
       if (!isHostUnreachable(error)) {
         result = { fail: describeError(error), touched: record.switch !== undefined };
@@ -180,7 +190,14 @@ async function failSwap(
     await ctx.save();
   }
   await ctx.updateCard(true);
-  const result = await rollback(ctx, why);
+  let result: RollbackResult;
+  try {
+    result = await rollback(ctx, why);
+  } catch (error) {
+    if (asCodedError(error).code !== "SHUTTING_DOWN") throw error;
+    await ctx.save(); // at step "rollback": the next worker rolls back again (each command is idempotent)
+    return { done: false, waitMs: 0 };
+  }
   if (result.ok) record.hostTrouble = undefined;
   else if (result.unreachable !== undefined && options.retry) {
     const waitMs = retryLater(ctx, result.unreachable);

@@ -26,6 +26,8 @@ export interface SwapDeps {
   log: Logger;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly Recipe[];
+  /** Aborted when this process is stopping: a swap parks at its next safe point for another worker. */
+  stopping?: AbortSignal;
 }
 
 /**

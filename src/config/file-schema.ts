@@ -192,6 +192,12 @@ export const fileSchema = z
          */
         lockSeconds: z.number().min(1).max(600).default(30),
         stalledCheckSeconds: z.number().min(1).max(600).default(30),
+        /**
+         * On SIGTERM: how long running steps get to reach a safe point (waits hand over at once; a
+         * command in flight finishes) before the process exits anyway. Keep it below the supervisor's
+         * stop timeout (docker stop -t, systemd TimeoutStopSec).
+         */
+        shutdownGraceSeconds: z.number().min(0).max(600).default(20),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()

@@ -1,4 +1,5 @@
 import { findFatalLine } from "../../../src/engine/fatal-lines.ts";
+import { shuttingDown } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext } from "../swap-context.ts";
 
@@ -49,8 +50,23 @@ export async function waitHealthy(
       };
     }
     await onPoll?.(elapsed);
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    await pause(pollMs, ctx.deps.stopping);
   }
+}
+
+/** Sleeps between polls; a process that is stopping hands the wait over instead (it resumes on the same clock). */
+async function pause(ms: number, stopping: AbortSignal | undefined): Promise<void> {
+  if (stopping?.aborted) throw shuttingDown();
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      stopping?.removeEventListener("abort", done);
+      resolve();
+    }
+    stopping?.addEventListener("abort", done, { once: true });
+  });
+  if (stopping?.aborted) throw shuttingDown();
 }
 
 /** The journal lines since the unit's last start (earlier runs' crashes are not this run's). */

@@ -1,0 +1,124 @@
+import { readFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, startBench } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+
+/**
+ * SIGTERM (docker stop, systemctl stop, a deploy): the process takes no new work, lets the running step
+ * reach a safe point — a wait is handed over at once, a command in flight may finish within the grace
+ * period — and exits within a bounded time; detached work on the host goes on.
+ */
+const LOCK_SECONDS = 20; // long on purpose: a hand-over must not wait for the lock to expire
+const GRACE_SECONDS = 3;
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: {
+      pollSeconds: 0.3,
+      cardUpdateSeconds: 1,
+      lockSeconds: LOCK_SECONDS,
+      stalledCheckSeconds: 1,
+      healthTimeoutSeconds: 60,
+      shutdownGraceSeconds: GRACE_SECONDS,
+    },
+    hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  swaps = new SwapDriver(bench);
+}, 120_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+function addModel(name: string): string {
+  const id = `sim-org/${name}`;
+  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
+  return id;
+}
+
+const sim = () => bench.host("gpu-1").sim;
+
+describe("SIGTERM", () => {
+  it("during the health wait: the process exits at once and another worker resumes the wait without waiting for the lock", async () => {
+    await sim().setFault("sglang", { models: { "term-in-health": { loadSeconds: 10 } } });
+    const first = await bench.spawnBot();
+    const card = await swaps.request(addModel("term-in-health"), "gpu-1");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    const inHealth = await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    const second = await bench.spawnBot();
+    const signalled = Date.now();
+    await first.kill("SIGTERM");
+    const exitedAfter = Date.now() - signalled;
+    expect(exitedAfter).toBeLessThan(GRACE_SECONDS * 1000);
+    const log = await readFile(first.logPath, "utf8");
+    expect(log).toMatch(/stopping: the step is handed over/);
+    expect(log).toMatch(/modelswap stopped/);
+    let taken = 0;
+    while (Date.now() - signalled < 30_000) {
+      if ((await swaps.processedBy(swapId))?.endsWith(`:${second.pid}`)) {
+        taken = Date.now() - signalled;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(taken).toBeGreaterThan(0);
+    expect(taken).toBeLessThan(LOCK_SECONDS * 1000); // handed over, not stalled
+    await swaps.outcome(card.ts, /Swapped/);
+    const record = await swaps.record(swapId);
+    expect(await startsOf(bench, "gpu-1", unitOf(record))).toBe(1);
+    // the wait went on on the unit's clock: healthy about loadSeconds after the start, not after the hand-over
+    expect(Date.parse(record!.healthyAt!) - Date.parse(inHealth.switch!.newStartedAt!)).toBeLessThan(25_000);
+    await bench.killChildren();
+  }, 120_000);
+
+  it("mid-download: exits at once, the detached download goes on, the next process finishes the swap", async () => {
+    const model = addModel("term-in-download");
+    bench.hub.setThrottle(1_000_000);
+    const first = await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-1");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.until(swapId, "bytes on the host", (r) => (r.download?.bytes ?? 0) > 0);
+    const signalled = Date.now();
+    await first.kill("SIGTERM");
+    expect(Date.now() - signalled).toBeLessThan(GRACE_SECONDS * 1000);
+    const alive = await sim().exec(
+      "ps -eo stat=,args= | grep -E 'hf(\\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l",
+    );
+    expect(Number(alive.stdout.trim())).toBeGreaterThan(0);
+    await bench.spawnBot();
+    bench.hub.setThrottle(null);
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Swapped/);
+    const downloads = (await sim().calls()).filter(
+      (c) => c.cmd === "hf" && c.argv[0] === "download" && c.argv.includes(model),
+    );
+    expect(downloads).toHaveLength(1);
+    await bench.killChildren();
+  }, 120_000);
+
+  it("while a command outlives the grace period: the process still exits in bounded time; the step is taken over later", async () => {
+    await sim().hold("python", "bench_serving");
+    const first = await bench.spawnBot();
+    const card = await swaps.request(addModel("term-in-benchmark"), "gpu-1");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    await sim().waitHeld("python");
+    const signalled = Date.now();
+    await first.kill("SIGTERM");
+    const exitedAfter = Date.now() - signalled;
+    expect(exitedAfter).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000 - 200);
+    expect(exitedAfter).toBeLessThan(GRACE_SECONDS * 1000 + 5000);
+    expect(await readFile(first.logPath, "utf8")).toMatch(/grace period over/);
+    await sim().release("python");
+    await bench.spawnBot();
+    await swaps.outcome(card.ts, /Swapped/, 90_000);
+    expect((await swaps.record(swapId))?.outcome).toBe("succeeded");
+    await bench.killChildren();
+  }, 150_000);
+});
