@@ -39,7 +39,7 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-function addModel(name: string, loadSeconds = 1.5): string {
+function addModel(name: string): string {
   const id = `sim-org/${name}`;
   bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
   return id;

@@ -225,7 +225,7 @@ export class SimHub {
    */
   holdApi(): void {
     if (this.apiHold !== undefined) return;
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const promise = new Promise<void>((resolve) => {
       release = resolve;
     });
