@@ -88,6 +88,8 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     process.stderr.write(`modelswap: ${describeError(error)}\n`);
-    process.exitCode = 1;
+    // A start that failed half-way (Slack refused the app token, PORT taken) may have left Redis
+    // connections and workers running: exit, so a supervisor sees the failure instead of a live process.
+    process.exit(1);
   },
 );

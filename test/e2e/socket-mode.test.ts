@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load-config.ts";
 import { CodedError } from "../../src/errors.ts";
@@ -130,32 +131,57 @@ describe("Socket Mode", () => {
     expect(bench.slack.calls("apps.connections.open").filter((c) => c.ok)).toHaveLength(3);
   }, 60_000);
 
-  it("a wrong app-level token, or a taken PORT, stops the bot at start with a fix-it message", async () => {
-    const log = createLogger({ level: "silent" });
-    const roles = { bot: true, worker: false };
-    const wrongToken = await loadConfig({
-      ...bench.env,
-      SLACK_APP_TOKEN: newAppToken("A0MODELSWP"),
-      PORT: String(await freePort()),
-    });
-    const refused = await startModelswap({ config: wrongToken, roles, log }).then(
-      () => undefined,
-      (e: unknown) => e,
+  it("a wrong app-level token stops `modelswap start` with a fix-it message and exit code 1", async () => {
+    // the real CLI (the bench's environment, another app's token): what an operator or a supervisor sees
+    const child = spawn(
+      process.execPath,
+      [new URL("../../bin/modelswap.js", import.meta.url).pathname, "start"],
+      {
+        env: {
+          ...process.env,
+          ...bench.env,
+          SLACK_APP_TOKEN: newAppToken("A0OTHERAPP"),
+          PORT: String(await freePort()),
+          LOG_LEVEL: "silent",
+        },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
     );
-    expect(refused).toBeInstanceOf(CodedError);
-    expect(refused).toMatchObject({
-      code: "SLACK_API_ERROR",
-      message: expect.stringContaining("SLACK_APP_TOKEN (invalid_auth)"),
-      fix: expect.stringContaining("connections:write"),
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
     });
-    // the running bot's port (was: an uncaught EADDRINUSE from Bolt's Socket Mode receiver, a crash)
+    // was: the message, then a process that kept running (its worker and Redis connections held it)
+    const code = await Promise.race([
+      new Promise<number | null>((resolve) => child.once("exit", resolve)),
+      new Promise<string>((resolve) => setTimeout(() => resolve("still running after 20 s"), 20_000)),
+    ]);
+    if (child.exitCode === null) child.kill("SIGKILL");
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      "Slack refused to open a Socket Mode connection with SLACK_APP_TOKEN (invalid_auth)",
+    );
+    expect(stderr).toContain("connections:write");
+    expect(bench.slack.calls("apps.connections.open").at(-1)).toMatchObject({
+      ok: false,
+      error: "invalid_auth",
+    });
+  }, 30_000);
+
+  it("a taken PORT stops the start with a fix-it error (was: an uncaught EADDRINUSE, a crash)", async () => {
     const taken = await loadConfig({ ...bench.env, PORT: String(port) });
     const connections = bench.slack.socketConnections().length;
-    const busy = await startModelswap({ config: taken, roles, log }).then(
+    const busy = await startModelswap({
+      config: taken,
+      roles: { bot: true, worker: false },
+      log: createLogger({ level: "silent" }),
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
+    expect(busy).toBeInstanceOf(CodedError);
     expect(busy).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringContaining(`PORT ${port}`) });
+    // it never connected to Slack
     expect(bench.slack.socketConnections()).toHaveLength(connections);
   });
 });
