@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkBotHealth } from "../../src/http/health.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
+import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../faults/fault-kit.ts";
 import { type ParsedFamily, parseExposition, sampleValue } from "../support/prometheus-text.ts";
@@ -256,11 +257,22 @@ describe("the queue dashboard", () => {
     ).toBe(404);
   });
 
-  it("asks for the password, refuses a wrong one, opens read-only with the right one, and never logs it", async () => {
+  it("asks for the password, refuses a wrong one, opens read-only with the right one (on METRICS_PORT when set), and never logs it", async () => {
+    // with METRICS_PORT, /metrics and the dashboard leave the Slack-facing port
+    const metricsPort = await freePort();
     bench.env.MODELSWAP_DASHBOARD_PASSWORD = PASSWORD;
+    bench.env.METRICS_PORT = String(metricsPort);
     const second = await bench.startBot({ bot: true, worker: false });
     delete bench.env.MODELSWAP_DASHBOARD_PASSWORD;
-    const url = `http://127.0.0.1:${second.port}`;
+    delete bench.env.METRICS_PORT;
+    expect(second.opsPort).toBe(metricsPort);
+    const slackPort = `http://127.0.0.1:${second.port}`;
+    const rightAuth = { authorization: basic("admin", PASSWORD) };
+    expect((await fetch(`${slackPort}/metrics`)).status).toBe(404);
+    expect((await fetch(`${slackPort}/admin/queues`, { headers: rightAuth })).status).toBe(404);
+    expect((await fetch(`${slackPort}/healthz`)).status).toBe(200);
+    const url = `http://127.0.0.1:${metricsPort}`;
+    expect((await fetch(`${url}/metrics`)).status).toBe(200);
 
     const none = await fetch(`${url}/admin/queues`);
     expect(none.status).toBe(401);
