@@ -35,10 +35,10 @@ export async function checkBotHealth(
   try {
     await ping(redis, timeoutMs);
   } catch (error) {
-    redisState = `unreachable: ${(error as Error).message}`;
-    problems.push(
-      `Redis does not answer (${(error as Error).message}): check REDIS_URL and the redis-server`,
-    );
+    // ioredis's own words for a dropped connection are about its offline queue: say what it means
+    const why = redis.status === "ready" ? (error as Error).message : `not connected, ${redis.status}`;
+    redisState = `unreachable: ${why}`;
+    problems.push(`Redis does not answer (${why}): check REDIS_URL and the redis-server`);
   }
   const states: Record<string, WorkerState> = {};
   for (const worker of workers) {
