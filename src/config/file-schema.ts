@@ -76,14 +76,14 @@ const sshSchema = z.strictObject({
     .string(
       problem(
         "ssh.hostKeySha256 is not set: host keys are always pinned",
-        "run: ssh-keyscan -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value",
+        "run: ssh-keyscan -t ed25519 -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value",
       ),
     )
     .regex(
       /^SHA256:[A-Za-z0-9+/]{43}$/,
       problem(
         "ssh.hostKeySha256 is not a SHA256 fingerprint",
-        "run: ssh-keyscan -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value (43 characters after the colon)",
+        "run: ssh-keyscan -t ed25519 -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value (43 characters after the colon)",
       ),
     ),
   connectTimeoutSeconds: z.number().positive().max(300).default(10),

@@ -25,6 +25,8 @@ export function buildScript(input: BuildInput): string {
     `echo ${quote(`modelswap: fetching ${input.ref} from ${input.upstream}`)}`,
     `git -C ${src} fetch -q --depth 1 ${quote(input.upstream)} ${quote(input.ref)}`,
     `git -C ${src} checkout -q -f --detach FETCH_HEAD`,
+    // files an earlier build's patches added are untracked now: a patch that adds them again would fail
+    `git -C ${src} clean -q -f -d`,
     `git -C ${src} rev-parse HEAD > ${out("commit")}`,
     ...input.patches.map(
       (patch) =>

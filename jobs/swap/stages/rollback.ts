@@ -43,7 +43,14 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
     // Nothing served before this swap: back to that is the new unit stopped (done above).
     if (!plan.host.currentUnit.exists)
       return { ok: true, detail: `${plan.unitName} stopped; nothing served before` };
-    await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
+    // The switch failed before it stopped the old unit (e.g. the unit file could not be written): it
+    // still serves, and needs nothing (not even the privileges that may be what failed).
+    const stillServing =
+      record.switch?.oldStoppedAt === undefined &&
+      (await ctx.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
+    if (!stillServing) {
+      await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
+    }
   } catch (error) {
     return {
       ok: false,

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, startBench } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver, startsOf, unitOf } from "../faults/fault-kit.ts";
+
+/** systemd refusing the switch halfway: the old service is back (or was never gone), and said so. */
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
+    hosts: [
+      { name: "reload-fails", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "enable-fails", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+    ],
+  });
+  bench.slack.setRateLimits({ scale: 100 });
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/switch-a", gated: false }));
+  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/switch-b", gated: false }));
+  await bench.startBot();
+  swaps = new SwapDriver(bench);
+}, 120_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+describe("a switch that systemd refuses", () => {
+  it("before the old unit was stopped (daemon-reload refused): rolled back without touching the old unit, no page", async () => {
+    const host = bench.host("reload-fails");
+    const card = await swaps.request("sim-org/switch-a", "reload-fails");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    const oldUnit = host.unit;
+    const startsBefore = await startsOf(bench, "reload-fails", oldUnit);
+    // as on a host where the bot's sudo rights are missing: systemd refuses it everything privileged
+    await host.sim.setFault("systemctlFails", ["daemon-reload", `enable:${oldUnit}`, "disable"]);
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Rolled back/);
+    await host.sim.setFault("systemctlFails", null);
+    const record = await swaps.record(swapId);
+    expect(record?.reason).toMatch(/daemon-reload/);
+    expect(record?.rollback?.ok).toBe(true);
+    expect((await host.sim.unitState(oldUnit)).activeState).toBe("active");
+    // never stopped, never started again: it served all along
+    expect(await startsOf(bench, "reload-fails", oldUnit)).toBe(startsBefore);
+    expect(swaps.threadText(card.ts)).not.toMatch(/<!channel>/);
+  }, 90_000);
+
+  it("after the old unit was stopped (enable of the new one fails): the old unit is started again", async () => {
+    const host = bench.host("enable-fails");
+    const card = await swaps.request("sim-org/switch-b", "enable-fails");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    await host.sim.setFault("systemctlFails", ["enable:sglang-switch-b.service"]);
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Rolled back/);
+    await host.sim.setFault("systemctlFails", null);
+    const record = await swaps.record(swapId);
+    expect(record?.reason).toMatch(/starting sglang-switch-b\.service/);
+    expect(record?.rollback?.ok).toBe(true);
+    expect((await host.sim.unitState(host.unit)).activeState).toBe("active");
+    expect((await host.sim.unitState(unitOf(record))).activeState).not.toBe("active");
+  }, 90_000);
+});
