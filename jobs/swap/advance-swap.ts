@@ -56,6 +56,7 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
     }
     if (!("fail" in result)) record.hostTrouble = undefined;
     if ("next" in result) {
+      ctx.log.info({ step: record.step, next: result.next }, "swap step done");
       record.step = result.next;
       await ctx.save();
       continue;

@@ -74,7 +74,7 @@ export async function decideSwap(input: DecisionInput, deps: DecisionDeps): Prom
     return;
   }
   log.info(
-    { swap: record.id, by: input.user, approved: input.approved, via: input.via },
+    { swap: record.id, host: record.host, by: input.user, approved: input.approved, via: input.via },
     "swap decision recorded",
   );
   await deps.audit

@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
@@ -49,5 +51,17 @@ describe("the first swap on a host that serves nothing", () => {
     );
     // only the failed first swap's own unit was ever disabled (by its rollback)
     expect(disables.map((c) => c.argv.at(-1))).toEqual(["sglang-first-nan.service"]);
+
+    // every log line about this swap says which swap and which host, so one grep finds its whole story
+    await new Promise((r) => setTimeout(r, 500)); // the logger writes asynchronously
+    const lines = (await readFile(join(bench.dir, "bot.log"), "utf8"))
+      .split("\n")
+      .filter((l) => l.includes(swapId))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(5);
+    for (const line of lines) {
+      expect(line.swap ?? line.swapId, JSON.stringify(line)).toBe(swapId);
+      expect(line.host, JSON.stringify(line)).toBe("new-box");
+    }
   }, 90_000);
 });

@@ -12,6 +12,7 @@ export async function finishSwap(ctx: StageContext, outcome: SwapOutcome, reason
   record.step = "done";
   record.finishedAt = new Date().toISOString();
   if (reason !== undefined) record.reason = reason;
+  ctx.log.info({ outcome, reason: record.reason }, "swap finished");
   ctx.stage(
     "finish",
     outcome === "succeeded" || outcome === "planned" ? "done" : "failed",
