@@ -1,30 +1,26 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "../faults/fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "../faults/fault-kit.ts";
 
 /** A host that serves nothing yet (a new box): the first swap has nothing to stop and nothing to go back to. */
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
-    swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
+useSwapBench(
+  {
+    swaps: { healthTimeoutSeconds: 30 },
     hosts: [{ name: "new-box", gpus: "8x-rtx-pro-6000-blackwell", serving: false }],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/first-good", gated: false }));
-  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/first-nan", gated: false }));
-  await bench.startBot();
-  swaps = new SwapDriver(bench);
-}, 120_000);
-
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
+    startBot: true,
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+    addSimModel(b, "first-good");
+    addSimModel(b, "first-nan");
+  },
+);
 
 describe("the first swap on a host that serves nothing", () => {
   it("a failing model is stopped again: the host is back to serving nothing, no page", async () => {

@@ -1,31 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "../faults/fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "../faults/fault-kit.ts";
 
 /** systemd refusing the switch halfway: the old service is back (or was never gone), and said so. */
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
-    swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
+useSwapBench(
+  {
+    swaps: { healthTimeoutSeconds: 30 },
     hosts: [
       { name: "reload-fails", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "enable-fails", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/switch-a", gated: false }));
-  bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/switch-b", gated: false }));
-  await bench.startBot();
-  swaps = new SwapDriver(bench);
-}, 120_000);
-
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
+    startBot: true,
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+    addSimModel(b, "switch-a");
+    addSimModel(b, "switch-b");
+  },
+);
 
 describe("a switch that systemd refuses", () => {
   it("before the old unit was stopped (daemon-reload refused): rolled back without touching the old unit, no page", async () => {

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import { type Bench, CHANNEL } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * The bot is a real `modelswap start` process, SIGKILLed while a swap is switching the service or
@@ -12,31 +11,22 @@ const HOST = "gpu-1";
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
+useSwapBench(
+  {
     swaps: {
-      pollSeconds: 0.3,
-      cardUpdateSeconds: 1,
       lockSeconds: 5,
       stalledCheckSeconds: 1,
       healthTimeoutSeconds: 60,
     },
     hosts: [{ name: HOST, gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  swaps = new SwapDriver(bench);
-}, 120_000);
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+  },
+);
 
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
-
-function addModel(name: string): string {
-  const id = `sim-org/${name}`;
-  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
-  return id;
-}
+const addModel = (name: string) => addSimModel(bench, name);
 
 const sim = () => bench.host(HOST).sim;
 

@@ -1,7 +1,44 @@
 import { Redis } from "ioredis";
+import { afterAll, beforeAll } from "vitest";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
+import { type Bench, type BenchOptions, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+
+/**
+ * The bench of a swap test file: started before its tests (quick polling, Slack's limits scaled up so
+ * only the code under test paces), stopped after them; `ready` hands the bench and a SwapDriver over.
+ * `startBot` runs the bot in this process (tests that kill it use bench.spawnBot() instead).
+ */
+export function useSwapBench(
+  options: BenchOptions & { startBot?: boolean },
+  ready: (bench: Bench, swaps: SwapDriver) => void,
+): void {
+  let bench: Bench | undefined;
+  let swaps: SwapDriver | undefined;
+  beforeAll(async () => {
+    const { startBot, ...benchOptions } = options;
+    bench = await startBench({
+      ...benchOptions,
+      swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, ...benchOptions.swaps },
+    });
+    bench.slack.setRateLimits({ scale: 100 });
+    if (startBot === true) await bench.startBot();
+    swaps = new SwapDriver(bench);
+    ready(bench, swaps);
+  }, 120_000);
+  afterAll(async () => {
+    await swaps?.close();
+    await bench?.stop();
+  });
+}
+
+/** Adds a small, ungated BF16 model `sim-org/<name>` to the bench's Hub; returns its id. */
+export function addSimModel(bench: Bench, name: string): string {
+  const id = `sim-org/${name}`;
+  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
+  return id;
+}
 
 /**
  * What the fault-injection tests share: driving a swap from Slack as people do, and reading the swap's

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * SIGTERM (docker stop, systemctl stop, a deploy): the process takes no new work, lets the running step
@@ -14,32 +13,23 @@ const GRACE_SECONDS = 3;
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
+useSwapBench(
+  {
     swaps: {
-      pollSeconds: 0.3,
-      cardUpdateSeconds: 1,
       lockSeconds: LOCK_SECONDS,
       stalledCheckSeconds: 1,
       healthTimeoutSeconds: 60,
       shutdownGraceSeconds: GRACE_SECONDS,
     },
     hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  swaps = new SwapDriver(bench);
-}, 120_000);
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+  },
+);
 
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
-
-function addModel(name: string): string {
-  const id = `sim-org/${name}`;
-  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
-  return id;
-}
+const addModel = (name: string) => addSimModel(bench, name);
 
 const sim = () => bench.host("gpu-1").sim;
 

@@ -1,9 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * Outages under a running swap, with real processes: redis-server restarted (AOF, as in
@@ -14,11 +13,9 @@ const HOST_RETRY_SECONDS = 6;
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
+useSwapBench(
+  {
     swaps: {
-      pollSeconds: 0.3,
-      cardUpdateSeconds: 1,
       lockSeconds: 3,
       stalledCheckSeconds: 1,
       healthTimeoutSeconds: 60,
@@ -29,21 +26,14 @@ beforeAll(async () => {
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-2", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  swaps = new SwapDriver(bench);
-}, 120_000);
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+  },
+);
 
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
-
-function addModel(name: string): string {
-  const id = `sim-org/${name}`;
-  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
-  return id;
-}
+const addModel = (name: string) => addSimModel(bench, name);
 
 async function slowLoad(host: string, model: string, loadSeconds: number): Promise<void> {
   await bench.host(host).sim.setFault("sglang", { models: { [model]: { loadSeconds } } });

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, type ChildBot, startBench } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver, startsOf, unitOf } from "./fault-kit.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench, ChildBot } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * Two `modelswap` processes share one Redis. A step that runs long (an hour-long health wait, here 12 s
@@ -15,31 +14,22 @@ const STALLED_CHECK_SECONDS = 1;
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
+useSwapBench(
+  {
     swaps: {
-      pollSeconds: 0.3,
-      cardUpdateSeconds: 1,
       lockSeconds: LOCK_SECONDS,
       stalledCheckSeconds: STALLED_CHECK_SECONDS,
       healthTimeoutSeconds: 60,
     },
     hosts: [{ name: HOST, gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  swaps = new SwapDriver(bench);
-}, 120_000);
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+  },
+);
 
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
-});
-
-function addModel(name: string): string {
-  const id = `sim-org/${name}`;
-  bench.hub.addModel(makeModel("llama-bf16-small", { id, gated: false }));
-  return id;
-}
+const addModel = (name: string) => addSimModel(bench, name);
 
 async function stalledLines(bot: ChildBot, swapId: string): Promise<string[]> {
   const log = await readFile(bot.logPath, "utf8");

@@ -71,7 +71,20 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
       `approved by <@${record.decision.by}>; waiting for ${waiting.join(" and ")}`,
     );
   await ctx.updateCard();
-  return { wait: deps.config.file.swaps.pollSeconds * 1000 };
+  const pollMs = deps.config.file.swaps.pollSeconds * 1000;
+  if (!record.decision?.approved) return { wait: pollMs }; // a decision wakes the job itself
+  // Approved: only the tasks hold the switch back, and each second of a late look is a second added to
+  // the swap. Wait on the host for a task's exit file (up to pollSeconds), then look again at once.
+  const running = [downloaded ? undefined : "download", built ? undefined : "build"]
+    .filter((t): t is "download" | "build" => t !== undefined)
+    .map((t) => `${taskDir(ctx.host.modelsDir, record.id, t)}/exit`);
+  if (running.length === 0) return { wait: 0 };
+  const anyExit = running.map((file) => sh`[ -f ${file} ]`).reduce((a, b) => sh`${a} || ${b}`);
+  const rounds = Math.max(1, Math.round(pollMs / 100));
+  await ctx.exec(sh`for i in $(seq 1 ${rounds}); do { ${anyExit}; } && break; sleep 0.1; done; true`, {
+    timeoutMs: pollMs + 10_000,
+  });
+  return { wait: 0 };
 }
 
 async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> {

@@ -20,7 +20,9 @@ export async function waitHealthy(
 ): Promise<HealthResult> {
   const port = ctx.host.servingPort;
   const started = since;
-  const pollMs = Math.max(200, Math.min(5000, ctx.deps.config.file.swaps.pollSeconds * 1000));
+  // The outage lasts until this notices the server is up: look twice a second at most (a cheap command on
+  // an open connection), faster when pollSeconds says so.
+  const pollMs = Math.max(200, Math.min(500, ctx.deps.config.file.swaps.pollSeconds * 1000));
   let journal: string[] = [];
   for (;;) {
     const result = await ctx.exec(sh`
