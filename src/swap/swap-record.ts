@@ -93,6 +93,8 @@ export interface SwapRecord {
   sanity?: { ok: boolean; summary: string };
   benchmark?: unknown;
   rollback?: { ok: boolean; detail: string };
+  /** What a swap that ended before its switch did to the engine the build had changed (put back, or why not). */
+  engineRestore?: string;
   /** When the rollback began (its announcement is posted once, however often it is retried). */
   rollbackStartedAt?: string;
   /**

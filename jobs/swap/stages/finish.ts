@@ -1,6 +1,7 @@
 import { formatSeconds } from "../../../src/reporter/swap-card.ts";
 import type { SwapOutcome } from "../../../src/swap/swap-record.ts";
 import type { StageContext } from "../swap-context.ts";
+import { restoreEngine } from "./restore-engine.ts";
 
 /**
  * Stage 11: record the outcome, update what the host serves, free the host, and broadcast the result
@@ -21,6 +22,7 @@ export async function finishSwap(ctx: StageContext, outcome: SwapOutcome, reason
   for (const stage of Object.values(record.stages)) {
     if (stage.state === "running") stage.state = "skipped";
   }
+  if (outcome !== "succeeded") record.engineRestore ??= await restoreEngine(ctx);
   auditOutcome(ctx, outcome);
   const plan = record.plan;
   if (outcome === "succeeded" && plan !== undefined) {
@@ -60,6 +62,7 @@ function auditOutcome(ctx: StageContext, outcome: SwapOutcome): void {
 function finalLine(ctx: StageContext, outcome: SwapOutcome): string {
   const { record } = ctx;
   const model = `${record.request.model.repo}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
+  const engine = record.engineRestore === undefined ? "" : ` ${record.engineRestore}`;
   switch (outcome) {
     case "succeeded":
       return `✅ *${record.host} now serves ${model}* (\`${record.plan?.unitName}\`). Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}; sanity: ${record.sanity?.summary ?? "n/a"}.${record.stages.benchmark.state === "failed" ? " ⚠️ The benchmark did not run (see above)." : ""}`;
@@ -68,13 +71,13 @@ function finalLine(ctx: StageContext, outcome: SwapOutcome): string {
     case "failed":
       return record.rollback !== undefined && !record.rollback.ok
         ? `<!channel> 🚨 *${record.host} serves nothing*: the swap to ${model} failed (${record.reason}) and the rollback failed too: ${record.rollback.detail}. Act now: \`/llm status ${record.host}\`, then restart \`${record.previous?.unit}\` by hand.`
-        : `❌ *Swap to ${model} on ${record.host} failed*: ${record.reason}. Nothing on the host was changed.`;
+        : `❌ *Swap to ${model} on ${record.host} failed*: ${record.reason}. ${engine === "" ? "Nothing on the host was changed." : `The serving unit was not touched;${engine}.`}`;
     case "rejected":
-      return `🚫 Swap to ${model} on ${record.host} rejected: ${record.reason}.`;
+      return `🚫 Swap to ${model} on ${record.host} rejected: ${record.reason}.${engine === "" ? "" : ` Then${engine}.`}`;
     case "expired":
-      return `⌛ Swap to ${model} on ${record.host} expired: ${record.reason}.`;
+      return `⌛ Swap to ${model} on ${record.host} expired: ${record.reason}.${engine === "" ? "" : ` Then${engine}.`}`;
     case "cancelled":
-      return `✋ Swap to ${model} on ${record.host} cancelled: ${record.reason}.`;
+      return `✋ Swap to ${model} on ${record.host} cancelled: ${record.reason}.${engine === "" ? "" : ` Then${engine}.`}`;
     case "planned":
       return `📝 Dry run: the plan for ${model} on ${record.host} is above. Nothing was downloaded or changed.`;
   }
