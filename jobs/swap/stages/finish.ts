@@ -59,8 +59,11 @@ function auditOutcome(ctx: StageContext, outcome: SwapOutcome): void {
   ctx.audit("outcome", `${outcome}: ${model}${downtime}${why}`);
 }
 
-function finalLine(ctx: StageContext, outcome: SwapOutcome): string {
-  const { record } = ctx;
+/** The one line the thread (and, but for a dry run, the channel) gets at the end. */
+export function finalLine(ctx: Pick<StageContext, "record">, outcome: SwapOutcome): string {
+  // The reason quotes errors and journal lines: a ``` in one would open a code block over the rest of
+  // the line (mentions like <@U…> in it are ours and stay).
+  const record = { ...ctx.record, reason: ctx.record.reason?.replaceAll("```", "ˋˋˋ") };
   const model = `${record.request.model.repo}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
   const engine = record.engineRestore === undefined ? "" : ` ${record.engineRestore}`;
   switch (outcome) {
