@@ -28,6 +28,7 @@ export type ErrorCode =
   | "SANITY_FAILED"
   | "BENCH_FAILED"
   | "SHUTTING_DOWN"
+  | "SWAP_SUPERSEDED"
   | "INTERNAL";
 
 export class CodedError extends Error {

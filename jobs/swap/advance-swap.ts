@@ -1,4 +1,5 @@
-import { asCodedError, describeError, isHostUnreachable } from "../../src/errors.ts";
+import { randomBytes } from "node:crypto";
+import { asCodedError, CodedError, describeError, isHostUnreachable } from "../../src/errors.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
 import { finishSwap } from "./stages/finish.ts";
@@ -22,9 +23,44 @@ export type AdvanceResult = { done: true } | { done: false; waitMs: number };
  * record and continues; every step is idempotent.
  */
 export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<AdvanceResult> {
+  const token = randomBytes(8).toString("hex");
+  const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
+  // Another advance of this swap is running (a step re-run while its first run still goes on): look later.
+  if (!(await deps.store.takeLease(swapId, token, leaseMs))) return { done: false, waitMs: 1000 };
+  let lost = false;
+  const renew = setInterval(() => {
+    deps.store.renewLease(swapId, token, leaseMs).then(
+      (held) => {
+        if (!held) lost = true;
+      },
+      () => undefined, // Redis away: the next save finds out
+    );
+  }, leaseMs / 3);
+  renew.unref();
+  try {
+    return await advanceHeld(swapId, deps, async () => {
+      if (lost || !(await deps.store.holdsLease(swapId, token))) {
+        throw new CodedError(
+          "SWAP_SUPERSEDED",
+          `swap ${swapId} is advanced by another run now; this one stops without saving`,
+          "nothing to do: the run that holds the swap's lease goes on",
+        );
+      }
+    });
+  } finally {
+    clearInterval(renew);
+    await deps.store.releaseLease(swapId, token).catch(() => undefined);
+  }
+}
+
+async function advanceHeld(
+  swapId: string,
+  deps: SwapDeps,
+  guard: () => Promise<void>,
+): Promise<AdvanceResult> {
   const record = await deps.store.get(swapId);
   if (record === undefined || record.step === "done") return { done: true };
-  const ctx = createStageContext(record, deps);
+  const ctx = createStageContext(record, deps, guard);
   for (;;) {
     let result: StepResult;
     if (deps.stopping?.aborted) {
@@ -36,6 +72,7 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
       result = (await cancelled(ctx)) ?? (await runStep(ctx));
     } catch (error) {
       const coded = asCodedError(error);
+      if (coded.code === "SWAP_SUPERSEDED") throw error;
       if (coded.code === "SHUTTING_DOWN") {
         ctx.log.info({ step: record.step }, "stopping: the step is handed over");
         await ctx.save();

@@ -60,7 +60,15 @@ export interface StageContext {
   now(): Date;
 }
 
-export function createStageContext(record: SwapRecord, deps: SwapDeps): StageContext {
+/**
+ * `guard` runs before every save: it throws when this advance no longer holds the swap's lease, so a late
+ * process never overwrites what the one that took over has written.
+ */
+export function createStageContext(
+  record: SwapRecord,
+  deps: SwapDeps,
+  guard: () => Promise<void> = async () => undefined,
+): StageContext {
   const host = deps.hosts.config(record.host);
   const transport = deps.hosts.transport(record.host);
   const log = deps.log.child({ swap: record.id, host: record.host });
@@ -149,6 +157,7 @@ export function createStageContext(record: SwapRecord, deps: SwapDeps): StageCon
       dirty = false;
     },
     async save() {
+      await guard();
       while (audited.length > 0) {
         const event = audited[0]!;
         await deps.audit.record(event);

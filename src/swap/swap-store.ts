@@ -92,6 +92,41 @@ export class SwapStore {
     );
   }
 
+  /**
+   * The lease of one swap: whoever holds it may advance the swap and save its record. BullMQ's job lock
+   * alone is not enough: a process whose event loop stalls past the lock sees its step run again
+   * elsewhere (or by itself) while it still runs; the lease makes the late one stop instead of
+   * overwriting the record. Taken for `ms`, renewed by its holder, given back at the end of each advance.
+   */
+  async takeLease(swapId: string, token: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(key("lease", "swap", swapId), token, "PX", ms, "NX")) === "OK";
+  }
+
+  /** Extends the lease if `token` still holds it; false when it was lost. */
+  async renewLease(swapId: string, token: string, ms: number): Promise<boolean> {
+    const renewed = await this.redis.eval(
+      "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end",
+      1,
+      key("lease", "swap", swapId),
+      token,
+      String(ms),
+    );
+    return renewed === 1;
+  }
+
+  async holdsLease(swapId: string, token: string): Promise<boolean> {
+    return (await this.redis.get(key("lease", "swap", swapId))) === token;
+  }
+
+  async releaseLease(swapId: string, token: string): Promise<void> {
+    await this.redis.eval(
+      "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+      1,
+      key("lease", "swap", swapId),
+      token,
+    );
+  }
+
   /** Records a decision if none was recorded yet for this plan; returns the one that stands. */
   async decide(swapId: string, decision: Decision): Promise<{ recorded: boolean; decision: Decision }> {
     const k = key("decision", swapId, decision.planHash);

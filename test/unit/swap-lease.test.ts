@@ -1,0 +1,51 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SwapStore } from "../../src/swap/swap-store.ts";
+import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
+import { tempDir } from "../support/tmp.ts";
+
+/**
+ * The swap lease on a real redis-server: one run of a swap at a time. A run whose lease lapsed (its
+ * process stalled past it) and was taken by another finds out before it saves, and stops.
+ */
+let server: BenchRedis;
+let removeDir: () => Promise<void>;
+let redis: Redis;
+let store: SwapStore;
+
+beforeAll(async () => {
+  const dir = await tempDir();
+  removeDir = dir.remove;
+  server = await startRedis(dir.path);
+  redis = new Redis(server.url);
+  store = new SwapStore(redis);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+  await removeDir?.();
+});
+
+describe("the swap lease", () => {
+  it("is held by one run at a time; renewing keeps it, releasing gives it up", async () => {
+    expect(await store.takeLease("sw-a", "first", 5000)).toBe(true);
+    expect(await store.takeLease("sw-a", "second", 5000)).toBe(false);
+    expect(await store.renewLease("sw-a", "first", 5000)).toBe(true);
+    await store.releaseLease("sw-a", "second"); // not the holder: nothing happens
+    expect(await store.holdsLease("sw-a", "first")).toBe(true);
+    await store.releaseLease("sw-a", "first");
+    expect(await store.takeLease("sw-a", "second", 5000)).toBe(true);
+    expect(await redis.keys("*lease*")).toEqual(["{modelswap}:lease:swap:sw-a"]);
+  });
+
+  it("lapses when its holder stops renewing; the late holder can neither renew it nor take it back", async () => {
+    expect(await store.takeLease("sw-b", "stalled", 200)).toBe(true);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await store.takeLease("sw-b", "new", 5000)).toBe(true);
+    expect(await store.renewLease("sw-b", "stalled", 5000)).toBe(false);
+    expect(await store.holdsLease("sw-b", "stalled")).toBe(false);
+    await store.releaseLease("sw-b", "stalled");
+    expect(await store.holdsLease("sw-b", "new")).toBe(true);
+  });
+});
