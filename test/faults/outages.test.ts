@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import type { Bench } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
@@ -50,6 +50,16 @@ async function waitForLog(path: string, pattern: RegExp, count: number): Promise
   }
 }
 
+async function untilQueueAnswers(): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const ack = await bench.slack.command(USERS.alice, "history gpu-1 --limit 1", { channel: CHANNEL });
+    if (ack.status === 200 && !/QUEUE_UNAVAILABLE/.test(ack.ackResponse?.text ?? "")) return;
+    if (Date.now() > deadline) throw new Error(`the bot's queue did not come back: ${ack.ackResponse?.text}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function auditOf(swapId: string): Promise<string[]> {
   const redis = new Redis(bench.redis.url);
   try {
@@ -80,6 +90,9 @@ describe("redis-server restarted mid-swap", () => {
     bench.hub.setThrottle(null);
     // the bot checks the Redis it reconnected to (noeviction, AOF) and says so: it is back
     await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, 2);
+    // and its Slack side answers again (until it has reconnected, a command is told the queue is
+    // unavailable, and a reaction would wait for Slack's retry a minute later)
+    await untilQueueAnswers();
     await swaps.approve(card.ts);
     await swaps.until(swapId, "the health wait", (r) => r.step === "health");
     await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written
