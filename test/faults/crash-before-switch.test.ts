@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, liveDownloads, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * The bot is a real `modelswap start` process, SIGKILLed while a swap is in each stage before the switch
@@ -82,10 +82,7 @@ describe("a worker killed before the switch, then restarted", () => {
     await bench.killChildren();
 
     // the download is detached: it keeps running on the host with nobody watching
-    const alive = await sim.exec(
-      "ps -eo stat=,args= | grep -E 'hf(\\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l",
-    );
-    expect(Number(alive.stdout.trim())).toBeGreaterThan(0);
+    expect(await liveDownloads(bench, HOST)).toBeGreaterThan(0);
 
     await bench.spawnBot();
     await swaps.approve(card.ts);

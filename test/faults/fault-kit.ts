@@ -156,6 +156,18 @@ export class SwapDriver {
     return (await this.redis.hget(`{modelswap}:swaps:${swapId}`, "pb")) ?? undefined;
   }
 
+  /**
+   * Waits until the process `pid` has taken the swap's job (BullMQ's processedBy); the ms from `since`
+   * until then, or 0 when it did not within `timeoutMs`.
+   */
+  async takenBy(swapId: string, pid: number, since: number, timeoutMs: number): Promise<number> {
+    while (Date.now() - since < timeoutMs) {
+      if ((await this.processedBy(swapId))?.endsWith(`:${pid}`)) return Date.now() - since;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return 0;
+  }
+
   async close(): Promise<void> {
     this.redis.disconnect();
   }
@@ -172,4 +184,12 @@ export function unitOf(record: SwapRecord | undefined): string {
   const unit = record?.plan?.unitName;
   if (unit === undefined) throw new Error("the swap has no plan yet");
   return unit;
+}
+
+/** How many `hf download` processes are alive on a sim host (zombies count as gone). */
+export async function liveDownloads(bench: Bench, host: string): Promise<number> {
+  const alive = await bench
+    .host(host)
+    .sim.exec("ps -eo stat=,args= | grep -E 'hf(\\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l");
+  return Number(alive.stdout.trim());
 }

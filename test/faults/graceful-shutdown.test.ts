@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, liveDownloads, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
 /**
  * SIGTERM (docker stop, systemctl stop, a deploy): the process takes no new work, lets the running step
@@ -49,14 +49,7 @@ describe("SIGTERM", () => {
     const log = await readFile(first.logPath, "utf8");
     expect(log).toMatch(/stopping: the step is handed over/);
     expect(log).toMatch(/modelswap stopped/);
-    let taken = 0;
-    while (Date.now() - signalled < 30_000) {
-      if ((await swaps.processedBy(swapId))?.endsWith(`:${second.pid}`)) {
-        taken = Date.now() - signalled;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const taken = await swaps.takenBy(swapId, second.pid, signalled, 30_000);
     expect(taken).toBeGreaterThan(0);
     expect(taken).toBeLessThan(LOCK_SECONDS * 1000); // handed over, not stalled
     await swaps.outcome(card.ts, /Swapped/);
@@ -77,10 +70,7 @@ describe("SIGTERM", () => {
     const signalled = Date.now();
     await first.kill("SIGTERM");
     expect(Date.now() - signalled).toBeLessThan(GRACE_SECONDS * 1000);
-    const alive = await sim().exec(
-      "ps -eo stat=,args= | grep -E 'hf(\\.mjs)? download' | grep -v grep | grep -v '^Z' | wc -l",
-    );
-    expect(Number(alive.stdout.trim())).toBeGreaterThan(0);
+    expect(await liveDownloads(bench, "gpu-1")).toBeGreaterThan(0);
     await bench.spawnBot();
     bench.hub.setThrottle(null);
     await swaps.approve(card.ts);
