@@ -58,13 +58,16 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const shortModel = truncate(model, room);
   const lines = (Object.keys(LABEL) as StageName[]).map((name) => {
     const stage = record.stages[name];
-    const detail = stage.detail ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
+    const detail = stage.detail
+      ? ` — ${escapeKeepingMentions(truncate(stage.detail, STAGE_DETAIL_MAX))}`
+      : "";
     return `${ICON[stage.state]} ${LABEL[name]}${detail}`;
   });
   const blocks = [header(`${outcome}: ${shortModel} → ${host}`)];
   if (shortModel !== model) blocks.push(context(`model \`${escapeMrkdwn(model)}\``));
   blocks.push(section(lines.join("\n")));
-  if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}`));
+  if (record.reason)
+    blocks.push(section(`*Why:* ${escapeKeepingMentions(truncate(record.reason, REASON_MAX))}`));
   blocks.push(
     context(
       `swap \`${record.id}\` · requested by <@${record.requester}>${record.decision?.approved ? ` · approved by <@${record.decision.by}>` : ""}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,
@@ -79,4 +82,13 @@ export function formatSeconds(seconds: number): string {
   if (seconds < 90) return `${Math.round(seconds)} s`;
   if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
   return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+/**
+ * Stage details and reasons quote errors and logs (escaped), but also name people ("approved by <@U…>"):
+ * a user mention survives the escaping, so Slack shows the name instead of the raw `<@U…>`. Channel-wide
+ * pings (`<!channel>`) and links stay escaped.
+ */
+function escapeKeepingMentions(text: string): string {
+  return escapeMrkdwn(text).replace(/&lt;@([UW][A-Z0-9]{2,})&gt;/g, "<@$1>");
 }
