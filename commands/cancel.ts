@@ -1,7 +1,6 @@
+import { isSwapId, SWAP_ID_EXAMPLE } from "../src/grammar/swap-id.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-
-const SWAP_ID = /^sw-[a-z0-9]{1,20}-[a-f0-9]{6}$/;
 
 /**
  * `/llm cancel [swap-id]`: before the switch the swap stops (detached download and build ended, files
@@ -36,9 +35,9 @@ export const cancelCommand: SubCommand = {
       }
       id = mine[0]!;
     }
-    if (!SWAP_ID.test(id)) {
+    if (!isSwapId(id)) {
       return reply(
-        `${echo(id)} is not a swap id (they look like \`sw-mx2i7lz1-34a1fc\`). Active swaps: ${active.join(", ") || "none"}.`,
+        `${echo(id)} is not a swap id (they look like \`${SWAP_ID_EXAMPLE}\`). Active swaps: ${active.join(", ") || "none"}.`,
       );
     }
     const record = await store.get(id);

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
+import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 
 export const HISTORY_USAGE = "/llm history [host] [--limit N]";
 export const DEFAULT_HISTORY_LIMIT = 10;
 export const MAX_HISTORY_LIMIT = 50;
 
-const hostName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/);
 const limit = z
   .string()
   .regex(/^\d{1,3}$/)
@@ -59,12 +59,12 @@ export const historyCommand: SubCommand = {
         "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
       );
     }
-    const known = config.file.hosts.map((h) => h.name);
+    const known = knownHosts(config);
     const parsed = parseHistoryArgs(request.args);
     if (!parsed.ok) return reply(`Cannot show the history: ${parsed.reason}.\nUsage: \`${HISTORY_USAGE}\``);
     const { host } = parsed;
-    if (host !== undefined && !(hostName.safeParse(host).success && known.includes(host)))
-      return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
+    const unknown = host === undefined ? undefined : refuseUnknownHost(host, known);
+    if (unknown !== undefined) return reply(unknown);
     try {
       await queue.enqueueHistory({
         ...(host === undefined ? {} : { host }),

@@ -1,7 +1,8 @@
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { newSwapId } from "../src/grammar/swap-id.ts";
+import { failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
-import { SwapStore } from "../src/swap/swap-store.ts";
+import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
 
 /**
@@ -19,13 +20,14 @@ export const rollbackCommand: SubCommand = {
         "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
       );
     }
-    const known = config.file.hosts.map((h) => h.name);
+    const known = knownHosts(config);
     if (request.args.length > 1)
       return reply(`Usage: \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
     const host = request.args[0] ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
       return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
-    if (!known.includes(host)) return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
+    const unknown = refuseUnknownHost(host, known);
+    if (unknown !== undefined) return reply(unknown);
 
     const serving = await store.serving(host);
     const installed = serving?.swapId === undefined ? undefined : await store.get(serving.swapId);
@@ -39,7 +41,7 @@ export const rollbackCommand: SubCommand = {
     const earlier = (await store.history({ host, limit: 50 })).find(
       (r) => r.outcome === "succeeded" && r.plan?.unitName === previous.unit,
     );
-    const id = SwapStore.newId();
+    const id = newSwapId();
     const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
     if (!lock.ok) {
       if ("error" in lock) return failure(lock.error);

@@ -1,9 +1,6 @@
-import { z } from "zod";
-
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-
-const hostName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/);
+import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 
 /** `/llm status [host]`: queue a probe of one host, or of every host. */
 export const statusCommand: SubCommand = {
@@ -16,13 +13,12 @@ export const statusCommand: SubCommand = {
         "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
       );
     }
-    const known = config.file.hosts.map((h) => h.name);
+    const known = knownHosts(config);
     if (request.args.length > 1)
       return reply(`Usage: \`${statusCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
     const wanted = request.args[0];
-    if (wanted !== undefined && !(hostName.safeParse(wanted).success && known.includes(wanted))) {
-      return reply(`Unknown host ${echo(wanted)}. Known hosts: ${known.join(", ")}.`);
-    }
+    const unknown = wanted === undefined ? undefined : refuseUnknownHost(wanted, known);
+    if (unknown !== undefined) return reply(unknown);
     const hosts = wanted === undefined ? known : [wanted];
     try {
       await queue.enqueueStatus({

@@ -1,14 +1,11 @@
+import { ACCEPTED_FORMS } from "../src/grammar/model-ref.ts";
+import { newSwapId } from "../src/grammar/swap-id.ts";
+import { parseSwapRequest, SWAP_USAGE, type SwapRequest } from "../src/grammar/swap-request.ts";
 import { escapeMrkdwn } from "../src/reporter/message.ts";
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-import {
-  ACCEPTED_FORMS,
-  parseSwapRequest,
-  SWAP_USAGE,
-  type SwapRequest,
-} from "../src/swap/parse-swap-request.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
-import { SwapStore } from "../src/swap/swap-store.ts";
+import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
 
 const FORMS = ACCEPTED_FORMS.map((f) => `• \`${escapeMrkdwn(f)}\``).join("\n");
@@ -31,13 +28,14 @@ export const swapCommand: SubCommand = {
       );
     }
     const { request: swap } = parsed;
-    const known = config.file.hosts.map((h) => h.name);
+    const known = knownHosts(config);
     const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
       return reply(`Which host? Add \`--host ${escapeMrkdwn("<host>")}\`. Known hosts: ${known.join(", ")}.`);
-    if (!known.includes(host)) return reply(`Unknown host ${echo(host)}. Known hosts: ${known.join(", ")}.`);
+    const unknown = refuseUnknownHost(host, known);
+    if (unknown !== undefined) return reply(unknown);
 
-    const id = SwapStore.newId();
+    const id = newSwapId();
     if (!swap.dryRun) {
       const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
       if (!lock.ok) {

@@ -1,20 +1,23 @@
 import { z } from "zod";
+import { HOST_NAME } from "../grammar/host-name.ts";
+import { CHANNEL_ID, GROUP_ID, USER_ID } from "../grammar/slack-ids.ts";
+import { UNIT_NAME } from "../grammar/unit-name.ts";
 import { problem } from "./fix.ts";
 
 /** Slack ids are uppercase letters and digits; users start with U or W, groups with S, channels with C or G. */
 const userId = z
   .string()
   .regex(
-    /^[UW][A-Z0-9]{2,20}$/,
+    USER_ID,
     problem("not a Slack user id", "use the member id (U…), from the user's profile → ⋯ → Copy member ID"),
   );
 const groupId = z
   .string()
-  .regex(/^S[A-Z0-9]{2,20}$/, problem("not a Slack user group id", "use the group id (S…), not its @handle"));
+  .regex(GROUP_ID, problem("not a Slack user group id", "use the group id (S…), not its @handle"));
 const channelId = z
   .string(problem("the Slack channel is not set", "set slack.channel to the channel id (C…)"))
   .regex(
-    /^[CG][A-Z0-9]{2,20}$/,
+    CHANNEL_ID,
     problem(
       "not a Slack channel id",
       "use the channel id (C…), shown at the bottom of the channel's details, not its #name",
@@ -41,7 +44,7 @@ const absolutePath = (what: string) =>
 const unitName = z
   .string()
   .regex(
-    /^[A-Za-z0-9_][A-Za-z0-9@._:-]{0,199}\.service$/,
+    UNIT_NAME,
     problem(
       "not a systemd service name",
       "use the unit's full name, e.g. sglang-qwen.service (letters, digits and @._:-, starting with a letter or digit)",
@@ -102,7 +105,7 @@ const hostSchema = z
     name: z
       .string(problem("host name is not set", "give every host a short name, e.g. gpu-1"))
       .regex(
-        /^[a-z0-9][a-z0-9-]{0,39}$/,
+        HOST_NAME,
         problem("host name must be lowercase letters, digits and -", "use e.g. gpu-1 (it is typed in Slack)"),
       ),
     ssh: sshSchema.optional(),

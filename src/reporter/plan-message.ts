@@ -1,4 +1,6 @@
 import type { KnownBlock } from "@slack/types";
+import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
+import { mention as userMention } from "../grammar/slack-ids.ts";
 import { formatGB } from "../plan/byte-units.ts";
 import { describeGpus } from "../plan/make-plan.ts";
 import type { FlagChoice, SwapPlan } from "../plan/types.ts";
@@ -34,9 +36,6 @@ export interface PlanMessageOptions {
   waitingFor?: string;
 }
 
-export const APPROVE_ACTION_ID = "swap_approve";
-export const REJECT_ACTION_ID = "swap_reject";
-
 /** Untrusted names are cut before escaping, so an escape entity is never cut in half. */
 const NAME_MAX = 200;
 const FLAG_BULLETS_MAX_SECTIONS = 3;
@@ -45,7 +44,7 @@ const FLAG_BULLETS_MAX_SECTIONS = 3;
 const clean = (text: string, max = NAME_MAX): string =>
   escapeMrkdwn(truncate(text, max)).replaceAll("`", "ˋ");
 const code = (text: string, max = NAME_MAX): string => `\`${clean(text, max)}\``;
-const mention = (id: string): string => (/^[UW][A-Z0-9]{2,}$/.test(id) ? `<@${id}>` : clean(id, 80));
+const mention = (id: string): string => userMention(id) ?? clean(id, 80);
 
 /**
  * The plan as a Slack message: what will be served, where, with which flags and why, every check, the

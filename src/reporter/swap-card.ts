@@ -1,3 +1,4 @@
+import { ESCAPED_MENTION } from "../grammar/slack-ids.ts";
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
 import {
   context,
@@ -90,5 +91,5 @@ export function formatSeconds(seconds: number): string {
  * pings (`<!channel>`) and links stay escaped.
  */
 function escapeKeepingMentions(text: string): string {
-  return escapeMrkdwn(text).replace(/&lt;@([UW][A-Z0-9]{2,})&gt;/g, "<@$1>");
+  return escapeMrkdwn(text).replace(ESCAPED_MENTION, "<@$1>");
 }

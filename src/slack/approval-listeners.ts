@@ -1,27 +1,23 @@
 import type { App, BlockAction, ButtonAction } from "@slack/bolt";
+import { DECISION_ACTIONS, reactionDecision } from "../grammar/action-ids.ts";
+import { isSwapId } from "../grammar/swap-id.ts";
 import { type DecisionDeps, decideSwap } from "./decide-swap.ts";
-
-const APPROVE = new Set(["white_check_mark", "heavy_check_mark"]);
-const REJECT = new Set(["x", "negative_squared_cross_mark"]);
 
 /** ✅/❌ reactions on a plan message, and its Approve/Reject buttons. */
 export function registerApprovalListeners(app: App, deps: DecisionDeps): void {
   app.event("reaction_added", async ({ event }) => {
     if (event.item.type !== "message") return;
-    const approved = APPROVE.has(event.reaction) ? true : REJECT.has(event.reaction) ? false : undefined;
+    const approved = reactionDecision(event.reaction);
     if (approved === undefined) return;
     const swapId = await planMessageSwap(deps, event.item.channel, event.item.ts);
     if (swapId === undefined) return;
     await decideSwap({ swapId, user: event.user, approved, via: "reaction" }, deps);
   });
 
-  for (const [actionId, approved] of [
-    ["swap_approve", true],
-    ["swap_reject", false],
-  ] as const) {
+  for (const { actionId, approved } of DECISION_ACTIONS) {
     app.action<BlockAction<ButtonAction>>(actionId, async ({ ack, body, action }) => {
       await ack();
-      if (typeof action.value !== "string" || !/^sw-[a-z0-9-]{1,40}$/.test(action.value)) return;
+      if (typeof action.value !== "string" || !isSwapId(action.value)) return;
       await decideSwap({ swapId: action.value, user: body.user.id, approved, via: "button" }, deps);
     });
   }

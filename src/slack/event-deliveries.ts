@@ -1,5 +1,6 @@
 import type { AnyMiddlewareArgs, Middleware } from "@slack/bolt";
 import type { Redis } from "ioredis";
+import { EVENT_ID } from "../grammar/slack-ids.ts";
 import type { Logger } from "../log.ts";
 import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
 
@@ -65,7 +66,7 @@ function eventIdOf(body: unknown): string | undefined {
   if (typeof body !== "object" || body === null) return undefined;
   const { type, event_id: eventId } = body as { type?: unknown; event_id?: unknown };
   // Slack's event ids are short words (Ev08MFMKH6); anything else is not used as a key
-  return type === "event_callback" && typeof eventId === "string" && /^[A-Za-z0-9]{1,64}$/.test(eventId)
+  return type === "event_callback" && typeof eventId === "string" && EVENT_ID.test(eventId)
     ? eventId
     : undefined;
 }

@@ -1,6 +1,6 @@
+import type { SwapRequest } from "../grammar/swap-request.ts";
 import type { ModelInfo } from "../hub/types.ts";
 import type { SwapPlan } from "../plan/types.ts";
-import type { SwapRequest } from "./parse-swap-request.ts";
 
 export type SwapOutcome =
   | "succeeded"

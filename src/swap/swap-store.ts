@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { redactSecretsInJson } from "../log.ts";
 import { tallyInTransaction } from "../metrics/swap-tally.ts";
@@ -31,10 +30,6 @@ export class SwapStore {
     options: { secrets?: readonly string[] } = {},
   ) {
     this.secrets = options.secrets ?? [];
-  }
-
-  static newId(): string {
-    return `sw-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
   }
 
   async get(id: string): Promise<SwapRecord | undefined> {

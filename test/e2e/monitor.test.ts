@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { type HostHealthState, IncidentTracker } from "../../jobs/monitor/incident-tracker.ts";
 import { AuditLog } from "../../src/audit/audit-log.ts";
+import { newSwapId } from "../../src/grammar/swap-id.ts";
+import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { MonitorQueue } from "../../src/queue/monitor-queue.ts";
-import { parseSwapRequest } from "../../src/swap/parse-swap-request.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { SwapStore } from "../../src/swap/swap-store.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
@@ -191,7 +192,7 @@ describe("health monitor", () => {
     if (!parsed.ok) throw new Error(parsed.reason);
     const now = new Date().toISOString();
     const swap: SwapRecord = {
-      id: SwapStore.newId(),
+      id: newSwapId(),
       host: "busy",
       requester: USERS.alice,
       channel: CHANNEL,

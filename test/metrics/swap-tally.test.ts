@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { readSwapTally } from "../../src/metrics/swap-tally.ts";
-import { parseSwapRequest } from "../../src/swap/parse-swap-request.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { SwapStore } from "../../src/swap/swap-store.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";

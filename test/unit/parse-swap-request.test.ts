@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseModelRef } from "../../src/grammar/model-ref.ts";
+import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { quote } from "../../src/host/shell-quote.ts";
-import { parseModelRef, parseSwapRequest } from "../../src/swap/parse-swap-request.ts";
 
 describe("parseModelRef: the accepted forms", () => {
   it.each([

@@ -1,0 +1,69 @@
+import type { ModelRef } from "../hub/types.ts";
+import { ENGINE_REF_RULE, isEngineRef } from "./engine-ref.ts";
+import { HOST_NAME } from "./host-name.ts";
+import { parseModelRef } from "./model-ref.ts";
+
+export const SWAP_USAGE =
+  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine-ref <git ref>]";
+
+export interface SwapRequest {
+  model: ModelRef;
+  host: string | undefined;
+  tp: number | undefined;
+  dryRun: boolean;
+  engineRef: string;
+}
+
+export type ParseResult = { ok: true; request: SwapRequest } | { ok: false; reason: string };
+
+/**
+ * Parses the words after `/llm swap`. Only the accepted forms pass; everything that reaches a shell later
+ * has matched one of the narrow patterns above (and is still quoted by `quote`).
+ */
+export function parseSwapRequest(args: readonly string[]): ParseResult {
+  let model: ModelRef | undefined;
+  let host: string | undefined;
+  let tp: number | undefined;
+  let dryRun = false;
+  let engineRef = "main";
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]!;
+    const value = () => args[++i];
+    switch (word) {
+      case "--host": {
+        const v = value();
+        if (v === undefined || !HOST_NAME.test(v)) return fail("--host needs a host name");
+        host = v;
+        break;
+      }
+      case "--tp": {
+        const v = value();
+        if (v === undefined || !/^[1-9][0-9]?$/.test(v)) return fail("--tp needs a number of GPUs (1–99)");
+        tp = Number(v);
+        break;
+      }
+      case "--dry-run":
+        dryRun = true;
+        break;
+      case "--engine-ref": {
+        const v = value();
+        if (v === undefined || !isEngineRef(v)) return fail(`--engine-ref needs ${ENGINE_REF_RULE}`);
+        engineRef = v;
+        break;
+      }
+      default: {
+        if (word.startsWith("-")) return fail(`unknown option ${word}`);
+        if (model !== undefined) return fail("name one model only");
+        const parsed = parseModelRef(word);
+        if (parsed === undefined) return fail("that is not a Hugging Face model reference");
+        model = parsed;
+      }
+    }
+  }
+  if (model === undefined) return fail("name the model to swap to");
+  return { ok: true, request: { model, host, tp, dryRun, engineRef } };
+}
+
+function fail(reason: string): ParseResult {
+  return { ok: false, reason };
+}
