@@ -36,7 +36,7 @@ export function sequentialScript(input: SequentialInput): string {
     sh`mkdir -p ${workDir}/download`.text,
     heredoc(`${workDir}/download/sizes`, files.sizes),
     heredoc(`${workDir}/download/sha256sums`, files.sums),
-    downloadScript(model, modelDir, `${workDir}/download`),
+    downloadScript(model, modelDir, `${workDir}/download`).text,
   ];
   const build = [
     sh`mkdir -p ${workDir}/build`.text,
@@ -47,7 +47,7 @@ export function sequentialScript(input: SequentialInput): string {
       ref: engine.ref,
       patches: engine.patches,
       dir: `${workDir}/build`,
-    }),
+    }).text,
   ];
   const switching = [
     heredoc(`${unit.dir}/${unit.name}`, unit.text),

@@ -1,5 +1,5 @@
 import { CodedError } from "../errors.ts";
-import { quote, sh } from "./shell-quote.ts";
+import { lines, type ShellCommand, sh } from "./shell-quote.ts";
 import type { HostTransport } from "./transport.ts";
 
 export interface DetachedStatus {
@@ -20,32 +20,28 @@ export interface DetachedStatus {
 export async function startDetached(
   transport: HostTransport,
   dir: string,
-  script: string,
+  script: ShellCommand,
   secrets: Record<string, string> = {},
 ): Promise<void> {
-  const wrapper = [
-    "#!/usr/bin/env bash",
-    "# Written by modelswap: a detached task. Its pid, log and exit status live beside this file.",
-    `cd ${quote(dir)} || exit 1`,
-    "echo $$ > pid",
-    "if [ -f .secret-env ]; then . ./.secret-env; rm -f .secret-env; fi",
-    "( set -euo pipefail",
-    script,
-    ")",
-    "code=$?",
-    'echo "$code" > exit.tmp && mv exit.tmp exit',
-    'exit "$code"',
-    "",
-  ].join("\n");
-  const env = Object.entries(secrets)
-    .map(([name, value]) => `export ${name}=${quote(value)}`)
-    .join("\n");
+  const wrapper = sh`#!/usr/bin/env bash
+# Written by modelswap: a detached task. Its pid, log and exit status live beside this file.
+cd ${dir} || exit 1
+echo $$ > pid
+if [ -f .secret-env ]; then . ./.secret-env; rm -f .secret-env; fi
+( set -euo pipefail
+${script}
+)
+code=$?
+echo "$code" > exit.tmp && mv exit.tmp exit
+exit "$code"
+`;
+  const env = lines(Object.entries(secrets).map(([name, value]) => sh`export ${name}=${value}`));
   await must(
     transport,
     sh`mkdir -p ${dir} && rm -f ${dir}/exit ${dir}/pid && cat > ${dir}/run.sh.tmp && mv ${dir}/run.sh.tmp ${dir}/run.sh`,
-    wrapper,
+    wrapper.text,
   );
-  if (env !== "") await must(transport, sh`umask 077 && cat > ${dir}/.secret-env`, `${env}\n`);
+  if (env.text !== "") await must(transport, sh`umask 077 && cat > ${dir}/.secret-env`, `${env.text}\n`);
   await must(
     transport,
     // The redirections must be on the backgrounded command itself, or a subshell keeps the channel open.

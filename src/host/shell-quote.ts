@@ -29,6 +29,11 @@ export function sh(strings: TemplateStringsArray, ...args: Arg[]): ShellCommand 
   return { text };
 }
 
+/** Commands one per line, as a script (each already built with `sh`). */
+export function lines(commands: readonly ShellCommand[]): ShellCommand {
+  return { text: commands.map((c) => c.text).join("\n") };
+}
+
 function render(arg: Arg): string {
   if (typeof arg === "number") {
     if (!Number.isFinite(arg)) throw new Error("a non-finite number cannot be passed to a shell");

@@ -24,7 +24,7 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
 describe("detached tasks", () => {
   it("outlive the command that started them, and report their exit status and log", async () => {
     const task = join(dir.path, "ok");
-    await startDetached(host, task, "echo working; sleep 0.5; echo done");
+    await startDetached(host, task, sh`echo working; sleep 0.5; echo done`);
     expect((await detachedStatus(host, task)).state).toBe("running");
     await until(async () => (await detachedStatus(host, task)).state === "exited");
     const status = await detachedStatus(host, task);
@@ -33,7 +33,12 @@ describe("detached tasks", () => {
 
   it("reports a failing script's exit code (errexit applies)", async () => {
     const task = join(dir.path, "fail");
-    await startDetached(host, task, "false\necho never");
+    await startDetached(
+      host,
+      task,
+      sh`false
+echo never`,
+    );
     await until(async () => (await detachedStatus(host, task)).state === "exited");
     const status = await detachedStatus(host, task);
     expect(status.exitCode).toBe(1);
@@ -46,7 +51,7 @@ describe("detached tasks", () => {
     await startDetached(
       host,
       task,
-      'ps -eo args | grep -c "$HF_TOKEN" > seen || true; sleep 1; test -n "$HF_TOKEN"',
+      sh`ps -eo args | grep -c "$HF_TOKEN" > seen || true; sleep 1; test -n "$HF_TOKEN"`,
       {
         HF_TOKEN: token,
       },
@@ -62,7 +67,7 @@ describe("detached tasks", () => {
 
   it("stop ends the task's whole process group; a killed task is dead, not exited", async () => {
     const task = join(dir.path, "long");
-    await startDetached(host, task, "sleep 300 & sleep 300; wait");
+    await startDetached(host, task, sh`sleep 300 & sleep 300; wait`);
     await until(async () => (await detachedStatus(host, task)).state === "running");
     await stopDetached(host, task);
     await until(async () => (await detachedStatus(host, task)).state !== "running");

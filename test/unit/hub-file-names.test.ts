@@ -172,7 +172,7 @@ describe("file names from the Hub", () => {
     } as unknown as ModelInfo;
     const { sizes, sums } = verificationFiles(info);
     // the loop the download script runs over its sizes file, reading from stdin instead
-    const script = downloadScript(info, MODEL_DIR, "/tmp/task");
+    const script = downloadScript(info, MODEL_DIR, "/tmp/task").text;
     expect(script).toContain("while read -r size path; do");
     const read = spawnSync("bash", ["-c", `while read -r size path; do printf '%s\\0' "$path"; done`], {
       input: sizes,
@@ -194,7 +194,11 @@ describe("file names from the Hub", () => {
     fc.assert(
       fc.property(fc.string({ unit: "binary", minLength: 1, maxLength: 30 }), (raw) => {
         const modelDir = `/srv/${raw.replaceAll("\0", "")}`;
-        const script = downloadScript({ repo: "org/model", sha } as ModelInfo, modelDir, "/srv/t/download");
+        const script = downloadScript(
+          { repo: "org/model", sha } as ModelInfo,
+          modelDir,
+          "/srv/t/download",
+        ).text;
         const echo = script.split("\necho ")[1]?.split("\nhf download")[0];
         const out = spawnSync("bash", ["-c", `echo ${echo}`], { encoding: "utf8" });
         expect(out.stdout).toBe(`modelswap: downloading org/model@${sha} into ${modelDir}\n`);

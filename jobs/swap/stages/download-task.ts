@@ -1,4 +1,4 @@
-import { quote } from "../../../src/host/shell-quote.ts";
+import { type ShellCommand, sh } from "../../../src/host/shell-quote.ts";
 import type { ModelInfo } from "../../../src/hub/types.ts";
 
 /** Where a swap keeps its detached tasks on the host: beside the models, which the bot can always write. */
@@ -21,19 +21,19 @@ export function verificationFiles(info: ModelInfo): { sizes: string; sums: strin
  * sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
  * process (fixtures/gpu-host/hf-download-1.33.md), so orphaned *.incomplete files are removed first.
  */
-export function downloadScript(info: ModelInfo, modelDir: string, dir: string): string {
+export function downloadScript(info: ModelInfo, modelDir: string, dir: string): ShellCommand {
   const partials = `${modelDir}/.cache/huggingface/download`;
-  return [
-    `mkdir -p ${quote(modelDir)}`,
-    `find ${quote(partials)} -name '*.incomplete' -delete 2>/dev/null || true`,
-    `echo ${quote(`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`)}`,
-    `hf download ${quote(info.repo)} --revision ${quote(info.sha)} --local-dir ${quote(modelDir)} --max-workers 8`,
-    `cd ${quote(modelDir)}`,
-    `while read -r size path; do`,
-    `  actual=$(stat -c %s -- "$path" 2>/dev/null || echo missing)`,
-    `  if [ "$actual" != "$size" ]; then echo "modelswap: size mismatch for $path: expected $size, found $actual"; exit 3; fi`,
-    `done < ${quote(`${dir}/sizes`)}`,
-    `if [ -s ${quote(`${dir}/sha256sums`)} ]; then sha256sum --quiet --strict -c ${quote(`${dir}/sha256sums`)}; fi`,
-    `echo "modelswap: verified $(wc -l < ${quote(`${dir}/sizes`)}) files"`,
-  ].join("\n");
+  const sizes = `${dir}/sizes`;
+  const sums = `${dir}/sha256sums`;
+  return sh`mkdir -p ${modelDir}
+find ${partials} -name '*.incomplete' -delete 2>/dev/null || true
+echo ${`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`}
+hf download ${info.repo} --revision ${info.sha} --local-dir ${modelDir} --max-workers 8
+cd ${modelDir}
+while read -r size path; do
+  actual=$(stat -c %s -- "$path" 2>/dev/null || echo missing)
+  if [ "$actual" != "$size" ]; then echo "modelswap: size mismatch for $path: expected $size, found $actual"; exit 3; fi
+done < ${sizes}
+if [ -s ${sums} ]; then sha256sum --quiet --strict -c ${sums}; fi
+echo "modelswap: verified $(wc -l < ${sizes}) files"`;
 }

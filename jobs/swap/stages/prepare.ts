@@ -4,7 +4,7 @@ import {
   startDetached,
   stopDetached,
 } from "../../../src/host/detached-task.ts";
-import { sh } from "../../../src/host/shell-quote.ts";
+import { type ShellCommand, sh } from "../../../src/host/shell-quote.ts";
 import { formatGB } from "../../../src/plan/byte-units.ts";
 import { applyFlagSpellings, parseHelpFlags } from "../../../src/plan/flag-spellings.ts";
 import { renderPlan } from "../../../src/reporter/plan-message.ts";
@@ -240,7 +240,7 @@ async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
 }
 
 /** Starts the download task, the one task that needs HF_TOKEN (gated and private repositories). */
-async function start(ctx: StageContext, dir: string, script: string): Promise<void> {
+async function start(ctx: StageContext, dir: string, script: ShellCommand): Promise<void> {
   const token = ctx.deps.config.env.HF_TOKEN;
   await startDetached(ctx.transport, dir, script, token === undefined ? {} : { HF_TOKEN: token });
 }
