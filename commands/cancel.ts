@@ -19,13 +19,14 @@ export const cancelCommand: SubCommand = {
     }
     if (request.args.length > 1) return reply(`Usage: \`${cancelCommand.usage}\``);
     const active = (
-      await Promise.all(config.file.hosts.map(async (h) => await store.hostLockHolder(h.name)))
+      await Promise.all(config.file.hosts.map(async (h) => await store.locks.hostHolder(h.name)))
     ).filter((id): id is string => id !== undefined);
     let id = request.args[0];
     if (id === undefined) {
       const mine = [];
       for (const candidate of active) {
-        if ((await store.get(candidate))?.requester === request.user) mine.push(candidate);
+        if ((await store.swaps.get(candidate).catch(() => undefined))?.requester === request.user)
+          mine.push(candidate);
       }
       if (mine.length !== 1) {
         const list = active.length === 0 ? "none" : active.map((a) => `\`${a}\``).join(", ");
@@ -40,7 +41,7 @@ export const cancelCommand: SubCommand = {
         `${echo(id)} is not a swap id (they look like \`${SWAP_ID_EXAMPLE}\`). Active swaps: ${active.join(", ") || "none"}.`,
       );
     }
-    const record = await store.get(id);
+    const record = await store.swaps.get(id);
     if (record === undefined)
       return reply(`No swap ${echo(id)}. Active swaps: ${active.join(", ") || "none"}.`);
     if (record.outcome !== undefined) {
@@ -54,7 +55,7 @@ export const cancelCommand: SubCommand = {
       );
     }
     try {
-      const first = await store.requestCancel(id, request.user);
+      const first = await store.approvals.requestCancel(id, request.user);
       await swaps.wake(id);
       if (!first) return reply(`Swap \`${id}\` is already being cancelled.`);
     } catch (error) {

@@ -2,29 +2,32 @@ import type { CommandDeps } from "../src/slack/sub-command.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
 
 /**
- * Saves a new swap, records its request in the audit stream and enqueues it. Recorded before the job
- * exists: a request the audit stream cannot hold is refused, not run unrecorded. On any failure the host
- * lock the swap took is given back, and the error is thrown for the command to answer with.
+ * Saves a new swap, records its request in the audit stream (in the same transaction) and enqueues it.
+ * Recorded before the job exists: a request the store cannot hold is refused, not run unrecorded. On any
+ * failure the host lock the swap took is given back, and the error is thrown for the command to answer.
  */
 export async function queueSwap(
   record: SwapRecord,
   detail: string,
-  { store, audit, swaps }: Pick<CommandDeps, "store" | "audit" | "swaps">,
+  { store, swaps }: Pick<CommandDeps, "store" | "swaps">,
   lockedHost: boolean,
 ): Promise<void> {
   try {
-    await store.save(record);
-    await audit.record({
-      at: record.createdAt,
-      kind: "request",
-      who: record.requester,
-      host: record.host,
-      swap: record.id,
-      detail,
+    await store.swaps.save(record, {
+      audit: [
+        {
+          at: record.createdAt,
+          kind: "request",
+          who: record.requester,
+          host: record.host,
+          swap: record.id,
+          detail,
+        },
+      ],
     });
     await swaps.enqueue(record.id);
   } catch (error) {
-    if (lockedHost) await store.unlockHost(record.host, record.id).catch(() => undefined);
+    if (lockedHost) await store.locks.unlockHost(record.host, record.id).catch(() => undefined);
     throw error;
   }
 }

@@ -14,7 +14,7 @@ export const rollbackCommand: SubCommand = {
   name: "rollback",
   usage: "/llm rollback [host]",
   summary: "go back to the model a host served before its last swap (needs approval like a swap)",
-  async handle(request, { config, access, store, swaps, audit }) {
+  async handle(request, { config, access, store, swaps }) {
     if (!(await access.isRequester(request.user))) {
       return refusal(
         "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
@@ -29,23 +29,24 @@ export const rollbackCommand: SubCommand = {
     const unknown = refuseUnknownHost(host, known);
     if (unknown !== undefined) return reply(unknown);
 
-    const serving = await store.serving(host);
-    const installed = serving?.swapId === undefined ? undefined : await store.get(serving.swapId);
-    const previous = installed?.previous;
+    const serving = await store.hosts.serving(host);
+    const previous = serving?.previous;
     if (previous === undefined) {
       return reply(
         `Nothing to roll back to: no swap has changed what *${host}* serves yet (it serves the unit from the config).`,
       );
     }
     // The swap that once installed the unit we go back to, when there was one: its plan tells the model.
-    const earlier = (await store.history({ host, limit: 50 })).find(
+    const earlier = (await store.swaps.history({ host, limit: 50 })).records.find(
       (r) => r.outcome === "succeeded" && r.plan?.unitName === previous.unit,
     );
     const id = newSwapId();
-    const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
+    const lock = await store.locks
+      .lockHost(host, id)
+      .catch((error: unknown) => ({ ok: false as const, error }));
     if (!lock.ok) {
       if ("error" in lock) return failure(lock.error);
-      const running = await store.get(lock.holder);
+      const running = await store.swaps.get(lock.holder).catch(() => undefined);
       const where = running === undefined ? "was requested just now" : `is at stage *${running.step}*`;
       return reply(`🚧 ${host} is busy: swap \`${lock.holder}\` ${where}.`);
     }
@@ -68,7 +69,7 @@ export const rollbackCommand: SubCommand = {
       tasks: {},
     };
     try {
-      await queueSwap(record, `rollback to ${previous.unit}`, { store, audit, swaps }, true);
+      await queueSwap(record, `rollback to ${previous.unit}`, { store, swaps }, true);
     } catch (error) {
       return failure(error);
     }

@@ -25,7 +25,6 @@ export const statusCommand: SubCommand = {
         hosts,
         channel: request.channel,
         user: request.user,
-        responseUrl: request.responseUrl,
         requestedAt: new Date().toISOString(),
         fleet: wanted === undefined,
       });

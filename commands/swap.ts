@@ -15,7 +15,7 @@ export const swapCommand: SubCommand = {
   name: "swap",
   usage: SWAP_USAGE,
   summary: "swap the model a host serves (plan → approval → switch → checks, rolled back on failure)",
-  async handle(request, { config, access, store, swaps, audit }) {
+  async handle(request, { config, access, store, swaps }) {
     if (!(await access.isRequester(request.user))) {
       return refusal(
         "Only requesters may start swaps. Ask an admin to add you to the requesters in the config.",
@@ -37,10 +37,12 @@ export const swapCommand: SubCommand = {
 
     const id = newSwapId();
     if (!swap.dryRun) {
-      const lock = await store.lockHost(host, id).catch((error: unknown) => ({ ok: false as const, error }));
+      const lock = await store.locks
+        .lockHost(host, id)
+        .catch((error: unknown) => ({ ok: false as const, error }));
       if (!lock.ok) {
         if ("error" in lock) return failure(lock.error);
-        const running = await store.get(lock.holder);
+        const running = await store.swaps.get(lock.holder).catch(() => undefined);
         // A swap requested in the same instant (a double submit) holds the lock before its record is saved.
         const where =
           running === undefined
@@ -67,7 +69,7 @@ export const swapCommand: SubCommand = {
       await queueSwap(
         record,
         `${swap.dryRun ? "dry run of " : ""}${model}${requestFlags(swap)}`,
-        { store, audit, swaps },
+        { store, swaps },
         !swap.dryRun,
       );
     } catch (error) {

@@ -1,8 +1,8 @@
 import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
-import { QUEUE_PREFIX } from "../src/queue/redis-connection.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
+import { QUEUE_PREFIX } from "../src/store/keys.ts";
 import { runHistoryJob } from "./history-job.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
 

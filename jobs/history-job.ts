@@ -1,13 +1,13 @@
 import type { Logger } from "../src/log.ts";
 import type { HistoryJob } from "../src/queue/command-queue.ts";
 import { historyRow, renderHistory } from "../src/reporter/history-message.ts";
-import type { SlackPoster } from "../src/reporter/slack-poster.ts";
+import type { SlackPoster } from "../src/slack/slack-poster.ts";
+import type { Store } from "../src/store/store.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
-import type { SwapStore } from "../src/swap/swap-store.ts";
 
 export interface HistoryJobDeps {
   poster: SlackPoster;
-  store: SwapStore;
+  store: Store;
   log: Logger;
 }
 
@@ -21,22 +21,28 @@ const LOOKBACK_PAGES = 10;
  * shown: the host's index is read further back until one is found (or a bounded number of records).
  */
 export async function runHistoryJob(job: HistoryJob, { poster, store, log }: HistoryJobDeps): Promise<void> {
-  const records = await store.history({
+  const { records, unreadable } = await store.swaps.history({
     ...(job.host === undefined ? {} : { host: job.host }),
     limit: job.limit,
   });
+  if (unreadable.length > 0)
+    log.error({ unreadable }, "swap records in the ledger do not parse: left out of the history");
   const baselines = await findBaselines(store, records);
   const rows = records.map((record) => historyRow(record, baselines.get(record.id)));
   log.info({ host: job.host ?? "all", rows: rows.length }, "history read");
   await poster.post(
     job.channel,
-    renderHistory(rows, { ...(job.host === undefined ? {} : { host: job.host }), limit: job.limit }),
+    renderHistory(rows, {
+      ...(job.host === undefined ? {} : { host: job.host }),
+      limit: job.limit,
+      unreadable: unreadable.length,
+    }),
   );
 }
 
 /** For each record, the previous succeeded swap on its host (the model it replaced), where one is known. */
 export async function findBaselines(
-  store: SwapStore,
+  store: Store,
   records: readonly SwapRecord[],
 ): Promise<Map<string, SwapRecord>> {
   const out = new Map<string, SwapRecord>();
@@ -56,7 +62,7 @@ export async function findBaselines(
     const older: SwapRecord[] = [];
     let oldest = needed ? sorted.at(-1)?.createdAt : undefined;
     for (let page = 0; page < LOOKBACK_PAGES && oldest !== undefined; page++) {
-      const next = await store.history({ host, limit: LOOKBACK_PAGE, before: oldest });
+      const next = (await store.swaps.history({ host, limit: LOOKBACK_PAGE, before: oldest })).records;
       older.push(...next);
       if (next.some((r) => r.outcome === "succeeded") || next.length < LOOKBACK_PAGE) break;
       oldest = next.at(-1)?.createdAt;

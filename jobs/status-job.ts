@@ -3,15 +3,15 @@ import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
 import { type FleetRow, renderFleet } from "../src/reporter/fleet-message.ts";
 import { escapeMrkdwn, section } from "../src/reporter/message.ts";
-import type { SlackPoster } from "../src/reporter/slack-poster.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
+import type { SlackPoster } from "../src/slack/slack-poster.ts";
 import { probeHost } from "../src/status/probe-host.ts";
-import type { SwapStore } from "../src/swap/swap-store.ts";
+import type { Store } from "../src/store/store.ts";
 
 export interface StatusJobDeps {
   hosts: HostRegistry;
   poster: SlackPoster;
-  store: SwapStore;
+  store: Store;
   log: Logger;
 }
 
@@ -26,9 +26,11 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
     job.hosts.map(async (name): Promise<FleetRow> => {
       const status = await probe(name, deps);
       log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
-      const holder = await store.hostLockHolder(name);
-      const running = holder === undefined ? undefined : await store.get(holder);
-      const [last] = (await store.history({ host: name, limit: 5 })).filter((r) => r.outcome !== undefined);
+      const holder = await store.locks.hostHolder(name);
+      const running = holder === undefined ? undefined : await store.swaps.get(holder).catch(() => undefined);
+      const [last] = (await store.swaps.history({ host: name, limit: 5 })).records.filter(
+        (r) => r.outcome !== undefined,
+      );
       return {
         status,
         ...(running === undefined || running.outcome !== undefined
@@ -62,7 +64,7 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
 async function probe(name: string, { hosts, store }: StatusJobDeps) {
   const host = hosts.config(name);
   // After a swap the host serves another unit than the config's first one.
-  const unit = (await store.serving(name))?.unit ?? host.currentUnit;
+  const unit = (await store.hosts.serving(name))?.unit ?? host.currentUnit;
   return await probeHost(
     hosts.transport(name),
     { name, unit, port: host.servingPort },

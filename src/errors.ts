@@ -29,6 +29,8 @@ export type ErrorCode =
   | "BENCH_FAILED"
   | "SHUTTING_DOWN"
   | "SWAP_SUPERSEDED"
+  | "STORE_RECORD_INVALID"
+  | "STORE_RECORD_TOO_LARGE"
   | "INTERNAL";
 
 export class CodedError extends Error {

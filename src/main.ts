@@ -1,27 +1,30 @@
-import type { App } from "@slack/bolt";
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
+import { createReportWorker, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
-import { AuditLog } from "./audit/audit-log.ts";
+import { systemClock } from "./clock.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
+import { describeError } from "./errors.ts";
 import { HostRegistry } from "./host/host-registry.ts";
 import { OpsEndpoints } from "./http/ops-server.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { MeteredWebClient } from "./metrics/slack-calls.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { createRedis, describeRedis } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
+import { ReportQueue } from "./queue/report-queue.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
-import { SlackPoster } from "./reporter/slack-poster.ts";
 import { AccessControl } from "./slack/access-control.ts";
-import { createSlackApp, startSlackApp } from "./slack/create-slack-app.ts";
-import { EventDeliveries } from "./slack/event-deliveries.ts";
-import { SwapStore } from "./swap/swap-store.ts";
+import { createSlackApp, type SlackApp, startSlackApp } from "./slack/create-slack-app.ts";
+import { MeteredWebClient } from "./slack/metered-web-client.ts";
+import { reply } from "./slack/reply.ts";
+import { SlackPoster } from "./slack/slack-poster.ts";
+import { migrateStore } from "./store/migrate.ts";
+import { Store } from "./store/store.ts";
 
 export interface Roles {
   /** Answers Slack: verifies, authorizes, acks, enqueues. */
@@ -70,10 +73,18 @@ export async function startModelswap({
   const poster = new SlackPoster(client, secrets, log.child({ name: "slack" }));
   const hosts = new HostRegistry(config.file.hosts, log);
   const redisConnections: Redis[] = [];
-  let app: App | undefined;
+  let app: SlackApp | undefined;
   let queue: CommandQueue | undefined;
   const workers: Worker[] = [];
   let swaps: SwapQueue | undefined;
+  let reports: ReportQueue | undefined;
+  let botReports: ReportQueue | undefined;
+  const createStore = (connection: Redis) =>
+    new Store(connection, {
+      secrets,
+      retention: config.file.records,
+      auditMaxEntries: config.file.audit.maxEntries,
+    });
   let monitor: RunningMonitor | undefined;
   let port: number | undefined;
   // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
@@ -89,8 +100,10 @@ export async function startModelswap({
       ...(config.env.HF_TOKEN === undefined ? {} : { token: config.env.HF_TOKEN }),
       log: workerLog,
     });
-    const store = new SwapStore(connection, { secrets });
-    const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
+    const store = createStore(connection);
+    await migrateOnStart(store, workerLog);
+    reports = new ReportQueue(connection);
+    const reportQueue = reports;
     workers.push(
       createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
       createSwapWorker(connection, {
@@ -98,20 +111,32 @@ export async function startModelswap({
         store,
         hosts,
         hub,
-        poster,
-        audit,
+        reports: reportQueue,
         log: workerLog,
         stopping: stopping.signal,
         ...(recipes === undefined ? {} : { recipes }),
       }),
+      createReportWorker(connection, {
+        store,
+        poster,
+        queue: reportQueue,
+        cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
+        log: log.child({ name: "reporter" }),
+        clock: systemClock,
+      }),
     );
+    await reportQueue
+      .scheduleSweep(SWEEP_EVERY_MS)
+      .catch((error: unknown) =>
+        workerLog.warn({ err: describeError(error) }, "could not schedule the report sweep yet"),
+      );
     // the health monitor: one scheduled check per configured host, alerts and recoveries to the channel
     monitor = await startMonitor(connection, {
       config,
       hosts,
       store,
       poster,
-      audit,
+      audit: store.audit,
       log: workerLog.child({ name: "monitor" }),
     });
     ops.watch(...workers, monitor.worker);
@@ -124,13 +149,25 @@ export async function startModelswap({
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
     swaps = new SwapQueue(connection);
-    const store = new SwapStore(connection, { secrets });
-    const audit = new AuditLog(connection, { maxEntries: config.file.audit.maxEntries, secrets });
+    const swapQueue = swaps;
+    const store = createStore(connection);
+    if (!roles.worker) await migrateOnStart(store, log);
+    botReports = new ReportQueue(connection);
+    const reportQueue = botReports;
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
     app = createSlackApp({
-      deps: { config, access, queue, swaps, store, audit },
-      decisions: { config, store, access, swaps, poster, audit, log },
-      deliveries: new EventDeliveries(connection),
+      deps: { config, access, queue, swaps, store },
+      decisions: {
+        store,
+        isApprover: (user) => access.isApprover(user),
+        allowSelfApproval: config.file.approvals.allowSelfApproval,
+        wake: (id) => swapQueue.wake(id),
+        reportSoon: (id) => reportQueue.soon(id),
+        tell: (user, text) => poster.ephemeral(config.file.slack.channel, user, reply(text)),
+        log,
+        clock: systemClock,
+      },
+      deliveries: store.deliveries,
       commands: allCommands(),
       log,
       routes: ops.boltRoutes(config.env.PORT),
@@ -176,12 +213,28 @@ export async function startModelswap({
       await monitor?.close();
       await queue?.close();
       await swaps?.close();
+      await reports?.close();
+      await botReports?.close();
       await hosts.closeAll();
       await ops.close();
       await Promise.allSettled(redisConnections.map((c) => c.quit()));
       log.info("modelswap stopped");
     },
   };
+}
+
+/**
+ * Brings an older deployment's keys to this version's layout before anything reads them (several
+ * processes starting at once: one migrates, the others wait for it). Redis being down is not fatal here:
+ * nothing can be read then either, and the next start migrates.
+ */
+async function migrateOnStart(store: Store, log: Logger): Promise<void> {
+  try {
+    const result = await migrateStore(store.redis, log.child({ name: "migrate" }));
+    if (result.migrated > 0) log.info(result, "store migrated to this version's key layout");
+  } catch (error) {
+    log.error({ err: describeError(error) }, "could not migrate the store; old records stay where they were");
+  }
 }
 
 /** Waits (briefly) for a fail-fast connection to be up, so the first command does not race it. */

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../../src/clock.ts";
 import { asCodedError } from "../../src/errors.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
@@ -34,8 +35,9 @@ export async function checkHealth(
   transport: HostTransport,
   target: HealthCheckTarget,
   timeoutSeconds: number,
+  clock: Clock = systemClock,
 ): Promise<HealthCheckResult> {
-  const started = Date.now();
+  const started = clock.now();
   const result: HealthCheckResult = {
     ok: false,
     checkedAt: new Date(started),
@@ -72,7 +74,7 @@ curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url
         ? `the check did not finish within ${timeoutSeconds + 5} s (${coded.message})`
         : `the host could not be reached: ${coded.message}`;
   }
-  result.durationMs = Date.now() - started;
+  result.durationMs = clock.now() - started;
   return result;
 }
 

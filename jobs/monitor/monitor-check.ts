@@ -1,24 +1,27 @@
-import { type AuditLog, SYSTEM_ACTOR } from "../../src/audit/audit-log.ts";
+import { type Clock, systemClock } from "../../src/clock.ts";
 import type { Config } from "../../src/config/load-config.ts";
 import { describeError } from "../../src/errors.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
 import type { Logger } from "../../src/log.ts";
 import { formatOutage, renderAlert, renderRecovery } from "../../src/reporter/alert-message.ts";
-import type { SlackPoster } from "../../src/reporter/slack-poster.ts";
-import type { SwapStore } from "../../src/swap/swap-store.ts";
+import type { SlackPoster } from "../../src/slack/slack-poster.ts";
+import { type AuditLog, SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
+import type { IncidentTracker, Transition } from "../../src/store/incidents.ts";
+import type { Store } from "../../src/store/store.ts";
 import { checkHealth } from "./health-check.ts";
 import { readIncidentFacts } from "./incident-facts.ts";
-import type { IncidentTracker, Transition } from "./incident-tracker.ts";
 
 export interface MonitorCheckDeps {
   config: Config;
   hosts: HostRegistry;
-  store: SwapStore;
+  store: Pick<Store, "swaps" | "locks" | "hosts">;
   poster: SlackPoster;
   tracker: IncidentTracker;
   /** The audit stream: every alert and recovery is recorded there. */
   audit?: Pick<AuditLog, "record"> | undefined;
   log: Logger;
+  /** The monitor's time (checks are stamped with it); the system clock unless a test moves its own. */
+  clock?: Clock;
 }
 
 /** Consecutive passes that close an incident when the config does not say. */
@@ -57,12 +60,13 @@ export async function runMonitorCheck(
   try {
     const before = await suppressed();
     if (before !== undefined) return before;
-    const serving = await store.serving(host);
+    const serving = await store.hosts.serving(host);
     const unit = serving?.unit ?? hostConfig.currentUnit;
     const result = await checkHealth(
       hosts.transport(host),
       { unit, port: hostConfig.servingPort },
       health.checkTimeoutSeconds,
+      deps.clock,
     );
     // a swap that began switching while this check ran is what the check saw: it does not count
     const after = await suppressed();
@@ -85,10 +89,10 @@ export async function runMonitorCheck(
 }
 
 /** The swap that holds the host and is between switch and finish, if any. */
-async function switchingSwap(store: SwapStore, host: string): Promise<string | undefined> {
-  const holder = await store.hostLockHolder(host);
+async function switchingSwap(store: MonitorCheckDeps["store"], host: string): Promise<string | undefined> {
+  const holder = await store.locks.hostHolder(host);
   if (holder === undefined) return undefined;
-  const swap = await store.get(holder);
+  const swap = await store.swaps.get(holder).catch(() => undefined);
   return swap?.switch !== undefined && swap.outcome === undefined ? holder : undefined;
 }
 
@@ -156,7 +160,7 @@ async function postRecovery(
   const { config, poster } = deps;
   const { incident } = transition;
   // the outage ends with the first of the passed checks that closed the incident
-  const recoveredAt = incident.healthySince ?? new Date();
+  const recoveredAt = incident.healthySince ?? new Date((deps.clock ?? systemClock).now());
   const outage = formatOutage(recoveredAt.getTime() - incident.since.getTime());
   if (incident.alertTs === undefined) {
     // the alert never went out (Slack refused it each time): nobody waits for a recovery

@@ -7,9 +7,9 @@ import {
   MONITOR_QUEUE,
   MonitorQueue,
 } from "../../src/queue/monitor-queue.ts";
-import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
-import { IncidentTracker } from "./incident-tracker.ts";
+import { IncidentTracker } from "../../src/store/incidents.ts";
+import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import {
   DEFAULT_RECOVERY_THRESHOLD,
   type MonitorCheckDeps,

@@ -1,35 +1,47 @@
 import { randomBytes } from "node:crypto";
+import { systemClock } from "../../src/clock.ts";
 import { asCodedError, CodedError, describeError, isHostUnreachable } from "../../src/errors.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
+import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
+import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
-import { finishSwap } from "./stages/finish.ts";
+import { bytesOnDisk } from "./stages/download.ts";
+import { type Finished, finishSwap } from "./stages/finish.ts";
 import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
-import { bytesOnDisk, prepareStage, stopTasks, updatePlanMessage } from "./stages/prepare.ts";
+import { prepareStage, stopTasks } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
 import { type RollbackResult, rollback } from "./stages/rollback.ts";
 import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
 import { sanityStage } from "./stages/sanity.ts";
 import { switchStage } from "./stages/switch.ts";
-import type { StepResult } from "./step-result.ts";
-import { createStageContext, type StageContext, type SwapDeps } from "./swap-context.ts";
+import type { RunningSwap } from "./swap-state.ts";
 
 /** What the job runner does after one advance: nothing more, or park the job for this long. */
 export type AdvanceResult = { done: true } | { done: false; waitMs: number };
 
+/** One advance of one swap: its context, and the save that persists what its stages did. */
+interface Run {
+  ctx: StageContext;
+  swap: RunningSwap;
+  save(finished?: Finished): Promise<void>;
+}
+
 /**
- * Runs a swap forward from where its record says it is, step after step, saving the record after each,
- * until it must wait (the job parks itself) or ends. A restarted worker calls this again with the same
- * record and continues; every step is idempotent.
+ * Runs a swap forward from where its record says it is, step after step, saving the record (with its new
+ * events and audit entries) after each, until it must wait (the job parks itself) or ends. A restarted
+ * worker calls this again with the same record and continues; every step is idempotent. Reporting is the
+ * reporter's: each save asks it to look, and nothing here waits for Slack.
  */
 export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<AdvanceResult> {
   const token = randomBytes(8).toString("hex");
   const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
+  const { locks } = deps.store;
   // Another advance of this swap is running (a step re-run while its first run still goes on): look later.
-  if (!(await deps.store.takeLease(swapId, token, leaseMs))) return { done: false, waitMs: 1000 };
+  if (!(await locks.takeLease(swapId, token, leaseMs))) return { done: false, waitMs: 1000 };
   let lost = false;
   const renew = setInterval(() => {
-    deps.store.renewLease(swapId, token, leaseMs).then(
+    locks.renewLease(swapId, token, leaseMs).then(
       (held) => {
         if (!held) lost = true;
       },
@@ -38,8 +50,8 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
   }, leaseMs / 3);
   renew.unref();
   try {
-    return await advanceHeld(swapId, deps, async () => {
-      if (lost || !(await deps.store.holdsLease(swapId, token))) {
+    const run = await openRun(swapId, deps, async () => {
+      if (lost || !(await locks.holdsLease(swapId, token))) {
         throw new CodedError(
           "SWAP_SUPERSEDED",
           `swap ${swapId} is advanced by another run now; this one stops without saving`,
@@ -47,66 +59,96 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
         );
       }
     });
+    return run === undefined ? { done: true } : await advanceHeld(run, deps);
   } finally {
     clearInterval(renew);
-    await deps.store.releaseLease(swapId, token).catch(() => undefined);
+    await locks.releaseLease(swapId, token).catch(() => undefined);
   }
 }
 
-async function advanceHeld(
-  swapId: string,
-  deps: SwapDeps,
-  guard: () => Promise<void>,
-): Promise<AdvanceResult> {
-  const record = await deps.store.get(swapId);
-  if (record === undefined || record.step === "done") return { done: true };
-  const ctx = createStageContext(record, deps, guard);
+/**
+ * Reads the record and binds it to a context whose saves are guarded by the lease (`guard` throws when
+ * this advance no longer holds it, so a late process never overwrites what the one that took over wrote).
+ */
+async function openRun(swapId: string, deps: SwapDeps, guard: () => Promise<void>): Promise<Run | undefined> {
+  const record = await deps.store.swaps.get(swapId);
+  if (record === undefined || record.step === "done") return undefined;
+  const { store } = deps;
+  const save = async (swap: RunningSwap, finished?: Finished) => {
+    await guard();
+    const pending = swap.drain();
+    try {
+      await store.swaps.save(swap.mutable, {
+        events: pending.events,
+        audit: pending.audit,
+        also: (tx) => {
+          if (swap.record.outcome === undefined) return;
+          if (finished?.serving !== undefined)
+            store.hosts.setServingInTransaction(tx, swap.record.host, finished.serving);
+          if (finished?.benchmark !== undefined)
+            store.hosts.setLastBenchmarkInTransaction(tx, swap.record.host, finished.benchmark);
+          store.locks.unlockHostInTransaction(tx, swap.record.host, swap.record.id);
+        },
+      });
+    } catch (error) {
+      swap.restore(pending);
+      throw error;
+    }
+    // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway
+    await deps.reports.soon(swap.record.id).catch(() => undefined);
+  };
+  const { ctx, swap } = createStageContext(record, deps, (s) => save(s));
+  return { ctx, swap, save: (finished) => save(swap, finished) };
+}
+
+async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
+  const { ctx, swap } = run;
   for (;;) {
     let result: StepResult;
     if (deps.stopping?.aborted) {
       // A safe point: the record is saved, so another worker (or this one, restarted) goes on from here.
-      await ctx.save();
+      await run.save();
       return { done: false, waitMs: 0 };
     }
     try {
-      result = (await cancelled(ctx)) ?? (await runStep(ctx));
+      result = (await cancelled(run)) ?? (await runStep(ctx));
     } catch (error) {
       const coded = asCodedError(error);
       if (coded.code === "SWAP_SUPERSEDED") throw error;
       if (coded.code === "SHUTTING_DOWN") {
-        ctx.log.info({ step: record.step }, "stopping: the step is handed over");
-        await ctx.save();
+        ctx.log.info({ step: swap.record.step }, "stopping: the step is handed over");
+        await run.save();
         return { done: false, waitMs: 0 };
       }
-      ctx.log.error({ err: coded, step: record.step }, "swap step threw");
+      ctx.log.error({ err: coded, step: swap.record.step }, "swap step threw");
       if (!isHostUnreachable(error)) {
-        result = { fail: describeError(error), touched: record.switch !== undefined };
+        result = { fail: describeError(error), touched: swap.record.switch !== undefined };
       } else {
         // The host is away (sshd restarting, network cut, reboot): the same step runs again later.
-        const waitMs = retryLater(ctx, error);
+        const waitMs = retryLater(run, deps, error);
         if (waitMs !== undefined) {
-          await ctx.save();
+          await run.save();
           return { done: false, waitMs };
         }
-        result = { fail: gaveUp(ctx, error), touched: record.switch !== undefined };
+        result = { fail: gaveUp(run, deps, error), touched: swap.record.switch !== undefined };
       }
     }
-    if (!("fail" in result)) record.hostTrouble = undefined;
+    if (!("fail" in result)) swap.set({ hostTrouble: undefined });
     if ("next" in result) {
-      ctx.log.info({ step: record.step, next: result.next }, "swap step done");
-      record.step = result.next;
-      await ctx.save();
+      ctx.log.info({ step: swap.record.step, next: result.next }, "swap step done");
+      swap.set({ step: result.next });
+      await run.save();
       continue;
     }
     if ("wait" in result) {
-      await ctx.save();
+      await run.save();
       return { done: false, waitMs: result.wait };
     }
     if ("end" in result) {
-      await finishSwap(ctx, result.end, result.reason);
+      await run.save(await finishSwap(ctx, result.end, result.reason));
       return { done: true };
     }
-    return await failSwap(ctx, result.fail, result.touched);
+    return await failSwap(run, deps, result.fail, result.touched);
   }
 }
 
@@ -115,43 +157,45 @@ async function advanceHeld(
  * the switch had begun. Called by the worker when BullMQ gives the job up.
  */
 export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): Promise<void> {
-  const record = await deps.store.get(swapId);
-  if (record === undefined || record.step === "done") return;
-  const ctx = createStageContext(record, deps);
-  await failSwap(ctx, record.reason ?? why, record.switch !== undefined, { retry: false });
+  const run = await openRun(swapId, deps, async () => undefined);
+  if (run === undefined) return;
+  const { record } = run.swap;
+  await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
 }
 
 /** Notes one more failed try to reach the host; the backoff before the next, or undefined once out of time. */
-function retryLater(ctx: StageContext, error: unknown): number | undefined {
-  const { record } = ctx;
-  const now = Date.now();
-  const trouble = record.hostTrouble ?? { since: new Date(now).toISOString(), tries: 0, last: "" };
-  trouble.tries += 1;
-  trouble.last = asCodedError(error).message;
-  record.hostTrouble = trouble;
-  const limitMs = ctx.deps.config.file.swaps.hostRetrySeconds * 1000;
+function retryLater(run: Run, deps: SwapDeps, error: unknown): number | undefined {
+  const { swap } = run;
+  const now = (deps.clock ?? systemClock).now();
+  const before = swap.record.hostTrouble ?? { since: new Date(now).toISOString(), tries: 0, last: "" };
+  const trouble = { ...before, tries: before.tries + 1, last: asCodedError(error).message };
+  swap.set({ hostTrouble: trouble });
+  const limitMs = deps.config.file.swaps.hostRetrySeconds * 1000;
   const elapsed = now - Date.parse(trouble.since);
   if (elapsed >= limitMs) return undefined;
-  ctx.log.warn({ tries: trouble.tries, elapsedMs: elapsed, step: record.step }, "host unreachable; retrying");
+  run.ctx.log.warn(
+    { tries: trouble.tries, elapsedMs: elapsed, step: swap.record.step },
+    "host unreachable; retrying",
+  );
   return Math.min(1000 * 2 ** (trouble.tries - 1), 15_000, Math.max(200, limitMs - elapsed));
 }
 
-function gaveUp(ctx: StageContext, error: unknown): string {
-  const { record } = ctx;
+function gaveUp(run: Run, deps: SwapDeps, error: unknown): string {
+  const { record } = run.swap;
+  const now = (deps.clock ?? systemClock).now();
   const trouble = record.hostTrouble;
-  const seconds = trouble === undefined ? 0 : Math.round((Date.now() - Date.parse(trouble.since)) / 1000);
+  const seconds = trouble === undefined ? 0 : Math.round((now - Date.parse(trouble.since)) / 1000);
   const coded = asCodedError(error);
-  return `${record.host} could not be reached for ${seconds} s (${trouble?.tries ?? 1} tries; swaps.hostRetrySeconds is ${ctx.deps.config.file.swaps.hostRetrySeconds}): ${coded.message} (${coded.code}). Fix: ${coded.fix}`;
+  return `${record.host} could not be reached for ${seconds} s (${trouble?.tries ?? 1} tries; swaps.hostRetrySeconds is ${deps.config.file.swaps.hostRetrySeconds}): ${coded.message} (${coded.code}). Fix: ${coded.fix}`;
 }
 
 async function runStep(ctx: StageContext): Promise<StepResult> {
-  switch (ctx.record.step) {
+  const { record } = ctx.swap;
+  switch (record.step) {
     case "resolve":
       return await resolveStage(ctx);
     case "preflight":
-      return ctx.record.rollbackTo === undefined
-        ? await preflightStage(ctx)
-        : await rollbackPreflightStage(ctx);
+      return record.rollbackTo === undefined ? await preflightStage(ctx) : await rollbackPreflightStage(ctx);
     case "prepare":
       return await prepareStage(ctx);
     case "switch":
@@ -165,9 +209,9 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
     case "finish":
       return { end: "succeeded" };
     case "rollback":
-      return { fail: ctx.record.reason ?? "rollback after a crash", touched: true };
+      return { fail: record.reason ?? "rollback after a crash", touched: true };
     case "done":
-      return { end: ctx.record.outcome ?? "failed" };
+      return { end: record.outcome ?? "failed" };
   }
 }
 
@@ -175,35 +219,45 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
  * A cancel request ends the swap at the next step: before the switch the detached tasks are stopped and
  * the files kept (the card says where and how much); from the switch on, the old service is put back.
  */
-async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
-  const request = await ctx.deps.store.cancelRequest(ctx.record.id);
-  if (request === undefined || ctx.record.step === "rollback") return undefined;
-  const { record } = ctx;
-  ctx.audit(
-    "cancel",
-    record.switch === undefined ? "cancelled before the switch" : "cancelled after the switch",
-    request.by,
-  );
-  if (record.switch === undefined) {
+async function cancelled(run: Run): Promise<StepResult | undefined> {
+  const { ctx, swap } = run;
+  const request = await ctx.gate.cancelRequest();
+  if (request === undefined || swap.record.step === "rollback") return undefined;
+  if (swap.record.cancel === undefined) {
+    swap.set({ cancel: request });
+    swap.audit(
+      "cancel",
+      swap.record.switch === undefined ? "cancelled before the switch" : "cancelled after the switch",
+      request.by,
+    );
+  }
+  if (swap.record.switch === undefined) {
     await stopTasks(ctx);
-    if (record.stages.approval.state === "running") ctx.stage("approval", "skipped", "cancelled");
-    await updatePlanMessage(ctx, "cancelled", request.by);
-    const dir = record.plan?.modelDir;
+    if (swap.record.stages.approval.state === "running") {
+      swap.stage("approval", "skipped", "cancelled");
+      if (swap.record.planHash !== undefined)
+        ctx.emit({
+          type: "approval-closed",
+          planHash: swap.record.planHash,
+          why: "cancelled",
+          by: request.by,
+        });
+    }
+    const dir = swap.record.plan?.modelDir;
     const kept =
       dir === undefined
-        ? ""
-        : `; downloaded files are kept in ${dir} (${formatGB(await bytesOnDisk(ctx, dir))})`;
-    return { end: "cancelled", reason: `cancelled by <@${request.by}>${kept}` };
+        ? undefined
+        : `downloaded files are kept in ${dir} (${formatGB(await bytesOnDisk(ctx, dir))})`;
+    return { end: "cancelled", ...(kept === undefined ? {} : { reason: kept }) };
   }
-  record.reason = `cancelled by <@${request.by}> after the switch`;
-  record.step = "rollback";
-  await ctx.save();
-  const result = await rollback(ctx, record.reason);
+  swap.set({ reason: "cancelled after the switch", step: "rollback" });
+  await run.save();
+  const result = await rollback(ctx, "cancelled after the switch");
   if (result.unreachable !== undefined) throw result.unreachable; // retried like any step; then rolled back
-  record.rollback = { ok: result.ok, detail: result.detail };
+  swap.set({ rollback: { ok: result.ok, detail: result.detail } });
   return result.ok
-    ? { end: "cancelled", reason: `${record.reason}; ${result.detail}` }
-    : { end: "failed", reason: record.reason };
+    ? { end: "cancelled", reason: `after the switch, so it was rolled back: ${result.detail}` }
+    : { end: "failed", reason: "cancelled after the switch" };
 }
 
 /**
@@ -211,41 +265,41 @@ async function cancelled(ctx: StageContext): Promise<StepResult | undefined> {
  * rollback that cannot reach the host is tried again (for swaps.hostRetrySeconds) unless `retry` is off.
  */
 async function failSwap(
-  ctx: StageContext,
+  run: Run,
+  deps: SwapDeps,
   why: string,
   touched: boolean,
   options: { retry: boolean } = { retry: true },
 ): Promise<AdvanceResult> {
-  const { record } = ctx;
-  record.reason = why;
-  if (!touched || record.switch === undefined) {
-    await finishSwap(ctx, "failed", why);
+  const { ctx, swap } = run;
+  swap.set({ reason: why });
+  if (!touched || swap.record.switch === undefined) {
+    await run.save(await finishSwap(ctx, "failed", why));
     return { done: true };
   }
-  if (record.step !== "rollback") {
-    record.step = "rollback";
-    record.hostTrouble = undefined; // the rollback gets its own time to reach the host
-    await ctx.save();
+  if (swap.record.step !== "rollback") {
+    // the rollback gets its own time to reach the host
+    swap.set({ step: "rollback", hostTrouble: undefined });
+    await run.save();
   }
-  await ctx.updateCard(true);
   let result: RollbackResult;
   try {
     result = await rollback(ctx, why);
   } catch (error) {
     if (asCodedError(error).code !== "SHUTTING_DOWN") throw error;
-    await ctx.save(); // at step "rollback": the next worker rolls back again (each command is idempotent)
+    await run.save(); // at step "rollback": the next worker rolls back again (each command is idempotent)
     return { done: false, waitMs: 0 };
   }
-  if (result.ok) record.hostTrouble = undefined;
+  if (result.ok) swap.set({ hostTrouble: undefined });
   else if (result.unreachable !== undefined && options.retry) {
-    const waitMs = retryLater(ctx, result.unreachable);
+    const waitMs = retryLater(run, deps, result.unreachable);
     if (waitMs !== undefined) {
-      await ctx.save();
+      await run.save();
       return { done: false, waitMs };
     }
-    result.detail = gaveUp(ctx, result.unreachable);
+    result.detail = gaveUp(run, deps, result.unreachable);
   }
-  record.rollback = { ok: result.ok, detail: result.detail };
-  await finishSwap(ctx, result.ok ? "rolled_back" : "failed", why);
+  swap.set({ rollback: { ok: result.ok, detail: result.detail } });
+  await run.save(await finishSwap(ctx, result.ok ? "rolled_back" : "failed", why));
   return { done: true };
 }

@@ -1,11 +1,11 @@
 import { hostname } from "node:os";
 import { DelayedError, type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
+import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
-import type { SwapDeps } from "./swap-context.ts";
+import type { SwapDeps } from "./create-stage-context.ts";
 
 /**
  * How often one swap's job may be found stalled (its worker died mid-step) and simply run again: every

@@ -209,6 +209,18 @@ export const fileSchema = z
           .optional(),
       })
       .prefault({}),
+    records: z
+      .strictObject({
+        /** How long a finished swap's record, events and Slack state are kept (the ledger shows them). */
+        finishedDays: z.number().min(1).max(3650).default(365),
+        /** How long a dry run's are kept. */
+        dryRunHours: z
+          .number()
+          .min(0.01)
+          .max(24 * 365)
+          .default(24),
+      })
+      .prefault({}),
     audit: z
       .strictObject({
         /** Events kept in the audit stream (XADD MAXLEN ~): only older events beyond this many are trimmed. */

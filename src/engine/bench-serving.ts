@@ -1,3 +1,4 @@
+import { z } from "zod";
 /**
  * The benchmark stage's engine side: the `python -m sglang.bench_serving` command line, and a parser
  * for the summary it prints. Real bench_serving prints `"{:<40} {:<10}"` rows between
@@ -77,39 +78,41 @@ export function benchCommand(opts: BenchOptions): ShellCommand {
   return sh`${python} -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port ${opts.port} --model ${opts.model} --dataset-name ${opts.datasetName ?? "random"} --random-input-len ${opts.inputLen} --random-output-len ${opts.outputLen} --random-range-ratio 1 --num-prompts ${opts.numPrompts} --max-concurrency ${opts.concurrency} --seed ${opts.seed} --output-file ${opts.outputFile ?? "/dev/null"} --disable-tqdm`;
 }
 
-export interface BenchResult {
-  backend?: string;
+/** The summary of one bench_serving run, as parsed (and as kept in the swap's record). */
+export const benchResultSchema = z.object({
+  backend: z.string().optional(),
   /** `Max request concurrency:`; null when bench_serving printed "not set". */
-  maxConcurrency?: number | null;
-  successfulRequests?: number;
+  maxConcurrency: z.number().nullable().optional(),
   /** How many requests were sent, when known (set by `runBench`). */
-  requested?: number;
-  durationS?: number;
-  totalInputTokens?: number;
-  totalOutputTokens?: number;
-  requestThroughput?: number;
-  inputThroughput?: number;
-  outputThroughput?: number;
-  totalThroughput?: number;
-  concurrency?: number;
-  meanE2eMs?: number;
-  medianE2eMs?: number;
-  p90E2eMs?: number;
-  p99E2eMs?: number;
-  meanTtftMs?: number;
-  medianTtftMs?: number;
-  p99TtftMs?: number;
-  meanTpotMs?: number;
-  medianTpotMs?: number;
-  p99TpotMs?: number;
-  meanItlMs?: number;
-  medianItlMs?: number;
-  p95ItlMs?: number;
-  p99ItlMs?: number;
-  maxItlMs?: number;
+  requested: z.number().optional(),
+  successfulRequests: z.number().optional(),
+  durationS: z.number().optional(),
+  totalInputTokens: z.number().optional(),
+  totalOutputTokens: z.number().optional(),
+  requestThroughput: z.number().optional(),
+  inputThroughput: z.number().optional(),
+  outputThroughput: z.number().optional(),
+  totalThroughput: z.number().optional(),
+  concurrency: z.number().optional(),
+  meanE2eMs: z.number().optional(),
+  medianE2eMs: z.number().optional(),
+  p90E2eMs: z.number().optional(),
+  p99E2eMs: z.number().optional(),
+  meanTtftMs: z.number().optional(),
+  medianTtftMs: z.number().optional(),
+  p99TtftMs: z.number().optional(),
+  meanTpotMs: z.number().optional(),
+  medianTpotMs: z.number().optional(),
+  p99TpotMs: z.number().optional(),
+  meanItlMs: z.number().optional(),
+  medianItlMs: z.number().optional(),
+  p95ItlMs: z.number().optional(),
+  p99ItlMs: z.number().optional(),
+  maxItlMs: z.number().optional(),
   /** Every row of the summary as printed (label without its colon → value), known or not. */
-  raw: Record<string, string>;
-}
+  raw: z.record(z.string(), z.string()),
+});
+export type BenchResult = z.infer<typeof benchResultSchema>;
 
 type NumericKey = Exclude<keyof BenchResult, "raw" | "backend" | "maxConcurrency" | "requested">;
 

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
 
@@ -16,21 +17,22 @@ export const GPU_QUERY_FIELDS = [
   "driver_version",
 ] as const;
 
-export interface GpuInfo {
-  index: number;
-  name: string;
-  uuid: string;
-  memoryTotalMiB: number;
-  memoryUsedMiB: number;
-  memoryFreeMiB: number;
+export const gpuInfoSchema = z.object({
+  index: z.number(),
+  name: z.string(),
+  uuid: z.string(),
+  memoryTotalMiB: z.number(),
+  memoryUsedMiB: z.number(),
+  memoryFreeMiB: z.number(),
   /** null when the driver reports [N/A] or [Not Supported]. */
-  utilizationPct: number | null;
-  temperatureC: number | null;
-  powerDrawW: number | null;
+  utilizationPct: z.number().nullable(),
+  temperatureC: z.number().nullable(),
+  powerDrawW: z.number().nullable(),
   /** e.g. { major: 9, minor: 0 } for an H200, 12.0 for RTX PRO 6000 Blackwell. */
-  computeCapability: { major: number; minor: number };
-  driverVersion: string;
-}
+  computeCapability: z.object({ major: z.number(), minor: z.number() }),
+  driverVersion: z.string(),
+});
+export type GpuInfo = z.infer<typeof gpuInfoSchema>;
 
 export function gpuQueryCommand(): ShellCommand {
   return sh`nvidia-smi ${`--query-gpu=${GPU_QUERY_FIELDS.join(",")}`} --format=csv,noheader,nounits`;

@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { CustomRoute } from "@slack/bolt";
 import { Queue, type Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config/load-config.ts";
@@ -10,12 +9,21 @@ import { EXPOSITION_CONTENT_TYPE, Registry } from "../metrics/registry.ts";
 import { SlackCallMetrics } from "../metrics/slack-calls.ts";
 import { COMMAND_QUEUE } from "../queue/command-queue.ts";
 import { MONITOR_QUEUE } from "../queue/monitor-queue.ts";
-import { createRedis, QUEUE_PREFIX } from "../queue/redis-connection.ts";
+import { createRedis } from "../queue/redis-connection.ts";
+import { REPORT_QUEUE } from "../queue/report-queue.ts";
 import { SWAP_QUEUE } from "../queue/swap-queue.ts";
+import { QUEUE_PREFIX } from "../store/keys.ts";
 import { createDashboard, DASHBOARD_PATH } from "./dashboard.ts";
 import { checkBotHealth } from "./health.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** An HTTP route served beside Slack's on the bot's port (the shape Bolt's custom routes take). */
+export interface HttpRoute {
+  path: string;
+  method: string[];
+  handler: Handler;
+}
 
 export interface OpsOptions {
   config: Config;
@@ -49,7 +57,7 @@ export class OpsEndpoints {
     const { env } = options.config;
     this.redis = createRedis(env, "producer");
     this.redis.on("error", () => undefined); // reported by /healthz and modelswap_redis_up
-    this.queues = [COMMAND_QUEUE, SWAP_QUEUE, MONITOR_QUEUE].map((name) => {
+    this.queues = [COMMAND_QUEUE, SWAP_QUEUE, MONITOR_QUEUE, REPORT_QUEUE].map((name) => {
       const queue = new Queue(name, { connection: this.redis, prefix: QUEUE_PREFIX });
       queue.on("error", () => undefined);
       return queue;
@@ -74,8 +82,8 @@ export class OpsEndpoints {
    * /healthz stays on the Slack port: /metrics and the dashboard are then served on METRICS_PORT alone,
    * so the port that faces Slack (often public) shows neither.
    */
-  boltRoutes(slackPort: number): CustomRoute[] {
-    const routes: CustomRoute[] = [
+  boltRoutes(slackPort: number): HttpRoute[] {
+    const routes: HttpRoute[] = [
       { path: "/healthz", method: ["GET"], handler: (_req, res) => this.health(res) },
     ];
     if (this.ownPort(slackPort) !== undefined) return routes;

@@ -1,7 +1,8 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { type HostHealthState, IncidentTracker } from "../../jobs/monitor/incident-tracker.ts";
-import { SwapStore } from "../swap/swap-store.ts";
+import type { HostHealthState } from "../store/incidents.ts";
+import { Store } from "../store/store.ts";
+import { readSwapTally } from "../store/swap-tally.ts";
 import {
   type MetricFamily,
   type MetricType,
@@ -9,7 +10,7 @@ import {
   renderFamilies,
   type Sample,
 } from "./registry.ts";
-import { readSwapTally, swapFamilies } from "./swap-tally.ts";
+import { swapFamilies } from "./swap-families.ts";
 
 export interface CollectDeps {
   /** This process's own counters (Slack calls). */
@@ -56,16 +57,10 @@ export async function collectMetrics(
 
 async function readShared(deps: CollectDeps): Promise<MetricFamily[]> {
   const { redis, hosts } = deps;
-  // thresholds only matter when recording checks: reading the state needs none
-  const tracker = new IncidentTracker(redis, {
-    failureThreshold: 1,
-    recoveryThreshold: 1,
-    claimTimeoutMs: 0,
-  });
-  const store = new SwapStore(redis);
+  const store = new Store(redis);
   const [tally, health, active, queues] = await Promise.all([
     readSwapTally(redis),
-    Promise.all(hosts.map(async (host) => [host, await tracker.state(host)] as const)),
+    Promise.all(hosts.map(async (host) => [host, await store.incidents.state(host)] as const)),
     Promise.all(hosts.map(async (host) => [host, await activeStep(store, host)] as const)),
     Promise.all(deps.queues.map((q) => q.exportPrometheusMetrics())),
   ]);
@@ -85,10 +80,10 @@ async function readShared(deps: CollectDeps): Promise<MetricFamily[]> {
 }
 
 /** The step of the swap that holds the host, if one does and it has not ended. */
-async function activeStep(store: SwapStore, host: string): Promise<string | undefined> {
-  const holder = await store.hostLockHolder(host);
+async function activeStep(store: Store, host: string): Promise<string | undefined> {
+  const holder = await store.locks.hostHolder(host);
   if (holder === undefined) return undefined;
-  const record = await store.get(holder);
+  const record = await store.swaps.get(holder).catch(() => undefined);
   return record === undefined || record.outcome !== undefined ? undefined : record.step;
 }
 

@@ -1,11 +1,8 @@
-import { ErrorCode, WebClient, WebClientEvent, type WebClientOptions } from "@slack/web-api";
 import type { Counter, Registry } from "./registry.ts";
 
 const PER_PROCESS =
   "Counted in this process's memory: each modelswap process reports its own calls (sum over instances).";
 
-/** Slack error strings are short snake_case words; anything else is not used as a label value. */
-const SLACK_WORD = /^[a-z0-9_]{1,64}$/;
 const METHOD = /^[a-zA-Z0-9_.]{1,64}$/;
 
 /**
@@ -39,10 +36,11 @@ export class SlackCallMetrics {
     this.calls.inc({ method: methodLabel(method), result: "ok" });
   }
 
-  failed(method: string, error: unknown): void {
+  /** `error`: Slack's error word, request_failed, http_<status>, ratelimited or other. */
+  failed(method: string, error: string): void {
     const m = methodLabel(method);
     this.calls.inc({ method: m, result: "error" });
-    this.errors.inc({ method: m, error: errorLabel(error) });
+    this.errors.inc({ method: m, error });
   }
 
   rateLimited(method: string, retryAfterSeconds: number): void {
@@ -53,58 +51,6 @@ export class SlackCallMetrics {
   }
 }
 
-/**
- * The WebClient the bot posts with, counting each call. Subclassed rather than wrapped because the
- * client binds `chat.postMessage` and the rest to its own `apiCall` when it is built: overriding
- * `apiCall` is the one place every method goes through (the SlackPoster's posts, access control's user
- * and group look-ups alike).
- */
-export class MeteredWebClient extends WebClient {
-  constructor(
-    private readonly metrics: SlackCallMetrics,
-    token: string,
-    options: WebClientOptions,
-  ) {
-    super(token, options);
-    this.on(WebClientEvent.RATE_LIMITED, (retrySeconds: number, request: { url?: string }) => {
-      const method = (request?.url ?? "").split("/").at(-1) ?? "";
-      metrics.rateLimited(method, retrySeconds);
-    });
-  }
-
-  override async apiCall(
-    method: string,
-    options?: Parameters<WebClient["apiCall"]>[1],
-  ): ReturnType<WebClient["apiCall"]> {
-    try {
-      const result = await super.apiCall(method, options);
-      this.metrics.ok(method);
-      return result;
-    } catch (error) {
-      this.metrics.failed(method, error);
-      throw error;
-    }
-  }
-}
-
 function methodLabel(method: string): string {
   return METHOD.test(method) ? method : "other";
-}
-
-function errorLabel(error: unknown): string {
-  const e = error as { code?: string; data?: { error?: unknown }; statusCode?: unknown };
-  switch (e?.code) {
-    case ErrorCode.PlatformError: {
-      const said = e.data?.error;
-      return typeof said === "string" && SLACK_WORD.test(said) ? said : "other";
-    }
-    case ErrorCode.RateLimitedError:
-      return "ratelimited";
-    case ErrorCode.RequestError:
-      return "request_failed";
-    case ErrorCode.HTTPError:
-      return typeof e.statusCode === "number" ? `http_${e.statusCode}` : "http_error";
-    default:
-      return "other";
-  }
 }

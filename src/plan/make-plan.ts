@@ -1,4 +1,4 @@
-import type { ModelInfo } from "../hub/types.ts";
+import type { ModelSummary } from "../hub/types.ts";
 import { weightFiles } from "../hub/weight-files.ts";
 import { formatGB, formatGiB } from "./byte-units.ts";
 import { chooseTp } from "./choose-tp.ts";
@@ -27,7 +27,7 @@ export interface PlanHostConfig {
 }
 
 export interface PlanInput {
-  model: ModelInfo;
+  model: ModelSummary;
   facts: ModelFacts;
   host: HostFacts;
   hostConfig: PlanHostConfig;
@@ -165,7 +165,7 @@ export function makePlan(input: PlanInput): SwapPlan {
  * shard from byte 0 after its process dies and leaves the old partial file behind, so up to
  * max-workers (8) × the largest shard can be on disk twice.
  */
-function diskCheck(model: ModelInfo, host: HostFacts, modelsDir: string): PlanCheck {
+function diskCheck(model: ModelSummary, host: HostFacts, modelsDir: string): PlanCheck {
   const toFetch = Math.max(0, model.totalBytes - host.bytesOnDisk);
   const shards = weightFiles(model.files);
   const sized = shards.length > 0 ? shards : model.files;

@@ -16,7 +16,10 @@ export interface HostFactsTarget {
  * Preflight's read of a host: GPUs, free disk where models go, bytes of this model already on disk,
  * RAM, the engine venv, the Hub CLI, and the unit serving now (with its unit file). Reads only.
  */
-export async function readHostFacts(transport: HostTransport, target: HostFactsTarget): Promise<HostFacts> {
+export async function readHostFacts(
+  transport: Pick<HostTransport, "exec">,
+  target: HostFactsTarget,
+): Promise<HostFacts> {
   const [gpus, disk, memory, venv, cli, unit] = await Promise.all([
     transport.exec(gpuQueryCommand()),
     transport.exec(sh`

@@ -1,97 +1,115 @@
-import type { GpuInfo } from "../gpu/nvidia-smi.ts";
-import type { ModelInfo } from "../hub/types.ts";
+import { z } from "zod";
+import { gpuInfoSchema } from "../gpu/nvidia-smi.ts";
+import { modelSummarySchema } from "../hub/types.ts";
 
-export type Quantization = "nvfp4" | "fp8" | "int4" | "bf16" | "fp16" | "unknown";
+/*
+ * The plan and what it is made of, as zod schemas: a plan is kept in the swap's record in Redis and read
+ * back by other processes, so it is parsed there, never trusted as written. The types are the schemas'.
+ */
+
+export const QUANTIZATIONS = ["nvfp4", "fp8", "int4", "bf16", "fp16", "unknown"] as const;
+export type Quantization = (typeof QUANTIZATIONS)[number];
 
 /** What the planner needs to know about a model, read from its config.json and quantization config. */
-export interface ModelFacts {
+export const modelFactsSchema = z.object({
   /** Recipe family, e.g. "qwen3.5-moe", "kimi-k2", "llama"; "generic" when none matches. */
-  family: string;
+  family: z.string(),
   /** config.json `architectures[0]`. */
-  architecture: string;
-  quantization: Quantization;
-  attentionHeads: number;
-  kvHeads: number;
-  layers: number;
-  hiddenSize: number;
-  headDim: number;
+  architecture: z.string(),
+  quantization: z.enum(QUANTIZATIONS),
+  attentionHeads: z.number(),
+  kvHeads: z.number(),
+  layers: z.number(),
+  hiddenSize: z.number(),
+  headDim: z.number(),
   /** Routed experts for MoE models. */
-  experts: number | undefined;
-  maxContext: number;
-  weightBytes: number;
+  experts: z.number().optional(),
+  maxContext: z.number(),
+  weightBytes: z.number(),
   /** config.json has auto_map: the engine needs --trust-remote-code. */
-  needsRemoteCode: boolean;
-}
+  needsRemoteCode: z.boolean(),
+});
+export type ModelFacts = z.infer<typeof modelFactsSchema>;
 
 /** What preflight reads from the host. */
-export interface HostFacts {
-  host: string;
-  gpus: GpuInfo[];
+export const hostFactsSchema = z.object({
+  host: z.string(),
+  gpus: z.array(gpuInfoSchema),
   /** Free bytes in the models directory's filesystem. */
-  freeDiskBytes: number;
+  freeDiskBytes: z.number(),
   /** Bytes of this model (this sha) already on disk in its target directory. */
-  bytesOnDisk: number;
+  bytesOnDisk: z.number(),
   /** Total host RAM. */
-  memoryBytes: number;
+  memoryBytes: z.number(),
   /** The engine venv's python exists and runs. */
-  venvOk: boolean;
+  venvOk: z.boolean(),
   /** Which Hub CLI exists on the host. */
-  hubCli: "hf" | "huggingface-cli" | undefined;
+  hubCli: z.enum(["hf", "huggingface-cli"]).optional(),
   /** The serving unit now: its name, whether systemd knows it, its unit file text, and its ExecStart words. */
-  currentUnit: { name: string; exists: boolean; active: boolean; text: string; execStart: string[] };
-}
+  currentUnit: z.object({
+    name: z.string(),
+    exists: z.boolean(),
+    active: z.boolean(),
+    text: z.string(),
+    execStart: z.array(z.string()),
+  }),
+});
+export type HostFacts = z.infer<typeof hostFactsSchema>;
 
-export interface PlanCheck {
+export const planCheckSchema = z.object({
   /** Short id: "quantization", "vram", "tp", "disk", "venv", "hub-cli", "recipe", "flags". */
-  id: string;
-  ok: boolean;
+  id: z.string(),
+  ok: z.boolean(),
   /** What was checked and found, in one line a person reads ("223 GB fits: 7.1 TB free"). */
-  detail: string;
+  detail: z.string(),
   /** When not ok: what to do. */
-  fix?: string;
-}
+  fix: z.string().optional(),
+});
+export type PlanCheck = z.infer<typeof planCheckSchema>;
 
 /** One engine flag of the plan: the setting the recipe names, and the spelling this engine build uses. */
-export interface FlagChoice {
+export const flagChoiceSchema = z.object({
   /** The recipe's name for the setting, e.g. "fp4-gemm-backend". */
-  setting: string;
+  setting: z.string(),
   /** The flag as this engine spells it (from its --help), e.g. "--fp4-gemm-backend"; undefined when it has none. */
-  flag: string | undefined;
+  flag: z.string().optional(),
   /** undefined for boolean flags. */
-  value: string | undefined;
-  reason: string;
-}
+  value: z.string().optional(),
+  reason: z.string(),
+});
+export type FlagChoice = z.infer<typeof flagChoiceSchema>;
 
-export interface SwapPlan {
-  model: ModelInfo;
-  facts: ModelFacts;
-  host: HostFacts;
+export const swapPlanSchema = z.object({
+  model: modelSummarySchema,
+  facts: modelFactsSchema,
+  host: hostFactsSchema,
   /** The recipe that chose the flags, e.g. "qwen3.5-moe/nvfp4/sm_120". */
-  recipe: string;
-  tp: number;
+  recipe: z.string(),
+  tp: z.number(),
   /** Why this tp. */
-  tpReason: string;
-  flags: FlagChoice[];
-  checks: PlanCheck[];
+  tpReason: z.string(),
+  flags: z.array(flagChoiceSchema),
+  checks: z.array(planCheckSchema),
   /** True when every check passed. */
-  ok: boolean;
+  ok: z.boolean(),
   /** Where the model goes on the host. */
-  modelDir: string;
-  unitName: string;
-  unitText: string;
+  modelDir: z.string(),
+  unitName: z.string(),
+  unitText: z.string(),
   /** Unified diff of the current unit against the new one ("" when they are the same). */
-  unitDiff: string;
+  unitDiff: z.string(),
   /** Seconds from the old unit's stop to the new one's health, estimated from the weights' size. */
-  expectedDowntimeSeconds: number;
+  expectedDowntimeSeconds: z.number(),
   /** Health wait limit for this model. */
-  healthTimeoutSeconds: number;
+  healthTimeoutSeconds: z.number(),
   /** The swap this plan belongs to (named in the unit file). */
-  swapId: string;
+  swapId: z.string(),
   /** The engine's Python venv on the host (ExecStart runs `<venv>/bin/python`). */
-  venv: string;
+  venv: z.string(),
   /** Where serving units are installed on the host, and the new unit's path there. */
-  unitDir: string;
-  unitPath: string;
+  unitDir: z.string(),
+  unitPath: z.string(),
   /** What the plan says besides flags and checks ("Hierarchical KV cache off: …", recipe remarks). */
-  notes: string[];
-}
+  notes: z.array(z.string()),
+});
+export type SwapPlan = z.infer<typeof swapPlanSchema>;

@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { CodedError } from "../errors.ts";
-import { QUEUE_PREFIX } from "./redis-connection.ts";
+import { QUEUE_PREFIX } from "../store/keys.ts";
 
 export const COMMAND_QUEUE = "commands";
 
@@ -11,7 +11,6 @@ export const statusJobSchema = z.object({
   hosts: z.array(z.string()).min(1),
   channel: z.string(),
   user: z.string(),
-  responseUrl: z.string().optional(),
   requestedAt: z.string(),
   /** Without a host: one compact table of every host. */
   fleet: z.boolean().optional(),

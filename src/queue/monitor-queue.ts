@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { QUEUE_PREFIX } from "./redis-connection.ts";
+import { QUEUE_PREFIX } from "../store/keys.ts";
 
 export const MONITOR_QUEUE = "monitor";
 export const HEALTH_CHECK_JOB = "health-check";

@@ -1,13 +1,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import type { Env } from "../config/env-schema.ts";
 
-/**
- * Every key modelswap writes (BullMQ's and its own: swap records, locks, the audit stream, monitor
- * state) starts with this hash tag, so all of a deployment's keys share one Redis Cluster slot and its
- * multi-key Lua scripts and MULTI blocks work there.
- */
-export const QUEUE_PREFIX = "{modelswap}";
-
 /** The part of the environment that says where Redis is: one URL, or Sentinel. */
 export type RedisEnv = Pick<
   Env,

@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { CodedError } from "../errors.ts";
-import { QUEUE_PREFIX } from "./redis-connection.ts";
+import { QUEUE_PREFIX } from "../store/keys.ts";
 
 export const SWAP_QUEUE = "swaps";
 

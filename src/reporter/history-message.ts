@@ -1,5 +1,5 @@
 import { formatDistanceStrict } from "date-fns";
-import type { BenchResult } from "../engine/bench-serving.ts";
+import { formatSeconds } from "../format-duration.ts";
 import type { SwapOutcome, SwapRecord } from "../swap/swap-record.ts";
 import { changeText } from "./benchmark-table.ts";
 import {
@@ -12,7 +12,6 @@ import {
   section,
   truncate,
 } from "./message.ts";
-import { formatSeconds } from "./swap-card.ts";
 
 /** One line of the ledger, as `/llm history` shows it. */
 export interface HistoryRow {
@@ -52,6 +51,8 @@ export interface HistoryOptions {
   /** The host asked for; undefined for every host. */
   host?: string;
   limit: number;
+  /** Records of the ledger that could not be read (they do not match their schema): said, never shown. */
+  unreadable?: number;
   /** "now", for the relative times (tests pin it). */
   now?: Date;
 }
@@ -106,10 +107,10 @@ export function historyRow(record: SwapRecord, baseline?: SwapRecord): HistoryRo
   return row;
 }
 
-/** Output tok/s at concurrency 1 and loaded from a record's `benchmark` ({ single, loaded } of BenchResult). */
-export function headline(benchmark: unknown): Headline | undefined {
-  if (typeof benchmark !== "object" || benchmark === null) return undefined;
-  const { single, loaded } = benchmark as { single?: Partial<BenchResult>; loaded?: Partial<BenchResult> };
+/** Output tok/s at concurrency 1 and loaded from a record's benchmark. */
+export function headline(benchmark: SwapRecord["benchmark"]): Headline | undefined {
+  if (benchmark === undefined) return undefined;
+  const { single, loaded } = benchmark;
   const out: Headline = {};
   if (typeof single?.outputThroughput === "number") out.single = single.outputThroughput;
   if (typeof loaded?.outputThroughput === "number") out.loaded = loaded.outputThroughput;
@@ -157,6 +158,10 @@ export function renderHistory(rows: readonly HistoryRow[], options: HistoryOptio
     `${shown === rows.length ? rows.length : `${shown} of ${rows.length}`} ${rows.length === 1 ? "swap" : "swaps"}, newest first (at most ${options.limit}; \`--limit N\` shows up to 50)`,
     "tok/s: output tokens per second at 1 stream and loaded; ▲/▼ vs the model before on the host",
   ];
+  if ((options.unreadable ?? 0) > 0)
+    notes.push(
+      `⚠️ ${options.unreadable} ${options.unreadable === 1 ? "record" : "records"} could not be read (written by another modelswap version?); the bot's log names them`,
+    );
   blocks.push(context(...notes));
   const fallback = [
     `${title} (newest first):`,

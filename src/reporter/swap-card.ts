@@ -1,4 +1,4 @@
-import { ESCAPED_MENTION } from "../grammar/slack-ids.ts";
+import { formatSeconds } from "../format-duration.ts";
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
 import {
   context,
@@ -10,6 +10,7 @@ import {
   section,
   truncate,
 } from "./message.ts";
+import { by } from "./words.ts";
 
 const ICON: Record<StageState["state"], string> = {
   pending: "○",
@@ -59,19 +60,18 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const shortModel = truncate(model, room);
   const lines = (Object.keys(LABEL) as StageName[]).map((name) => {
     const stage = record.stages[name];
-    const detail = stage.detail
-      ? ` — ${escapeKeepingMentions(truncate(stage.detail, STAGE_DETAIL_MAX))}`
-      : "";
-    return `${ICON[stage.state]} ${LABEL[name]}${detail}`;
+    const detail = stage.detail ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
+    // who decided is named from the record's ids (stage details are plain text, always escaped)
+    const who = name === "approval" ? decidedBy(record) : "";
+    return `${ICON[stage.state]} ${LABEL[name]}${who}${detail}`;
   });
   const blocks = [header(`${outcome}: ${shortModel} → ${host}`)];
   if (shortModel !== model) blocks.push(context(`model \`${escapeMrkdwn(model)}\``));
   blocks.push(section(lines.join("\n")));
-  if (record.reason)
-    blocks.push(section(`*Why:* ${escapeKeepingMentions(truncate(record.reason, REASON_MAX))}`));
+  if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}`));
   blocks.push(
     context(
-      `swap \`${record.id}\` · requested by <@${record.requester}>${record.decision?.approved ? ` · approved by <@${record.decision.by}>` : ""}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,
+      `swap \`${record.id}\` · ${people(record)}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,
     ),
   );
   const current = (Object.keys(LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
@@ -79,17 +79,16 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   return message(text, blocks);
 }
 
-export function formatSeconds(seconds: number): string {
-  if (seconds < 90) return `${Math.round(seconds)} s`;
-  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
-  return `${(seconds / 3600).toFixed(1)} h`;
+/** "approved by <@U…>" or "rejected by …", from the record; "" when nobody decided. */
+function decidedBy(record: SwapRecord): string {
+  if (record.decision === undefined) return "";
+  return ` ${record.decision.approved ? "approved" : "rejected"}${by(record.decision.by)}`;
 }
 
-/**
- * Stage details and reasons quote errors and logs (escaped), but also name people ("approved by <@U…>"):
- * a user mention survives the escaping, so Slack shows the name instead of the raw `<@U…>`. Channel-wide
- * pings (`<!channel>`) and links stay escaped.
- */
-function escapeKeepingMentions(text: string): string {
-  return escapeMrkdwn(text).replace(ESCAPED_MENTION, "<@$1>");
+/** Who did what, for the card's last line. */
+function people(record: SwapRecord): string {
+  const parts = [`requested${by(record.requester)}`];
+  if (record.decision !== undefined) parts.push(decidedBy(record).trim());
+  if (record.cancel !== undefined) parts.push(`cancelled${by(record.cancel.by)}`);
+  return parts.join(" · ");
 }

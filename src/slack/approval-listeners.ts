@@ -1,37 +1,34 @@
 import type { App, BlockAction, ButtonAction } from "@slack/bolt";
+import { type DecideDeps, decide } from "../approval/decide.ts";
 import { DECISION_ACTIONS, reactionDecision } from "../grammar/action-ids.ts";
 import { isSwapId } from "../grammar/swap-id.ts";
-import { type DecisionDeps, decideSwap } from "./decide-swap.ts";
 
-/** ✅/❌ reactions on a plan message, and its Approve/Reject buttons. */
-export function registerApprovalListeners(app: App, deps: DecisionDeps): void {
+/**
+ * The approval gate's ears in Slack: ✅/❌ reactions on a plan message and its Approve/Reject buttons,
+ * handed to the gate (src/approval/decide.ts) with the message they were given on.
+ */
+export function registerApprovalListeners(app: App, deps: DecideDeps): void {
   app.event("reaction_added", async ({ event }) => {
     if (event.item.type !== "message") return;
     const approved = reactionDecision(event.reaction);
     if (approved === undefined) return;
-    const swapId = await planMessageSwap(deps, event.item.channel, event.item.ts);
-    if (swapId === undefined) return;
-    await decideSwap({ swapId, user: event.user, approved, via: "reaction" }, deps);
+    await decide(
+      { channel: event.item.channel, messageTs: event.item.ts, user: event.user, approved, via: "reaction" },
+      deps,
+    );
   });
 
   for (const { actionId, approved } of DECISION_ACTIONS) {
     app.action<BlockAction<ButtonAction>>(actionId, async ({ ack, body, action }) => {
       await ack();
+      const channel = body.channel?.id ?? body.container?.channel_id;
+      const messageTs = body.message?.ts ?? body.container?.message_ts;
       if (typeof action.value !== "string" || !isSwapId(action.value)) return;
-      await decideSwap({ swapId: action.value, user: body.user.id, approved, via: "button" }, deps);
+      if (typeof channel !== "string" || typeof messageTs !== "string") return;
+      await decide(
+        { channel, messageTs, user: body.user.id, approved, via: "button", buttonSwapId: action.value },
+        deps,
+      );
     });
   }
-}
-
-/**
- * The swap a plan message belongs to. The index is written right after the plan is posted, so a
- * reaction that arrives within those milliseconds looks again briefly instead of being lost.
- */
-async function planMessageSwap(deps: DecisionDeps, channel: string, ts: string): Promise<string | undefined> {
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const swapId = await deps.store.swapForPlanMessage(channel, ts);
-    if (swapId !== undefined) return swapId;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return undefined;
 }

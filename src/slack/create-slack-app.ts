@@ -1,19 +1,20 @@
 import { createServer } from "node:http";
 import { App, type CustomRoute, HTTPReceiver, SocketModeReceiver } from "@slack/bolt";
+import type { DecideDeps } from "../approval/decide.ts";
 import type { Config } from "../config/load-config.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { EventDeliveries } from "../store/event-deliveries.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
-import type { DecisionDeps } from "./decide-swap.ts";
-import { type EventDeliveries, handleEachEventOnce } from "./event-deliveries.ts";
+import { handleEachEventOnce } from "./event-deliveries.ts";
 import { routeCommand } from "./route-command.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
 export interface SlackAppOptions {
   deps: CommandDeps;
   commands: readonly SubCommand[];
-  decisions: DecisionDeps;
+  decisions: DecideDeps;
   /** Events API deliveries already taken: Slack's retries of an event are not handled again. */
   deliveries: EventDeliveries;
   log: Logger;
@@ -22,6 +23,9 @@ export interface SlackAppOptions {
   /** The HTTP routes served beside Slack's (the ops endpoints: /healthz, /metrics); default a bare /healthz. */
   routes?: CustomRoute[];
 }
+
+/** The Slack app as the composition root holds it (Bolt stays inside the Slack layer). */
+export type SlackApp = App;
 
 /**
  * The thin Slack layer: Bolt verifies signatures (HTTP) or holds the Socket Mode connection, and each
@@ -79,7 +83,7 @@ export function createSlackApp({
     const started = Date.now();
     const answer = await routeCommand(
       command.text ?? "",
-      { user: command.user_id, channel: command.channel_id, responseUrl: command.response_url },
+      { user: command.user_id, channel: command.channel_id },
       commands,
       deps,
     );

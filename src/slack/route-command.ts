@@ -1,7 +1,7 @@
-import { usageMessage } from "../../commands/help.ts";
 import type { SlackMessage } from "../reporter/message.ts";
 import { echo, failure } from "./reply.ts";
 import type { CommandDeps, CommandRequest, SubCommand } from "./sub-command.ts";
+import { usageMessage } from "./usage.ts";
 
 /** Splits `/llm` text into a sub-command and its words; Slack may wrap links as <url|label>. */
 export function splitCommandText(text: string): { sub: string; args: string[] } {

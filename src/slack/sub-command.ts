@@ -1,16 +1,14 @@
-import type { AuditLog } from "../audit/audit-log.ts";
 import type { Config } from "../config/load-config.ts";
 import type { CommandQueue } from "../queue/command-queue.ts";
 import type { SwapQueue } from "../queue/swap-queue.ts";
 import type { SlackMessage } from "../reporter/message.ts";
-import type { SwapStore } from "../swap/swap-store.ts";
+import type { Store } from "../store/store.ts";
 import type { AccessControl } from "./access-control.ts";
 
 /** One `/llm <sub-command>` request, as Slack delivered it (all of it untrusted). */
 export interface CommandRequest {
   user: string;
   channel: string;
-  responseUrl: string;
   /** The words after the sub-command. */
   args: string[];
 }
@@ -20,9 +18,8 @@ export interface CommandDeps {
   access: AccessControl;
   queue: CommandQueue;
   swaps: SwapQueue;
-  store: SwapStore;
-  /** The audit stream: requests are written to it. */
-  audit: AuditLog;
+  /** Swap records, host locks, the audit stream (requests are written to it). */
+  store: Store;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ModelInfo } from "../hub/types.ts";
+import type { ModelSummary } from "../hub/types.ts";
 import { execStartWords } from "../plan/read-host-facts.ts";
 import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "../plan/types.ts";
 import { unifiedDiff } from "../plan/unit-diff.ts";
@@ -47,7 +47,7 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
         : { fix: "the files were deleted; swap to the old model by name, which downloads it again" }),
     },
   ];
-  const model: ModelInfo = earlier?.model ?? {
+  const model: ModelSummary = earlier?.model ?? {
     repo: served ?? target.name,
     revision: "installed",
     sha: "",
@@ -55,9 +55,6 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     totalBytes: 0,
     weightBytes: 0,
     gated: false,
-    license: undefined,
-    config: {},
-    quantConfig: undefined,
   };
   const facts: ModelFacts = earlier?.facts ?? {
     family: "as installed",
@@ -68,7 +65,6 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     layers: 0,
     hiddenSize: 0,
     headDim: 0,
-    experts: undefined,
     maxContext: 0,
     weightBytes: 0,
     needsRemoteCode: false,

@@ -1,15 +1,26 @@
-import type { SwapRequest } from "../grammar/swap-request.ts";
-import type { ModelInfo } from "../hub/types.ts";
-import type { SwapPlan } from "../plan/types.ts";
+import { z } from "zod";
+import { benchResultSchema } from "../engine/bench-serving.ts";
+import { SWAP_ID } from "../grammar/swap-id.ts";
+import { modelSummarySchema } from "../hub/types.ts";
+import { modelFactsSchema, swapPlanSchema } from "../plan/types.ts";
 
-export type SwapOutcome =
-  | "succeeded"
-  | "rolled_back"
-  | "failed"
-  | "rejected"
-  | "expired"
-  | "cancelled"
-  | "planned";
+/*
+ * A swap's record: what it was asked, where it is, what it found and did. One JSON document in Redis per
+ * swap, written only by the run that holds the swap's lease, parsed with this schema whenever it is read
+ * (a corrupt or old record is reported, never trusted). It holds facts, not Slack text: people are
+ * named by their ids, and the reporter turns the record into the card.
+ */
+
+export const SWAP_OUTCOMES = [
+  "succeeded",
+  "rolled_back",
+  "failed",
+  "rejected",
+  "expired",
+  "cancelled",
+  "planned",
+] as const;
+export type SwapOutcome = (typeof SWAP_OUTCOMES)[number];
 
 /** The pipeline's stages, in order (DESIGN.md §4). */
 export const STAGES = [
@@ -26,86 +37,118 @@ export const STAGES = [
 ] as const;
 export type StageName = (typeof STAGES)[number];
 
-export interface StageState {
-  state: "pending" | "running" | "done" | "failed" | "skipped";
-  startedAt?: string;
-  finishedAt?: string;
-  /** One line for the card: "62 % · 210 MB/s · ETA 4 min", "commit 1a2b3c4", "NaN in output". */
-  detail?: string;
-}
+/** The steps a swap's job runs, in order; `rollback` after a failure from the switch on. */
+export const STEPS = [
+  "resolve",
+  "preflight",
+  "prepare",
+  "switch",
+  "health",
+  "sanity",
+  "benchmark",
+  "finish",
+  "rollback",
+  "done",
+] as const;
+export type SwapStep = (typeof STEPS)[number];
+
+const isoTime = z.iso.datetime({ offset: true });
+
+export const stageStateSchema = z.object({
+  state: z.enum(["pending", "running", "done", "failed", "skipped"]),
+  startedAt: isoTime.optional(),
+  finishedAt: isoTime.optional(),
+  /** One plain line for the card: "62 % · 210 MB/s · ETA 4 min", "commit 1a2b3c4", "NaN in output". */
+  detail: z.string().optional(),
+});
+export type StageState = z.infer<typeof stageStateSchema>;
 
 /** A detached task on the host: where its pid, log and exit status live. */
-export interface TaskHandle {
-  dir: string;
-  startedAt: string;
-  attempts: number;
-}
+export const taskHandleSchema = z.object({
+  dir: z.string(),
+  startedAt: isoTime,
+  attempts: z.number().int().min(1),
+});
+export type TaskHandle = z.infer<typeof taskHandleSchema>;
 
-export interface Decision {
-  approved: boolean;
-  by: string;
-  at: string;
+export const decisionSchema = z.object({
+  approved: z.boolean(),
+  /** The Slack user id of who decided. */
+  by: z.string(),
+  at: isoTime,
   /** The plan the decision was about: a later plan that differs in what matters voids an approval. */
-  planHash: string;
-  via: "reaction" | "button";
-}
+  planHash: z.string(),
+  via: z.enum(["reaction", "button"]),
+});
+export type Decision = z.infer<typeof decisionSchema>;
 
-export interface SwapRecord {
-  id: string;
-  host: string;
-  requester: string;
-  channel: string;
-  createdAt: string;
-  request: SwapRequest;
+export const swapRequestSchema = z.object({
+  model: z.object({ repo: z.string(), revision: z.string() }),
+  host: z.string().optional(),
+  tp: z.number().int().optional(),
+  dryRun: z.boolean(),
+  engineRef: z.string(),
+});
+
+export const swapRecordSchema = z.object({
+  id: z.string().regex(SWAP_ID),
+  host: z.string(),
+  /** The Slack user id of who asked. */
+  requester: z.string(),
+  channel: z.string(),
+  createdAt: isoTime,
+  request: swapRequestSchema,
   /** Set for `/llm rollback`: the unit (and the swap that installed it, if any) to go back to. */
-  rollbackTo?: { unit: string; swapId?: string };
-  /** The stage the job resumes at. */
-  step:
-    | "resolve"
-    | "preflight"
-    | "prepare"
-    | "switch"
-    | "health"
-    | "sanity"
-    | "benchmark"
-    | "finish"
-    | "rollback"
-    | "done";
-  stages: Record<StageName, StageState>;
-  outcome?: SwapOutcome;
-  /** Why it failed or rolled back, for people. */
-  reason?: string;
-  /** The live card (parent message) and the plan message in its thread. */
-  cardTs?: string;
-  planTs?: string;
-  model?: ModelInfo;
-  plan?: SwapPlan;
-  planHash?: string;
-  approvalExpiresAt?: string;
-  decision?: Decision;
-  tasks: { download?: TaskHandle; build?: TaskHandle };
-  engine?: { commit: string; version: string; previousCommit?: string };
+  rollbackTo: z.object({ unit: z.string(), swapId: z.string().optional() }).optional(),
+  /** The step the job resumes at. */
+  step: z.enum(STEPS),
+  stages: z.record(z.enum(STAGES), stageStateSchema),
+  outcome: z.enum(SWAP_OUTCOMES).optional(),
+  /** Why it failed or rolled back, in plain words (errors carry their code and fix). */
+  reason: z.string().optional(),
+  /** The model, pinned to a commit, and what its config says (the config files themselves are not kept). */
+  model: modelSummarySchema.optional(),
+  facts: modelFactsSchema.optional(),
+  plan: swapPlanSchema.optional(),
+  planHash: z.string().optional(),
+  /** The approval window of the current plan. */
+  approval: z.object({ requestedAt: isoTime, expiresAt: isoTime }).optional(),
+  decision: decisionSchema.optional(),
+  /** Who cancelled it, once the swap has acted on it. */
+  cancel: z.object({ by: z.string(), at: isoTime }).optional(),
+  tasks: z.object({ download: taskHandleSchema.optional(), build: taskHandleSchema.optional() }),
+  engine: z
+    .object({ commit: z.string(), version: z.string(), previousCommit: z.string().optional() })
+    .optional(),
   /** What served before: the unit to roll back to. */
-  previous?: { unit: string; repo?: string };
-  switch?: { startedAt: string; oldStoppedAt?: string; newStartedAt?: string; done?: boolean };
-  healthyAt?: string;
-  downtimeSeconds?: number;
-  sanity?: { ok: boolean; summary: string };
-  benchmark?: unknown;
-  rollback?: { ok: boolean; detail: string };
+  previous: z.object({ unit: z.string(), repo: z.string().optional() }).optional(),
+  switch: z
+    .object({
+      startedAt: isoTime,
+      oldStoppedAt: isoTime.optional(),
+      newStartedAt: isoTime.optional(),
+      done: z.boolean().optional(),
+    })
+    .optional(),
+  healthyAt: isoTime.optional(),
+  downtimeSeconds: z.number().optional(),
+  sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
+  benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),
+  rollback: z.object({ ok: z.boolean(), detail: z.string() }).optional(),
   /** What a swap that ended before its switch did to the engine the build had changed (put back, or why not). */
-  engineRestore?: string;
-  /** When the rollback began (its announcement is posted once, however often it is retried). */
-  rollbackStartedAt?: string;
+  engineRestore: z.string().optional(),
+  /** When the rollback began (its announcement is emitted once, however often it is retried). */
+  rollbackStartedAt: isoTime.optional(),
   /**
    * Set while the host cannot be reached (connection refused or lost, command timed out): since when,
    * how many tries, the last error. Cleared by the next step that gets through.
    */
-  hostTrouble?: { since: string; tries: number; last: string };
-  lastCardUpdate?: string;
-  download?: { bytes: number; at: string; rate?: number };
-  finishedAt?: string;
-}
+  hostTrouble: z.object({ since: isoTime, tries: z.number(), last: z.string() }).optional(),
+  download: z.object({ bytes: z.number(), at: isoTime, rate: z.number().optional() }).optional(),
+  finishedAt: isoTime.optional(),
+});
+export type SwapRecord = z.infer<typeof swapRecordSchema>;
+export type SwapBenchmark = NonNullable<SwapRecord["benchmark"]>;
 
 export function newStages(): Record<StageName, StageState> {
   return Object.fromEntries(STAGES.map((s) => [s, { state: "pending" }])) as Record<StageName, StageState>;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AUDIT_STREAM, AuditLog, MAX_DETAIL_CHARS } from "../../src/audit/audit-log.ts";
+import { AUDIT_STREAM, AuditLog, MAX_DETAIL_CHARS } from "../../src/store/audit-log.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 
 /** The audit stream against a real redis-server (AOF on, as in production). */

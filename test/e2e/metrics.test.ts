@@ -305,7 +305,7 @@ describe("the queue dashboard", () => {
         queues: { name: string; readOnlyMode: boolean; counts: Record<string, number> }[];
       }
     ).queues;
-    expect(queues.map((q) => q.name).sort()).toEqual(["commands", "monitor", "swaps"]);
+    expect(queues.map((q) => q.name).sort()).toEqual(["commands", "monitor", "reports", "swaps"]);
     expect(queues.every((q) => q.readOnlyMode)).toBe(true);
     expect(queues.find((q) => q.name === "swaps")?.counts.completed).toBe(2);
 
@@ -336,7 +336,7 @@ describe("/healthz", () => {
     expect(await ok.json()).toEqual({
       ok: true,
       redis: "ok",
-      workers: { commands: "running", swaps: "running", monitor: "running" },
+      workers: { commands: "running", swaps: "running", reports: "running", monitor: "running" },
     });
 
     // a worker-only process has no Slack port: it serves /healthz and /metrics on its own

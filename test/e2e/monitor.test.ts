@@ -2,13 +2,13 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
-import { type HostHealthState, IncidentTracker } from "../../jobs/monitor/incident-tracker.ts";
-import { AuditLog } from "../../src/audit/audit-log.ts";
 import { newSwapId } from "../../src/grammar/swap-id.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { MonitorQueue } from "../../src/queue/monitor-queue.ts";
+import { AuditLog } from "../../src/store/audit-log.ts";
+import { type HostHealthState, IncidentTracker } from "../../src/store/incidents.ts";
+import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { SwapStore } from "../../src/swap/swap-store.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
 
@@ -187,7 +187,7 @@ describe("health monitor", () => {
 
   it("stays quiet while a swap is switching the host, and resumes after it", async () => {
     const { sim, unit } = bench.host("busy");
-    const store = new SwapStore(redis);
+    const store = new Store(redis);
     const parsed = parseSwapRequest(["sim-org/open-llama-1B", "--host", "busy"]);
     if (!parsed.ok) throw new Error(parsed.reason);
     const now = new Date().toISOString();
@@ -204,8 +204,8 @@ describe("health monitor", () => {
       previous: { unit },
       switch: { startedAt: now, oldStoppedAt: now },
     };
-    await store.save(swap);
-    expect(await store.lockHost("busy", swap.id)).toEqual({ ok: true });
+    await store.swaps.save(swap);
+    expect(await store.locks.lockHost("busy", swap.id)).toEqual({ ok: true });
     // the swap stopped the old service: the host serves nothing while the new one loads
     expect((await sim.systemctl("stop", unit)).code).toBe(0);
 
@@ -217,8 +217,13 @@ describe("health monitor", () => {
     expect(alerts("busy")).toHaveLength(0);
 
     // the swap ends (failed, say, and its own message said so): the monitor looks again
-    await store.save({ ...swap, outcome: "failed", step: "done", finishedAt: new Date().toISOString() });
-    await store.unlockHost("busy", swap.id);
+    await store.swaps.save({
+      ...swap,
+      outcome: "failed",
+      step: "done",
+      finishedAt: new Date().toISOString(),
+    });
+    await store.locks.unlockHost("busy", swap.id);
     const alert = await until(() => alerts("busy")[0], "the alert for busy after the swap");
     expect(body(alert)).toContain("`sglang-busy.service` is inactive");
     expect(body(alert)).toContain("connection refused");
@@ -252,7 +257,12 @@ describe("health monitor", () => {
       expect(pending.filter((job) => job.data.host === "busy")).toEqual([]);
       expect(pending.length).toBeGreaterThan(0);
       expect((await state("busy")).incident).toBeUndefined();
-      expect((await redis.keys("{modelswap}:*busy*")).filter((k) => k.includes("monitor"))).toEqual([]);
+      // no scheduler or job of the monitor queue, no health state of the store
+      expect(
+        (await redis.keys("{modelswap}:*busy*")).filter(
+          (k) => k.includes("monitor") || k.includes(":health"),
+        ),
+      ).toEqual([]);
 
       await bench.stopBots();
       await writeFile(bench.configPath, original);

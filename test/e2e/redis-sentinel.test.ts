@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keys } from "../../src/store/keys.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { type BenchSentinel, startSentinel } from "../../testbench/redis-sentinel.ts";
@@ -117,7 +118,7 @@ describe("Redis through Sentinel", () => {
       { timeoutMs: 25_000, what: "the swap's outcome" },
     );
     expect(done).toContain("Swapped");
-    const record = JSON.parse((await redis.get(`{modelswap}:swap:${id}`)) ?? "{}");
+    const record = JSON.parse((await redis.get(keys.swap(id!))) ?? "{}");
     expect(record).toMatchObject({
       id,
       host: HOST,

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuditLog } from "../../src/audit/audit-log.ts";
-import { SwapStore } from "../../src/swap/swap-store.ts";
+import type { AuditLog } from "../../src/store/audit-log.ts";
+import { Store } from "../../src/store/store.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { JsonObject, SlackMessage } from "../../testbench/slack/index.ts";
@@ -17,7 +17,7 @@ const APPROVE = "white_check_mark";
 let bench: Bench;
 let redis: Redis;
 let audit: AuditLog;
-let store: SwapStore;
+let store: Store;
 /** How many commands each host had run before the bot started (the bench's own setup). */
 const setupCalls = new Map<string, number>();
 
@@ -35,8 +35,8 @@ beforeAll(async () => {
   for (const [name, host] of bench.hosts) setupCalls.set(name, (await host.sim.calls()).length);
   await bench.startBot();
   redis = new Redis(bench.redis.url);
-  audit = new AuditLog(redis);
-  store = new SwapStore(redis);
+  store = new Store(redis);
+  audit = store.audit;
 }, 120_000);
 
 afterAll(async () => {
@@ -148,10 +148,12 @@ async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
   expect(kinds("rejection")).toEqual([]);
   expect(kinds("outcome")).toHaveLength(1);
 
-  const record = await store.get(swap.id);
+  const record = await store.swaps.get(swap.id);
   expect(record?.outcome).toBe("succeeded");
   expect(record?.decision).toMatchObject({ approved: true, by: approver });
-  expect((await store.history({ host: swap.host, limit: 10 })).map((r) => r.id)).toEqual([swap.id]);
+  expect((await store.swaps.history({ host: swap.host, limit: 10 })).records.map((r) => r.id)).toEqual([
+    swap.id,
+  ]);
 
   const host = bench.host(swap.host);
   const calls = (await host.sim.calls()).slice(setupCalls.get(swap.host));
@@ -193,7 +195,7 @@ describe("Slack deliveries", () => {
     const stale = Math.floor(Date.now() / 1000) - 6 * 60;
     const forged = { signWith: "not-the-signing-secret" };
     const jobs = await bench.queuedJobCount();
-    const records = (await store.history({ limit: 50 })).length;
+    const records = (await store.swaps.history({ limit: 50 })).records.length;
     const topLevel = bench.slack.messages(CHANNEL).length;
     const ephemeralCalls = bench.slack.calls("chat.postEphemeral").length;
     const responsePosts = bench.slack.responses().length;
@@ -213,13 +215,13 @@ describe("Slack deliveries", () => {
 
     // nothing queued, recorded, posted or decided
     expect(await bench.queuedJobCount()).toBe(jobs);
-    expect((await store.history({ limit: 50 })).length).toBe(records);
+    expect((await store.swaps.history({ limit: 50 })).records.length).toBe(records);
     expect(bench.slack.messages(CHANNEL)).toHaveLength(topLevel);
     expect(cardsOf("toggled")).toEqual([]);
     expect(bench.slack.calls("chat.postEphemeral")).toHaveLength(ephemeralCalls);
     expect(bench.slack.responses()).toHaveLength(responsePosts);
-    const record = await store.get(retried.id);
-    expect(await store.decision(retried.id, record!.planHash!)).toBeUndefined();
+    const record = await store.swaps.get(retried.id);
+    expect(await store.approvals.decision(retried.id, record!.planHash!)).toBeUndefined();
     expect((await audit.read({ swap: retried.id, limit: 100 })).map((e) => e.kind)).not.toContain("approval");
     expect(bench.slack.message(CHANNEL, plan.ts)?.text).toMatch(/awaiting approval$/);
   });
@@ -251,8 +253,8 @@ describe("Slack deliveries", () => {
         bench.slack.clickButton(USERS.dave, CHANNEL, plan.ts, "swap_approve"),
       ]);
       expect(clicks.map((c) => c.status)).toEqual([200, 200, 200]);
-      const record = await store.get(swap.id);
-      const winner = (await store.decision(swap.id, record!.planHash!))?.by;
+      const record = await store.swaps.get(swap.id);
+      const winner = (await store.approvals.decision(swap.id, record!.planHash!))?.by;
       expect([USERS.bob, USERS.dave]).toContain(winner);
       await expectExactlyOnce(swap, winner!);
       // the approver whose click did not count is told who decided, once; the other hears nothing

@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll } from "vitest";
+import { Store } from "../../src/store/store.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
 import { type Bench, type BenchOptions, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
@@ -46,10 +47,12 @@ export function addSimModel(bench: Bench, name: string): string {
  */
 export class SwapDriver {
   private readonly redis: Redis;
+  private readonly store: Store;
 
   constructor(private readonly bench: Bench) {
     this.redis = new Redis(bench.redis.url, { maxRetriesPerRequest: null, lazyConnect: true });
     this.redis.on("error", () => undefined); // tests restart redis-server on purpose
+    this.store = new Store(this.redis);
   }
 
   /** `/llm swap <model>` by alice; resolves with the swap's card once it is posted. */
@@ -128,8 +131,7 @@ export class SwapDriver {
   /** The swap's record as the workers see it. */
   async record(swapId: string): Promise<SwapRecord | undefined> {
     if (this.redis.status === "wait") await this.redis.connect();
-    const raw = await this.redis.get(`{modelswap}:swap:${swapId}`);
-    return raw === null ? undefined : (JSON.parse(raw) as SwapRecord);
+    return await this.store.swaps.get(swapId);
   }
 
   /** Waits until the swap's record satisfies `test` (polled every 50 ms). */

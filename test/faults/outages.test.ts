@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
+import { keys } from "../../src/store/keys.ts";
 import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
 
@@ -63,7 +64,7 @@ async function untilQueueAnswers(): Promise<void> {
 async function auditOf(swapId: string): Promise<string[]> {
   const redis = new Redis(bench.redis.url);
   try {
-    const entries = await redis.xrange("{modelswap}:audit", "-", "+");
+    const entries = await redis.xrange(keys.audit, "-", "+");
     return entries
       .map(([, fields]) =>
         Object.fromEntries(fields.flatMap((f, i) => (i % 2 === 0 ? [[f, fields[i + 1]]] : []))),

@@ -1,14 +1,15 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newSwapId } from "../../src/grammar/swap-id.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
-import { readSwapTally } from "../../src/metrics/swap-tally.ts";
+import { Store } from "../../src/store/store.ts";
+import { readSwapTally } from "../../src/store/swap-tally.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { SwapStore } from "../../src/swap/swap-store.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /**
- * The swap tally on a real redis-server, through SwapStore.save as the pipeline calls it: a swap counts
+ * The swap tally on a real redis-server, through the store's save as the pipeline calls it: a swap counts
  * once, when the save that records its outcome commits, however often it is saved after that (a worker
  * that dies after the save and a second one that finishes the step again save it twice).
  */
@@ -47,9 +48,9 @@ function swap(id: string, host: string): SwapRecord {
 
 describe("the swap tally", () => {
   it("counts a swap once, when its outcome is saved, with the ledger in the same transaction", async () => {
-    const store = new SwapStore(redis);
-    const a = swap("sw-a", "gpu-1");
-    await store.save(a);
+    const store = new Store(redis);
+    const a = swap(newSwapId(), "gpu-1");
+    await store.swaps.save(a);
     expect((await readSwapTally(redis)).swaps).toEqual([]);
 
     a.outcome = "succeeded";
@@ -60,11 +61,11 @@ describe("the swap tally", () => {
       startedAt: "2030-01-01T00:00:00Z",
       finishedAt: "2030-01-01T00:00:02Z",
     };
-    await store.save(a);
-    await store.save(a); // saved again (a retried step): not counted again
-    const b = swap("sw-b", "gpu-1");
+    await store.swaps.save(a);
+    await store.swaps.save(a); // saved again (a retried step): not counted again
+    const b = swap(newSwapId(), "gpu-1");
     b.outcome = "succeeded";
-    await store.save(b);
+    await store.swaps.save(b);
 
     const tally = await readSwapTally(redis);
     expect(tally.swaps).toEqual([{ host: "gpu-1", outcome: "succeeded", count: 2 }]);
@@ -74,9 +75,9 @@ describe("the swap tally", () => {
       ["gpu-1", "succeeded", 12.5],
     ]);
     // the keys carry the deployment's hash tag, like every key modelswap writes
-    expect((await redis.keys("*metrics*")).sort()).toEqual([
-      "{modelswap}:metrics:swaps",
-      "{modelswap}:metrics:swaps:tallied",
+    expect((await redis.keys("*tally*")).sort()).toEqual([
+      "{modelswap}:store:tally",
+      "{modelswap}:store:tally:swaps",
     ]);
   });
 });

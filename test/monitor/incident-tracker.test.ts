@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { IncidentTracker, type Thresholds, type Transition } from "../../jobs/monitor/incident-tracker.ts";
+import { IncidentTracker, type Thresholds, type Transition } from "../../src/store/incidents.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import { tempDir } from "../support/tmp.ts";
 

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { renderPlan } from "../../src/approval/plan-message.ts";
 import type { BenchResult } from "../../src/engine/bench-serving.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
 import { makePlan } from "../../src/plan/make-plan.ts";
@@ -16,7 +17,6 @@ import {
   type SlackMessage,
   section,
 } from "../../src/reporter/message.ts";
-import { renderPlan } from "../../src/reporter/plan-message.ts";
 import { renderHostStatus } from "../../src/reporter/status-message.ts";
 import { renderSwapCard } from "../../src/reporter/swap-card.ts";
 import type { HostStatus } from "../../src/status/probe-host.ts";

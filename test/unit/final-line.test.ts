@@ -1,47 +1,77 @@
 import { describe, expect, it } from "vitest";
-import { finalLine } from "../../jobs/swap/stages/finish.ts";
-import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-
-function record(over: Partial<SwapRecord>): SwapRecord {
-  return {
-    id: "sw-test-abcdef",
-    host: "gpu-1",
-    requester: "U0ALICE001",
-    channel: "C0LLMOPS01",
-    createdAt: "2026-11-30T00:00:00.000Z",
-    request: {
-      model: { repo: "org/model", revision: "main" },
-      engineRef: "main",
-      dryRun: false,
-    } as SwapRecord["request"],
-    step: "done",
-    stages: newStages(),
-    tasks: {},
-    ...over,
-  };
-}
+import { finalLine } from "../../src/reporter/final-line.ts";
+import { aRecord } from "../support/records.ts";
 
 describe("the final line of a swap", () => {
-  it("keeps a quoted error's ``` from opening a code block, and our own mentions as they are", () => {
+  it("keeps quoted text from becoming mrkdwn: no code block, no channel ping, no link", () => {
     const line = finalLine(
-      { record: record({ reason: "cancelled by <@U0BOB00001>: ```boom``` in the log" }) },
-      "failed",
+      aRecord({
+        outcome: "failed",
+        step: "done",
+        reason: "the unit failed: ```boom``` <!channel> <https://evil.example|click> in the log",
+      }),
     );
     expect(line).not.toContain("```");
-    expect(line).toContain("<@U0BOB00001>");
+    expect(line).not.toContain("<!channel>");
+    expect(line).not.toContain("<https://");
     expect(line).toContain("Nothing on the host was changed.");
+  });
+
+  it("names who rejected or cancelled from the record, as a mention", () => {
+    const rejected = finalLine(
+      aRecord({
+        outcome: "rejected",
+        step: "done",
+        reason: "downloaded files are kept",
+        decision: {
+          approved: false,
+          by: "U0BOB00001",
+          at: new Date().toISOString(),
+          planHash: "x",
+          via: "reaction",
+        },
+      }),
+    );
+    expect(rejected).toMatch(/rejected by <@U0BOB00001>: downloaded files are kept\./);
+    const cancelled = finalLine(
+      aRecord({
+        outcome: "cancelled",
+        step: "done",
+        cancel: { by: "U0ALICE001", at: new Date().toISOString() },
+      }),
+    );
+    expect(cancelled).toContain("cancelled by <@U0ALICE001>");
   });
 
   it("says what happened to the engine when a swap ended before its switch", () => {
     const line = finalLine(
-      {
-        record: record({
-          reason: "rejected by <@U0BOB00001>",
-          engineRestore: "the engine is back at commit 1a2b3c4, as before the swap",
-        }),
-      },
-      "rejected",
+      aRecord({
+        outcome: "rejected",
+        step: "done",
+        decision: {
+          approved: false,
+          by: "U0BOB00001",
+          at: new Date().toISOString(),
+          planHash: "x",
+          via: "button",
+        },
+        engineRestore: "the engine is back at commit 1a2b3c4, as before the swap",
+      }),
     );
-    expect(line).toMatch(/rejected: rejected by <@U0BOB00001>\. Then the engine is back at commit 1a2b3c4/);
+    expect(line).toMatch(/rejected by <@U0BOB00001>\. Then the engine is back at commit 1a2b3c4/);
+  });
+
+  it("pages the channel when the rollback failed too, naming the unit to restart", () => {
+    const line = finalLine(
+      aRecord({
+        outcome: "failed",
+        step: "done",
+        reason: "sanity failed",
+        previous: { unit: "sglang-old.service" },
+        rollback: { ok: false, detail: "sglang-old.service did not come back" },
+      }),
+    );
+    expect(line).toMatch(/^<!channel> 🚨 \*gpu-1 serves nothing\*/);
+    expect(line).toContain("sglang-old.service");
   });
 });

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { mergeFamilies, parseBullmqMetrics } from "../../src/metrics/collect.ts";
 import { histogramSamples, Registry, renderFamilies } from "../../src/metrics/registry.ts";
-import { downtimeOf, swapFamilies, tallyOf } from "../../src/metrics/swap-tally.ts";
+import { swapFamilies } from "../../src/metrics/swap-families.ts";
+import { downtimeOf, tallyOf } from "../../src/store/swap-tally.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { parseExposition, sampleValue } from "../support/prometheus-text.ts";
 

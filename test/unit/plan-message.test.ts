@@ -1,10 +1,10 @@
 import type { KnownBlock } from "@slack/types";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { type PlanMessageOptions, renderPlan } from "../../src/approval/plan-message.ts";
 import { makePlan } from "../../src/plan/make-plan.ts";
 import type { SwapPlan } from "../../src/plan/types.ts";
 import { LIMITS } from "../../src/reporter/message.ts";
-import { type PlanMessageOptions, renderPlan } from "../../src/reporter/plan-message.ts";
 import { planInput } from "./plan-fixtures.ts";
 
 const BOB = "U0BOB00001";

@@ -6,10 +6,11 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, redactSecrets, redactSecretsInJson } from "../../src/log.ts";
 import { message, section } from "../../src/reporter/message.ts";
-import { SlackPoster } from "../../src/reporter/slack-poster.ts";
-import type { SwapRecord } from "../../src/swap/swap-record.ts";
-import { SwapStore } from "../../src/swap/swap-store.ts";
+import { SlackPoster } from "../../src/slack/slack-poster.ts";
+import { keys } from "../../src/store/keys.ts";
+import { Store } from "../../src/store/store.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
+import { aRecord } from "../support/records.ts";
 
 /**
  * Redaction by value: a secret is hidden wherever it lands, also when a long text was cut for Slack in
@@ -53,7 +54,7 @@ describe("redactSecrets", () => {
   });
 });
 
-describe("SwapStore", () => {
+describe("the store", () => {
   let dir: string;
   let server: BenchRedis;
   let redis: Redis;
@@ -69,18 +70,18 @@ describe("SwapStore", () => {
   });
 
   it("stores no secret that an error text carried into a swap record", async () => {
-    const store = new SwapStore(redis, { secrets: [TOKEN, KEY_PATH] });
-    const record = {
-      id: "sw-test-1",
-      host: "gpu-1",
-      createdAt: new Date().toISOString(),
-      error: `HTTP 401 for ${TOKEN}; key ${KEY_PATH}`,
-    } as unknown as SwapRecord;
-    await store.save(record);
-    const raw = (await redis.get("{modelswap}:swap:sw-test-1")) ?? "";
+    const store = new Store(redis, { secrets: [TOKEN, KEY_PATH] });
+    const record = aRecord({ reason: `HTTP 401 for ${TOKEN}; key ${KEY_PATH}` });
+    await store.swaps.save(record, {
+      events: [{ type: "download-failed", log: [`401 ${TOKEN}`], at: record.createdAt }],
+    });
+    const raw = (await redis.get(keys.swap(record.id))) ?? "";
     expect(raw).toContain("HTTP 401 for [redacted]; key [redacted]");
     expect(raw).not.toContain(TOKEN);
     expect(raw).not.toContain(KEY_PATH);
-    expect((await store.get("sw-test-1"))?.id).toBe("sw-test-1");
+    expect((await store.swaps.get(record.id))?.id).toBe(record.id);
+    const events = JSON.stringify(await redis.lrange(keys.swapEvents(record.id), 0, -1));
+    expect(events).toContain("401 [redacted]");
+    expect(events).not.toContain(TOKEN);
   });
 });

@@ -7,7 +7,6 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_HISTORY_LIMIT, parseHistoryArgs } from "../../commands/history.ts";
 import { allCommands } from "../../commands/index.ts";
-import type { AuditLog } from "../../src/audit/audit-log.ts";
 import { type Config, loadConfig } from "../../src/config/load-config.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { quote, sh } from "../../src/host/shell-quote.ts";
@@ -19,8 +18,8 @@ import { AccessControl } from "../../src/slack/access-control.ts";
 import { echo } from "../../src/slack/reply.ts";
 import { routeCommand, splitCommandText } from "../../src/slack/route-command.ts";
 import type { CommandDeps } from "../../src/slack/sub-command.ts";
+import type { Store } from "../../src/store/store.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
-import type { SwapStore } from "../../src/swap/swap-store.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /**
@@ -92,39 +91,44 @@ function recordingDeps(): { deps: CommandDeps; admitted: Admitted[] } {
     },
   };
   const store = {
-    hostLockHolder: async () => undefined,
-    get: async (id: string) => {
-      admitted.push({ kind: "swap-id", value: id });
-      return undefined;
+    locks: {
+      hostHolder: async () => undefined,
+      lockHost: async (host: string) => {
+        admitted.push({ kind: "host", value: host });
+        return { ok: true };
+      },
+      unlockHost: async () => undefined,
     },
-    lockHost: async (host: string) => {
-      admitted.push({ kind: "host", value: host });
-      return { ok: true };
+    swaps: {
+      get: async (id: string) => {
+        admitted.push({ kind: "swap-id", value: id });
+        return undefined;
+      },
+      save: async (record: SwapRecord) => {
+        const { model, tp, engineRef } = record.request;
+        admitted.push(
+          { kind: "repo", value: model.repo },
+          { kind: "revision", value: model.revision },
+          { kind: "engine-ref", value: engineRef },
+        );
+        if (tp !== undefined) admitted.push({ kind: "tp", value: tp });
+      },
+      history: async () => ({ records: [], unreadable: [] }),
     },
-    unlockHost: async () => undefined,
-    save: async (record: SwapRecord) => {
-      const { model, tp, engineRef } = record.request;
-      admitted.push(
-        { kind: "repo", value: model.repo },
-        { kind: "revision", value: model.revision },
-        { kind: "engine-ref", value: engineRef },
-      );
-      if (tp !== undefined) admitted.push({ kind: "tp", value: tp });
+    hosts: {
+      serving: async (host: string) => {
+        admitted.push({ kind: "host", value: host });
+        return undefined;
+      },
     },
-    serving: async (host: string) => {
-      admitted.push({ kind: "host", value: host });
-      return undefined;
-    },
-    history: async () => [],
-    requestCancel: async () => true,
+    approvals: { requestCancel: async () => true },
   };
   const deps: CommandDeps = {
     config,
     access,
     queue: queue as unknown as CommandQueue,
-    store: store as unknown as SwapStore,
+    store: store as unknown as Store,
     swaps: { enqueue: async () => undefined, wake: async () => undefined } as unknown as SwapQueue,
-    audit: { record: async () => "" } as unknown as AuditLog,
   };
   return { deps, admitted };
 }
@@ -171,7 +175,7 @@ const wellFormed = (text: string) =>
  */
 async function checkCommand(text: string, user = ALICE): Promise<void> {
   const { deps, admitted } = recordingDeps();
-  const answer = await routeCommand(text, { user, channel: CHANNEL, responseUrl: "" }, allCommands(), deps);
+  const answer = await routeCommand(text, { user, channel: CHANNEL }, allCommands(), deps);
   const shown = textOf(answer);
   const { sub } = splitCommandText(text);
 

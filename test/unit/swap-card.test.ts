@@ -1,40 +1,38 @@
 import { describe, expect, it } from "vitest";
 import { renderSwapCard } from "../../src/reporter/swap-card.ts";
-import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-
-function record(over: Partial<SwapRecord>): SwapRecord {
-  return {
-    id: "sw-test-abcdef",
-    host: "gpu-1",
-    requester: "U0ALICE001",
-    channel: "C0LLMOPS01",
-    createdAt: "2026-11-30T00:00:00.000Z",
-    request: {
-      model: { repo: "org/model", revision: "main" },
-      engineRef: "main",
-      dryRun: false,
-    } as SwapRecord["request"],
-    step: "prepare",
-    stages: newStages(),
-    tasks: {},
-    ...over,
-  };
-}
+import { newStages } from "../../src/swap/swap-record.ts";
+import { aRecord } from "../support/records.ts";
 
 describe("the swap card", () => {
-  it("shows who approved as a mention, while quoted text stays escaped", () => {
+  it("names who approved and who cancelled from the record, while quoted text stays escaped", () => {
     const stages = newStages();
-    stages.approval = { state: "done", detail: "approved by <@U0BOB00001>" };
-    stages.build = { state: "failed", detail: "error: <!channel> <https://evil.example|click> & more" };
+    stages.approval = { state: "done", detail: "waiting for the download" };
+    stages.build = {
+      state: "failed",
+      detail: "error: <!channel> <https://evil.example|click> & more <@U0MALLORY1>",
+    };
     const card = renderSwapCard(
-      record({ stages, reason: "cancelled by <@U0BOB00001> after <!here> said so" }),
+      aRecord({
+        stages,
+        reason: "the switch had happened after <!here> said so",
+        decision: {
+          approved: true,
+          by: "U0BOB00001",
+          at: new Date().toISOString(),
+          planHash: "x",
+          via: "button",
+        },
+        cancel: { by: "U0DAVE0001", at: new Date().toISOString() },
+      }),
     );
     const text = JSON.stringify(card.blocks);
-    expect(text).toContain("approved by <@U0BOB00001>");
-    expect(text).toContain("cancelled by <@U0BOB00001>");
+    expect(text).toContain("Approval approved by <@U0BOB00001> — waiting for the download");
+    expect(text).toContain("cancelled by <@U0DAVE0001>");
     expect(text).not.toContain("<!channel>");
     expect(text).not.toContain("<!here>");
     expect(text).not.toContain("<https://evil.example");
+    // a mention in quoted text stays text: only the record's own ids become mentions
+    expect(text).not.toContain("<@U0MALLORY1>");
     expect(text).toContain("&lt;!channel&gt;");
   });
 });

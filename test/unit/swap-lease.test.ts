@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SwapStore } from "../../src/swap/swap-store.ts";
+import { SwapLocks } from "../../src/store/swap-locks.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -11,14 +11,14 @@ import { tempDir } from "../support/tmp.ts";
 let server: BenchRedis;
 let removeDir: () => Promise<void>;
 let redis: Redis;
-let store: SwapStore;
+let store: SwapLocks;
 
 beforeAll(async () => {
   const dir = await tempDir();
   removeDir = dir.remove;
   server = await startRedis(dir.path);
   redis = new Redis(server.url);
-  store = new SwapStore(redis);
+  store = new SwapLocks(redis);
 });
 
 afterAll(async () => {
@@ -36,7 +36,7 @@ describe("the swap lease", () => {
     expect(await store.holdsLease("sw-a", "first")).toBe(true);
     await store.releaseLease("sw-a", "first");
     expect(await store.takeLease("sw-a", "second", 5000)).toBe(true);
-    expect(await redis.keys("*lease*")).toEqual(["{modelswap}:lease:swap:sw-a"]);
+    expect(await redis.keys("*lease*")).toEqual(["{modelswap}:store:swap:sw-a:lease"]);
   });
 
   it("lapses when its holder stops renewing; the late holder can neither renew it nor take it back", async () => {

@@ -1,5 +1,5 @@
 import { type ShellCommand, sh } from "../../../src/host/shell-quote.ts";
-import type { ModelInfo } from "../../../src/hub/types.ts";
+import type { ModelSummary } from "../../../src/hub/types.ts";
 
 /** Where a swap keeps its detached tasks on the host: beside the models, which the bot can always write. */
 export function taskDir(modelsDir: string, swapId: string, name: "download" | "build"): string {
@@ -7,7 +7,7 @@ export function taskDir(modelsDir: string, swapId: string, name: "download" | "b
 }
 
 /** The data files the download task verifies against: `<size> <path>` and sha256sum's `<hash>  <path>`. */
-export function verificationFiles(info: ModelInfo): { sizes: string; sums: string } {
+export function verificationFiles(info: ModelSummary): { sizes: string; sums: string } {
   const sizes = info.files.map((f) => `${f.size} ${f.path}`).join("\n");
   const sums = info.files
     .filter((f) => f.sha256 !== undefined)
@@ -21,7 +21,7 @@ export function verificationFiles(info: ModelInfo): { sizes: string; sums: strin
  * sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
  * process (fixtures/gpu-host/hf-download-1.33.md), so orphaned *.incomplete files are removed first.
  */
-export function downloadScript(info: ModelInfo, modelDir: string, dir: string): ShellCommand {
+export function downloadScript(info: ModelSummary, modelDir: string, dir: string): ShellCommand {
   const partials = `${modelDir}/.cache/huggingface/download`;
   const sizes = `${dir}/sizes`;
   const sums = `${dir}/sha256sums`;

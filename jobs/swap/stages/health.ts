@@ -1,36 +1,51 @@
-import { formatSeconds } from "../../../src/reporter/swap-card.ts";
+import { isoNow } from "../../../src/clock.ts";
+import { formatSeconds } from "../../../src/format-duration.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
-import type { StepResult } from "../step-result.ts";
-import type { StageContext } from "../swap-context.ts";
+import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { eventLines } from "../../../src/swap/swap-events.ts";
 import { waitHealthy } from "./wait-healthy.ts";
+
+/** How often a long health wait saves its progress (the card shows it; the reporter paces the edits). */
+const PROGRESS_EVERY_MS = 5000;
 
 /** Stage 8: wait for the new server to answer a generation; the downtime clock stops here. */
 export async function healthStage(ctx: StageContext): Promise<StepResult> {
-  const { record } = ctx;
-  const plan = record.plan!;
-  const limit = ctx.deps.config.file.swaps.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
-  ctx.stage("health", "running", `waiting for /health_generate (limit ${formatSeconds(limit)})`);
-  await ctx.updateCard(true);
-  const startedAt = Date.parse(record.switch?.newStartedAt ?? new Date().toISOString());
+  const { swap, clock } = ctx;
+  const plan = swap.record.plan!;
+  const limit = ctx.settings.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
+  await swap.begin("health", `waiting for /health_generate (limit ${formatSeconds(limit)})`);
+  const startedAt = Date.parse(swap.record.switch?.newStartedAt ?? isoNow(clock));
+  let saved = clock.now();
   const result = await waitHealthy(
     ctx,
     plan.unitName,
     limit,
     async (elapsed) => {
-      ctx.stage("health", "running", `loading for ${formatSeconds(elapsed)} (limit ${formatSeconds(limit)})`);
-      await ctx.updateCard();
+      swap.stage(
+        "health",
+        "running",
+        `loading for ${formatSeconds(elapsed)} (limit ${formatSeconds(limit)})`,
+      );
+      if (clock.now() - saved < PROGRESS_EVERY_MS) return;
+      saved = clock.now();
+      await swap.checkpoint();
     },
     startedAt,
   );
   if (!result.healthy) {
-    ctx.stage("health", "failed", result.why);
-    await ctx.say(`❌ \`${plan.unitName}\` did not become healthy: ${result.why}`, {
-      log: interestingTail(result.journal),
+    swap.stage("health", "failed", result.why);
+    ctx.emit({
+      type: "health-failed",
+      unit: plan.unitName,
+      why: result.why,
+      journal: eventLines(interestingTail(result.journal)),
     });
     return { fail: result.why, touched: true };
   }
-  record.healthyAt = new Date().toISOString();
-  record.downtimeSeconds = (Date.parse(record.healthyAt) - Date.parse(record.switch!.oldStoppedAt!)) / 1000;
-  ctx.stage("health", "done", `healthy; downtime ${formatSeconds(record.downtimeSeconds)}`);
+  const healthyAt = isoNow(clock);
+  const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
+  swap.set({ healthyAt, downtimeSeconds });
+  swap.stage("health", "done", `healthy; downtime ${formatSeconds(downtimeSeconds)}`);
+  ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };
 }

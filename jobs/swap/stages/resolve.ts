@@ -1,24 +1,29 @@
 import { describeError } from "../../../src/errors.ts";
+import { summarize } from "../../../src/hub/types.ts";
 import { formatGB } from "../../../src/plan/byte-units.ts";
-import type { StepResult } from "../step-result.ts";
-import type { StageContext } from "../swap-context.ts";
+import { modelFacts } from "../../../src/plan/model-facts.ts";
+import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 
-/** Stage 2: the Hub pins the revision to a commit and tells sizes, gating, license and configs. */
+/**
+ * Stage 2: the Hub pins the revision to a commit and tells sizes, gating, license and configs. The config
+ * files are read here, once, into the model's facts; the record keeps the facts, not the files.
+ */
 export async function resolveStage(ctx: StageContext): Promise<StepResult> {
-  const { record, deps } = ctx;
-  ctx.stage("resolve", "running", `${record.request.model.repo}@${record.request.model.revision}`);
-  await ctx.updateCard(true);
+  const { swap } = ctx;
+  const { model } = swap.record.request;
+  await swap.begin("resolve", `${model.repo}@${model.revision}`);
   try {
-    const info = await deps.hub.resolve(record.request.model);
-    record.model = info;
-    ctx.stage(
+    const info = await ctx.hub.resolve(model);
+    const facts = modelFacts(info);
+    swap.set({ model: summarize(info), facts });
+    swap.stage(
       "resolve",
       "done",
       `commit ${info.sha.slice(0, 7)} · ${formatGB(info.totalBytes)} · ${info.files.length} files`,
     );
     return { next: "preflight" };
   } catch (error) {
-    ctx.stage("resolve", "failed", describeError(error));
+    swap.stage("resolve", "failed", describeError(error));
     return { fail: describeError(error), touched: false };
   }
 }

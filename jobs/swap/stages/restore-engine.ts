@@ -1,7 +1,6 @@
 import { describeError } from "../../../src/errors.ts";
-import { readTaskFile } from "../../../src/host/detached-task.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
-import type { StageContext } from "../swap-context.ts";
+import type { StageContext } from "../../../src/swap/stage-context.ts";
 
 /**
  * A swap that ends before its switch leaves the engine as it found it. The build checks the new engine
@@ -9,22 +8,22 @@ import type { StageContext } from "../swap-context.ts";
  * would run the new engine at its next restart. Puts back the commit the build started from; returns
  * what happened to the engine, or undefined when the build never changed it.
  */
-export async function restoreEngine(ctx: StageContext): Promise<string | undefined> {
-  const { record, host } = ctx;
-  const task = record.tasks.build;
-  if (task === undefined || record.switch !== undefined) return undefined;
-  const src = host.engineSourceDir;
+export async function restoreEngine(ctx: Pick<StageContext, "swap" | "host">): Promise<string | undefined> {
+  const { swap, host } = ctx;
+  const task = swap.record.tasks.build;
+  if (task === undefined || swap.record.switch !== undefined) return undefined;
+  const src = host.config.engineSourceDir;
   try {
-    const previous = (await readTaskFile(ctx.transport, `${task.dir}/previous-commit`))?.trim() ?? "";
+    const previous = (await host.readTaskFile(`${task.dir}/previous-commit`))?.trim() ?? "";
     const now = (
-      await ctx.exec(sh`git -C ${src} rev-parse -q --verify HEAD 2>/dev/null || true`)
+      await host.exec(sh`git -C ${src} rev-parse -q --verify HEAD 2>/dev/null || true`)
     ).stdout.trim();
     if (now === "" || now === previous) return undefined;
     if (previous === "") {
       return `the engine source in ${src} now holds commit ${now.slice(0, 7)}: it was no git checkout before this swap, so the old engine cannot be put back, and the serving unit runs the new one at its next restart`;
     }
-    await ctx.must(
-      sh`git -C ${src} checkout -q -f --detach ${previous} && git -C ${src} clean -q -f -d && ${`${host.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
+    await host.must(
+      sh`git -C ${src} checkout -q -f --detach ${previous} && git -C ${src} clean -q -f -d && ${`${host.config.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
       `putting the engine back at ${previous.slice(0, 7)}`,
       { timeoutMs: 600_000 },
     );

@@ -1,10 +1,11 @@
-import { describeError } from "../../../src/errors.ts";
+import { requestApproval } from "../../../src/approval/gate.ts";
+import { planHash } from "../../../src/approval/plan-hash.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
-import type { StepResult } from "../step-result.ts";
-import type { StageContext } from "../swap-context.ts";
-import { awaitApproval, planHash, refuseFailingPlan } from "./preflight.ts";
+import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { refuseFailingPlan } from "./preflight.ts";
 
 /**
  * Preflight of `/llm rollback`: the unit that served before is still installed and its model files are
@@ -12,27 +13,28 @@ import { awaitApproval, planHash, refuseFailingPlan } from "./preflight.ts";
  * approval, switch, health, sanity and benchmark as any swap.
  */
 export async function rollbackPreflightStage(ctx: StageContext): Promise<StepResult> {
-  const { record, deps, host } = ctx;
-  const target = record.rollbackTo!;
-  ctx.stage("resolve", "skipped", "rollback: the model is already on the host");
-  ctx.stage("preflight", "running", `checking ${target.unit} and its files`);
-  await ctx.updateCard(true);
-  const serving = await deps.store.serving(host.name);
-  const currentUnit = serving?.unit ?? host.currentUnit;
-  record.previous = { unit: currentUnit, ...(serving?.repo === undefined ? {} : { repo: serving.repo }) };
+  const { swap, host } = ctx;
+  const target = swap.record.rollbackTo!;
+  swap.stage("resolve", "skipped", "rollback: the model is already on the host");
+  await swap.begin("preflight", `checking ${target.unit} and its files`);
+  const serving = await ctx.ledger.serving();
+  const currentUnit = serving?.unit ?? host.config.currentUnit;
+  swap.set({
+    previous: { unit: currentUnit, ...(serving?.repo === undefined ? {} : { repo: serving.repo }) },
+  });
   if (currentUnit === target.unit) {
-    ctx.stage("preflight", "failed", `${host.name} already serves ${target.unit}`);
+    swap.stage("preflight", "failed", `${host.name} already serves ${target.unit}`);
     return { fail: `${host.name} already serves ${target.unit}`, touched: false };
   }
   try {
-    const facts = await readHostFacts(ctx.transport, {
+    const facts = await readHostFacts(host, {
       host: host.name,
-      modelsDir: host.modelsDir,
-      venv: host.venv,
+      modelsDir: host.config.modelsDir,
+      venv: host.config.venv,
       currentUnit,
-      modelDir: host.modelsDir,
+      modelDir: host.config.modelsDir,
     });
-    const read = await ctx.exec(sh`
+    const read = await host.exec(sh`
       f=$(systemctl show ${target.unit} --property=FragmentPath --value)
       echo "$f"
       if [ -n "$f" ] && [ -r "$f" ]; then cat "$f"; fi`);
@@ -42,28 +44,32 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
     const modelPath = words[words.indexOf("--model-path") + 1];
     const exists =
       modelPath !== undefined && words.includes("--model-path")
-        ? (await ctx.exec(sh`test -d ${modelPath}`)).code === 0
+        ? (await host.exec(sh`test -d ${modelPath}`)).code === 0
         : false;
-    const earlier = target.swapId === undefined ? undefined : (await deps.store.get(target.swapId))?.plan;
+    const earlier = target.swapId === undefined ? undefined : await ctx.ledger.planOf(target.swapId);
     const plan = rollbackPlan({
-      swapId: record.id,
+      swapId: swap.record.id,
       host: facts,
-      hostConfig: { modelsDir: host.modelsDir, venv: host.venv, unitDir: host.unitDir },
+      hostConfig: { modelsDir: host.config.modelsDir, venv: host.config.venv, unitDir: host.config.unitDir },
       target: { name: target.unit, path: path.trim(), text, modelDirExists: exists },
       earlier,
     });
-    record.plan = plan;
-    record.planHash = planHash(plan);
-    // Name the model, not the unit, once the plan knows it (the config's first unit names none).
-    record.request.model = { ...record.request.model, repo: plan.model.repo };
+    // name the model, not the unit, once the plan knows it (the config's first unit names none)
+    swap.set({
+      plan,
+      planHash: planHash(plan),
+      request: { ...swap.record.request, model: { ...swap.record.request.model, repo: plan.model.repo } },
+    });
   } catch (error) {
-    ctx.stage("preflight", "failed", describeError(error));
+    if (isHostUnreachable(error)) throw error;
+    swap.stage("preflight", "failed", describeError(error));
     return { fail: describeError(error), touched: false };
   }
-  const refused = await refuseFailingPlan(ctx);
+  const refused = refuseFailingPlan(ctx);
   if (refused !== undefined) return refused;
-  ctx.stage("preflight", "done", `back to ${target.unit}`);
-  ctx.stage("download", "skipped", "nothing missing: the model files are on the host");
-  ctx.stage("build", "skipped", "nothing to build: the unit runs as installed");
-  return await awaitApproval(ctx);
+  swap.stage("preflight", "done", `back to ${target.unit}`);
+  swap.stage("download", "skipped", "nothing missing: the model files are on the host");
+  swap.stage("build", "skipped", "nothing to build: the unit runs as installed");
+  requestApproval(ctx);
+  return { next: "prepare" };
 }

@@ -1,14 +1,11 @@
+import { isoNow } from "../../../src/clock.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
-import type { StageContext } from "../swap-context.ts";
+import type { StageContext } from "../../../src/swap/stage-context.ts";
+import { eventLines } from "../../../src/swap/swap-events.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
-/**
- * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
- * engine checked out at its previous commit when the build changed it, the old unit enabled and started,
- * and its health awaited. Returns whether the host serves again.
- */
 export interface RollbackResult {
   ok: boolean;
   detail: string;
@@ -16,26 +13,33 @@ export interface RollbackResult {
   unreachable?: unknown;
 }
 
+/**
+ * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
+ * engine checked out at its previous commit when the build changed it, the old unit enabled and started,
+ * and its health awaited. Returns whether the host serves again.
+ */
 export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
-  const { record, host } = ctx;
-  const plan = record.plan!;
-  const oldUnit = record.previous!.unit;
-  if (record.rollbackStartedAt === undefined) {
-    record.rollbackStartedAt = new Date().toISOString();
-    await ctx.say(
-      plan.host.currentUnit.exists
-        ? `↩️ Rolling back to \`${oldUnit}\`: ${why}`
-        : `↩️ Rolling back (nothing served before): stopping \`${plan.unitName}\`: ${why}`,
-    );
+  const { swap, host } = ctx;
+  const plan = swap.record.plan!;
+  const oldUnit = swap.record.previous!.unit;
+  if (swap.record.rollbackStartedAt === undefined) {
+    swap.set({ rollbackStartedAt: isoNow(ctx.clock) });
+    ctx.emit({
+      type: "rolling-back",
+      ...(plan.host.currentUnit.exists ? { to: oldUnit } : {}),
+      stopping: plan.unitName,
+      why,
+    });
   }
   try {
     if (oldUnit !== plan.unitName) {
-      await ctx.exec(ctx.privileged(sh`systemctl disable --now ${plan.unitName}`));
+      await host.exec(host.privileged(sh`systemctl disable --now ${plan.unitName}`));
     }
-    const previousCommit = record.engine?.previousCommit;
-    if (previousCommit !== undefined && previousCommit !== record.engine?.commit) {
-      await ctx.must(
-        sh`git -C ${host.engineSourceDir} checkout -q -f --detach ${previousCommit} && ${`${host.venv}/bin/pip`} install -q -e ${`${host.engineSourceDir}/python`} --no-deps`,
+    const previousCommit = swap.record.engine?.previousCommit;
+    if (previousCommit !== undefined && previousCommit !== swap.record.engine?.commit) {
+      const src = host.config.engineSourceDir;
+      await host.must(
+        sh`git -C ${src} checkout -q -f --detach ${previousCommit} && ${`${host.config.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
         `restoring the engine at ${previousCommit.slice(0, 7)}`,
         { timeoutMs: 600_000 },
       );
@@ -46,10 +50,10 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
     // The switch failed before it stopped the old unit (e.g. the unit file could not be written): it
     // still serves, and needs nothing (not even the privileges that may be what failed).
     const stillServing =
-      record.switch?.oldStoppedAt === undefined &&
-      (await ctx.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
+      swap.record.switch?.oldStoppedAt === undefined &&
+      (await host.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
     if (!stillServing) {
-      await ctx.must(ctx.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
+      await host.must(host.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
     }
   } catch (error) {
     return {
@@ -66,8 +70,11 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
     return { ok: false, detail: describeError(error), unreachable: error };
   }
   if (!health.healthy) {
-    await ctx.say(`❌ \`${oldUnit}\` did not come back: ${health.why}`, {
-      log: interestingTail(health.journal),
+    ctx.emit({
+      type: "rollback-failed",
+      unit: oldUnit,
+      why: health.why,
+      journal: eventLines(interestingTail(health.journal)),
     });
     return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
   }

@@ -1,9 +1,9 @@
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import { redactSecrets } from "../log.ts";
-import { QUEUE_PREFIX } from "../queue/redis-connection.ts";
+import { keys } from "./keys.ts";
 
 /** The audit stream's key, under the deployment's hash tag (same Redis Cluster slot as everything else). */
-export const AUDIT_STREAM = `${QUEUE_PREFIX}:audit`;
+export const AUDIT_STREAM = keys.audit;
 
 /** Default retention: about a million events — tens of thousands of swaps — so nothing is lost in practice. */
 export const DEFAULT_AUDIT_MAX_ENTRIES = 1_000_000;
@@ -80,6 +80,17 @@ export class AuditLog {
 
   /** Appends one event; `at` defaults to now. Returns the stream id. Throws when Redis does. */
   async record(event: Omit<AuditEvent, "at"> & { at?: string }): Promise<string> {
+    const id = await this.redis.xadd(AUDIT_STREAM, ...this.xaddArgs(event));
+    return id ?? "";
+  }
+
+  /** Appends events inside a MULTI (a swap's save writes its events in the same transaction as its record). */
+  inTransaction(tx: ChainableCommander, events: readonly AuditEvent[]): void {
+    for (const event of events) tx.xadd(AUDIT_STREAM, ...this.xaddArgs(event));
+  }
+
+  /** An event's stream fields (name, value, …), redacted and capped. */
+  fields(event: Omit<AuditEvent, "at"> & { at?: string }): string[] {
     const clean: AuditEvent = { ...event, at: event.at ?? new Date().toISOString() };
     const args: string[] = [];
     for (const field of FIELDS) {
@@ -87,8 +98,13 @@ export class AuditLog {
       if (value === undefined) continue;
       args.push(field, this.scrub(field, String(value)));
     }
-    const id = await this.redis.xadd(AUDIT_STREAM, "MAXLEN", "~", String(this.maxEntries), "*", ...args);
-    return id ?? "";
+    return args;
+  }
+
+  private xaddArgs(
+    event: Omit<AuditEvent, "at"> & { at?: string },
+  ): [string, string, string, string, ...string[]] {
+    return ["MAXLEN", "~", String(this.maxEntries), "*", ...this.fields(event)];
   }
 
   /**

@@ -2,7 +2,7 @@ import type { WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { redactSecretsInJson } from "../log.ts";
-import type { SlackMessage } from "./message.ts";
+import type { SlackMessage } from "../reporter/message.ts";
 import { Pacer } from "./pacer.ts";
 
 export interface PostOptions {
@@ -28,7 +28,7 @@ export interface UploadOptions {
 }
 
 /**
- * Everything the bot says in Slack goes through here: one place that redacts secrets before they can
+ * Every Web API call the bot makes to say something goes through here: one place that redacts secrets before they can
  * leave, and turns Slack's error strings into fix-it messages. Rate limits (429 + Retry-After) are
  * honoured by the WebClient's retry policy.
  */
@@ -149,16 +149,45 @@ export class SlackPoster {
     } catch (error) {
       const slackError = (error as { data?: { error?: string } }).data?.error ?? (error as Error).message;
       this.log.warn({ method, slackError }, "slack call failed");
-      throw new CodedError(
-        "SLACK_API_ERROR",
-        `Slack refused ${method}: ${slackError}`,
-        slackFix(slackError),
-        {
-          cause: error,
-        },
-      );
+      throw new SlackApiError(method, slackError, error);
     }
   }
+}
+
+/** Slack refused a call, or could not be reached: which method, and Slack's error word (or the network's message). */
+export class SlackApiError extends CodedError {
+  constructor(
+    readonly method: string,
+    readonly slackError: string,
+    cause: unknown,
+  ) {
+    super("SLACK_API_ERROR", `Slack refused ${method}: ${slackError}`, slackFix(slackError), { cause });
+    this.name = "SlackApiError";
+  }
+
+  /** The message this call was about is gone (deleted, or never there). */
+  get messageGone(): boolean {
+    return this.slackError === "message_not_found" || this.slackError === "thread_not_found";
+  }
+
+  /** The request itself is wrong (a bug in what the bot sends): sending it again cannot help. */
+  get badRequest(): boolean {
+    return BAD_REQUEST.has(this.slackError);
+  }
+}
+
+const BAD_REQUEST = new Set([
+  "invalid_blocks",
+  "invalid_blocks_format",
+  "msg_too_long",
+  "no_text",
+  "invalid_arguments",
+  "too_many_attachments",
+  "invalid_metadata_format",
+]);
+
+export function isSlackApiError(error: unknown): error is SlackApiError {
+  return error instanceof SlackApiError;
 }
 
 /**

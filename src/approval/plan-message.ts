@@ -14,7 +14,7 @@ import {
   type SlackMessage,
   section,
   truncate,
-} from "./message.ts";
+} from "../reporter/message.ts";
 
 export type PlanStatus =
   | "awaiting-approval"
@@ -23,6 +23,7 @@ export type PlanStatus =
   | "expired"
   | "cancelled"
   | "refused"
+  | "replaced"
   | "dry-run";
 
 export interface PlanMessageOptions {
@@ -132,6 +133,7 @@ const STATUS_TEXT: Record<PlanStatus, string> = {
   expired: "expired",
   cancelled: "cancelled",
   refused: "refused",
+  replaced: "replaced by a newer plan",
   "dry-run": "dry run",
 };
 
@@ -153,6 +155,8 @@ function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
       return `:raised_hand: *Cancelled${by}*. Nothing was touched; downloaded files are kept.`;
     case "refused":
       return `:no_entry: *Refused*: failing ${failed.length > 0 ? failed.join(", ") : "checks"}. Nothing was touched.`;
+    case "replaced":
+      return ":arrows_counterclockwise: *Replaced*: the plan changed; decide on the newer plan below. A decision here counts for nothing.";
     case "dry-run":
       return ":memo: *Dry run*: this is the plan; nothing will be done.";
   }

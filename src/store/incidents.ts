@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { QUEUE_PREFIX } from "../../src/queue/redis-connection.ts";
+import { keys } from "./keys.ts";
 
 /** An open incident: the host failed `failureThreshold` checks in a row and has not recovered since. */
 export interface Incident {
@@ -57,8 +57,8 @@ export interface Thresholds {
   claimTimeoutMs: number;
 }
 
-const hostKey = (host: string) => `${QUEUE_PREFIX}:monitor:host:${host}`;
-const checkingKey = (host: string) => `${QUEUE_PREFIX}:monitor:checking:${host}`;
+const hostKey = keys.health;
+const checkingKey = keys.healthCheck;
 
 const INCIDENT_FIELDS = ["incSince", "incFirst", "incLast", "incAlertTs", "incClaimedAt", "incModel"];
 

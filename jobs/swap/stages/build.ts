@@ -1,0 +1,80 @@
+import { requestApproval } from "../../../src/approval/gate.ts";
+import { planHash } from "../../../src/approval/plan-hash.ts";
+import { isoNow } from "../../../src/clock.ts";
+import { applyFlagSpellings, parseHelpFlags } from "../../../src/plan/flag-spellings.ts";
+import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { eventLines } from "../../../src/swap/swap-events.ts";
+import { buildScript } from "./build-task.ts";
+import { taskDir } from "./download-task.ts";
+
+/**
+ * Stage 4b, one look: start the detached engine build (once), and when it is done check every flag of
+ * the plan against the build's own `--help`. A flag the build spells differently changes the plan, and a
+ * changed plan is put up for approval again (an approval of the old one is void); a flag it lacks refuses
+ * the plan, with nothing on the serving side touched. Returns a failure, or undefined to go on.
+ */
+export async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
+  const { swap, host, clock } = ctx;
+  const { record } = swap;
+  if (record.stages.build.state === "done" || record.stages.build.state === "skipped") return undefined;
+  const dir = taskDir(host.config.modelsDir, record.id, "build");
+  if (record.tasks.build === undefined && (await host.taskStatus(dir)).state === "running") {
+    swap.set({ tasks: { ...record.tasks, build: { dir, startedAt: isoNow(clock), attempts: 1 } } });
+  }
+  if (swap.record.tasks.build === undefined) {
+    // No HF_TOKEN here: the build runs the engine's own install code, which has no use for it.
+    await host.startTask(
+      dir,
+      buildScript({
+        engineSourceDir: host.config.engineSourceDir,
+        venv: host.config.venv,
+        upstream: host.config.engineUpstream,
+        ref: record.request.engineRef,
+        patches: host.config.enginePatches,
+        dir,
+      }),
+    );
+    swap.set({ tasks: { ...swap.record.tasks, build: { dir, startedAt: isoNow(clock), attempts: 1 } } });
+    swap.stage("build", "running", `fetching ${record.request.engineRef}`);
+    await swap.checkpoint();
+    return undefined;
+  }
+  const status = await host.taskStatus(dir);
+  if (status.state === "running") {
+    swap.stage("build", "running", status.logTail.at(-1)?.slice(0, 80) ?? "building");
+    return undefined;
+  }
+  if (status.state !== "exited" || status.exitCode !== 0) {
+    swap.stage("build", "failed", `exit ${status.exitCode ?? status.state}`);
+    ctx.emit({ type: "build-failed", log: eventLines(status.logTail) });
+    return { fail: `the engine build failed (${status.logTail.at(-1) ?? status.state})`, touched: false };
+  }
+  const commit = (await host.readTaskFile(`${dir}/commit`))?.trim() ?? "";
+  const version = (await host.readTaskFile(`${dir}/version`))?.trim() ?? "";
+  const previousCommit = (await host.readTaskFile(`${dir}/previous-commit`))?.trim() || undefined;
+  const help = (await host.readTaskFile(`${dir}/help.txt`)) ?? "";
+  swap.set({ engine: { commit, version, ...(previousCommit === undefined ? {} : { previousCommit }) } });
+  swap.stage("build", "done", `commit ${commit.slice(0, 7)} · sglang ${version}`);
+  ctx.emit({ type: "built", commit, version });
+
+  // The flags are checked against this build's own --help: a spelling it lacks is caught now, not at start.
+  const before = swap.record.planHash!;
+  const plan = applyFlagSpellings(swap.record.plan!, parseHelpFlags(help));
+  swap.set({ plan, planHash: planHash(plan) });
+  const failing = plan.checks.filter((c) => !c.ok);
+  if (failing.length > 0) {
+    ctx.emit({ type: "planned", planHash: swap.record.planHash!, status: "refused" });
+    return {
+      fail: failing.map((c) => `${c.detail}${c.fix ? ` (${c.fix})` : ""}`).join("; "),
+      touched: false,
+    };
+  }
+  if (swap.record.planHash !== before) {
+    requestApproval(ctx, {
+      planHash: before,
+      voided: swap.record.decision?.approved === true,
+      why: "flag spellings of this engine",
+    });
+  }
+  return undefined;
+}

@@ -1,0 +1,98 @@
+import { isoNow } from "../../../src/clock.ts";
+import { formatSeconds } from "../../../src/format-duration.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
+import { formatGB } from "../../../src/plan/byte-units.ts";
+import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { eventLines } from "../../../src/swap/swap-events.ts";
+import { downloadScript, taskDir, verificationFiles } from "./download-task.ts";
+
+/**
+ * Stage 4a, one look: start the detached download (once; a restarted worker attaches to the one running),
+ * restart it when it died (complete files are kept, up to swaps.downloadRetries times), report progress,
+ * and notice the end. Returns a failure, or undefined to go on.
+ */
+export async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> {
+  const { swap, host, clock } = ctx;
+  const { record } = swap;
+  if (record.stages.download.state === "done" || record.stages.download.state === "skipped") return undefined;
+  const info = record.model!;
+  const plan = record.plan!;
+  const dir = taskDir(host.config.modelsDir, record.id, "download");
+  const start = () =>
+    host.startTask(dir, downloadScript(info, plan.modelDir, dir), ctx.settings.downloadSecrets);
+  if (record.tasks.download === undefined && (await host.taskStatus(dir)).state === "running") {
+    // A worker died between starting the task and recording it: attach, never start a second `hf`.
+    swap.set({ tasks: { ...record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
+  }
+  if (swap.record.tasks.download === undefined) {
+    const files = verificationFiles(info);
+    await host.must(sh`mkdir -p ${dir} && cat > ${`${dir}/sizes`}`, "writing the download's size list", {
+      stdin: files.sizes,
+    });
+    await host.must(sh`cat > ${`${dir}/sha256sums`}`, "writing the download's checksums", {
+      stdin: files.sums,
+    });
+    await start();
+    swap.set({ tasks: { ...swap.record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
+    swap.stage("download", "running", "starting");
+    await swap.checkpoint();
+  }
+  const task = swap.record.tasks.download!;
+  const status = await host.taskStatus(dir);
+  if (status.state === "exited" && status.exitCode === 0) {
+    const seconds = (clock.now() - Date.parse(task.startedAt)) / 1000;
+    swap.stage("download", "done", `${formatGB(info.totalBytes)} verified in ${formatSeconds(seconds)}`);
+    ctx.emit({ type: "downloaded", files: info.files.length, bytes: info.totalBytes });
+    return undefined;
+  }
+  if (status.state === "exited" || status.state === "dead") {
+    if (task.attempts <= ctx.settings.downloadRetries) {
+      const attempts = task.attempts + 1;
+      ctx.log.warn(
+        { attempt: attempts, state: status.state, exit: status.exitCode },
+        "download failed; restarting",
+      );
+      ctx.emit({
+        type: "download-retrying",
+        attempt: attempts,
+        state: status.state,
+        ...(status.exitCode === undefined ? {} : { exitCode: status.exitCode }),
+        log: eventLines(status.logTail),
+      });
+      await start();
+      swap.set({ tasks: { ...swap.record.tasks, download: { ...task, attempts } } });
+      await swap.checkpoint();
+      return undefined;
+    }
+    swap.stage("download", "failed", `failed after ${task.attempts} attempts`);
+    ctx.emit({ type: "download-failed", log: eventLines(status.logTail) });
+    return { fail: `the download failed (${status.logTail.at(-1) ?? "no output"})`, touched: false };
+  }
+  if (status.state === "missing") {
+    await start();
+    return undefined;
+  }
+  const bytes = await bytesOnDisk(ctx, plan.modelDir);
+  const previous = record.download;
+  const now = clock.now();
+  let rate = previous?.rate;
+  if (previous !== undefined && now > Date.parse(previous.at) && bytes >= previous.bytes) {
+    rate = ((bytes - previous.bytes) / (now - Date.parse(previous.at))) * 1000;
+  }
+  swap.set({ download: { bytes, at: new Date(now).toISOString(), ...(rate === undefined ? {} : { rate }) } });
+  const pct = Math.min(100, Math.floor((bytes / Math.max(1, info.totalBytes)) * 100));
+  const eta =
+    rate !== undefined && rate > 0 ? ` · ETA ${formatSeconds((info.totalBytes - bytes) / rate)}` : "";
+  swap.stage(
+    "download",
+    "running",
+    `${pct} % of ${formatGB(info.totalBytes)}${rate !== undefined ? ` · ${(rate / 1e6).toFixed(1)} MB/s` : ""}${eta}`,
+  );
+  return undefined;
+}
+
+/** Bytes under a directory on the host (what a download has written so far, partial files included). */
+export async function bytesOnDisk(ctx: Pick<StageContext, "host">, modelDir: string): Promise<number> {
+  const result = await ctx.host.exec(sh`du -sb --apparent-size ${modelDir} 2>/dev/null | cut -f1`);
+  return Number(result.stdout.trim()) || 0;
+}

@@ -1,0 +1,35 @@
+import { formatSeconds } from "../format-duration.ts";
+import type { SwapRecord } from "../swap/swap-record.ts";
+import { escapeMrkdwn } from "./message.ts";
+import { by } from "./words.ts";
+
+/**
+ * The one line the thread (and, but for a dry run, the channel) gets at the end. The reason quotes
+ * errors and journal lines, so it is escaped (a `<!channel>` or ``` in a log line stays text); people are
+ * named from the record's ids.
+ */
+export function finalLine(record: SwapRecord): string {
+  const model = `${escapeMrkdwn(record.request.model.repo)}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
+  const reason = record.reason === undefined ? "" : escapeMrkdwn(record.reason);
+  const engine = record.engineRestore === undefined ? "" : ` ${escapeMrkdwn(record.engineRestore)}`;
+  const then = engine === "" ? "" : ` Then${engine}.`;
+  const host = record.host;
+  switch (record.outcome ?? "failed") {
+    case "succeeded":
+      return `✅ *${host} now serves ${model}* (\`${record.plan?.unitName}\`). Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}; sanity: ${escapeMrkdwn(record.sanity?.summary ?? "n/a")}.${record.stages.benchmark.state === "failed" ? " ⚠️ The benchmark did not run (see above)." : ""}`;
+    case "rolled_back":
+      return `↩️ *Swap to ${model} on ${host} rolled back*: ${reason}. ${escapeMrkdwn(record.rollback?.detail ?? "")}`;
+    case "failed":
+      return record.rollback !== undefined && !record.rollback.ok
+        ? `<!channel> 🚨 *${host} serves nothing*: the swap to ${model} failed (${reason}) and the rollback failed too: ${escapeMrkdwn(record.rollback.detail)}. Act now: \`/llm status ${host}\`, then restart \`${record.previous?.unit}\` by hand.`
+        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. ${engine === "" ? "Nothing on the host was changed." : `The serving unit was not touched;${engine}.`}`;
+    case "rejected":
+      return `🚫 Swap to ${model} on ${host} rejected${by(record.decision?.by)}${reason === "" ? "" : `: ${reason}`}.${then}`;
+    case "expired":
+      return `⌛ Swap to ${model} on ${host} expired: ${reason}.${then}`;
+    case "cancelled":
+      return `✋ Swap to ${model} on ${host} cancelled${by(record.cancel?.by)}${reason === "" ? "" : `: ${reason}`}.${then}`;
+    case "planned":
+      return `📝 Dry run: the plan for ${model} on ${host} is above. Nothing was downloaded or changed.`;
+  }
+}

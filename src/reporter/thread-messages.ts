@@ -1,0 +1,80 @@
+import { formatGB } from "../plan/byte-units.ts";
+import type { StoredSwapEvent } from "../swap/swap-events.ts";
+import type { SwapRecord } from "../swap/swap-record.ts";
+import { finalLine } from "./final-line.ts";
+import { codeBlock, escapeMrkdwn, message, type SlackMessage, section } from "./message.ts";
+
+/** A reply in the swap's thread; `broadcast` also shows it in the channel (the outcome only). */
+export interface ThreadReply {
+  message: SlackMessage;
+  broadcast?: boolean;
+}
+
+/**
+ * What one event says in the swap's thread: a milestone, a failure with its log tail, the outcome.
+ * Events that only move the card (or are shown by the approval gate and the benchmark report) say
+ * nothing here. Log lines and errors are quoted as text, never as mrkdwn.
+ */
+export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadReply | undefined {
+  switch (event.type) {
+    case "download-retrying":
+      return say(
+        `⚠️ Download attempt ${event.attempt - 1} ended (${event.state}${event.exitCode === undefined ? "" : `, exit ${event.exitCode}`}); retrying — complete files are kept.`,
+        event.log.slice(-8),
+      );
+    case "downloaded":
+      return say(
+        `📦 Download complete: ${event.files} files, ${formatGB(event.bytes)}, sizes and sha256 verified.`,
+      );
+    case "download-failed":
+      return say("❌ Download failed:", event.log);
+    case "built":
+      return say(
+        `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (sglang ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,
+      );
+    case "build-failed":
+      return say("❌ Engine build failed:", event.log);
+    case "switched":
+      return say(
+        `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled, \`${escapeMrkdwn(event.to)}\` enabled and started. Downtime clock running.`,
+      );
+    case "health-failed":
+      return say(
+        `❌ \`${escapeMrkdwn(event.unit)}\` did not become healthy: ${escapeMrkdwn(event.why)}`,
+        event.journal,
+      );
+    case "sanity-failed": {
+      const lines = event.prompts.map(
+        (p) => `• ${p.verdict}: “${p.prompt}” → “${p.output.slice(0, 60)}” (${p.detail})`,
+      );
+      return say(escapeMrkdwn(`❌ Sanity check failed: ${event.summary}\n${lines.join("\n")}`));
+    }
+    case "benchmark-failed":
+      return say(
+        `⚠️ The benchmark could not run: ${escapeMrkdwn(event.error)}. The new model is healthy and sane; it stays.`,
+      );
+    case "rolling-back":
+      return say(
+        event.to === undefined
+          ? `↩️ Rolling back (nothing served before): stopping \`${escapeMrkdwn(event.stopping)}\`: ${escapeMrkdwn(event.why)}`
+          : `↩️ Rolling back to \`${escapeMrkdwn(event.to)}\`: ${escapeMrkdwn(event.why)}`,
+      );
+    case "rollback-failed":
+      return say(
+        `❌ \`${escapeMrkdwn(event.unit)}\` did not come back: ${escapeMrkdwn(event.why)}`,
+        event.journal,
+      );
+    case "finished": {
+      const line = finalLine(record);
+      return { message: message(line, [section(line)]), broadcast: record.outcome !== "planned" };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function say(text: string, log?: readonly string[]): ThreadReply {
+  const blocks = [section(text)];
+  if (log !== undefined && log.length > 0) blocks.push(section(codeBlock(log)));
+  return { message: message(text, blocks) };
+}

@@ -1,0 +1,78 @@
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { keys } from "./keys.ts";
+import { RELEASE_IF_HELD, RENEW_IF_HELD } from "./swap-locks.ts";
+import { parseStored } from "./swap-records.ts";
+
+/** How far the reporter got with a swap in Slack: its card, its plan messages, the events posted. */
+export const reportStateSchema = z.object({
+  /** The card (the swap's parent message) as it stands now; a deleted card is posted again. */
+  cardTs: z.string().optional(),
+  /** Cards posted so far (more than one when Slack lost or someone deleted one). */
+  cards: z.number().int().default(0),
+  /** The events posted: the next one to post is at this index. */
+  cursor: z.number().int().default(0),
+  /** Plan hash → the message that shows that plan. */
+  plans: z.record(z.string(), z.string()).default({}),
+  /** What the card shows now (a hash of its rendering), when it was last edited, and its stage line. */
+  cardHash: z.string().optional(),
+  cardAt: z.number().optional(),
+  cardStages: z.string().optional(),
+  /** Slack refused: since when, how often in a row, and when to try again. */
+  failingSince: z.number().optional(),
+  failures: z.number().int().default(0),
+  retryAt: z.number().optional(),
+  lastError: z.string().optional(),
+});
+export type ReportState = z.infer<typeof reportStateSchema>;
+
+/**
+ * The reporter's own state per swap (never in the swap's record, which only the swap's run writes), its
+ * lock (one reporter at a time per swap), and the set of swaps it has not caught up with.
+ */
+export class ReportStates {
+  constructor(private readonly redis: Redis) {}
+
+  async get(swapId: string): Promise<ReportState> {
+    const raw = await this.redis.get(keys.swapReport(swapId));
+    return raw === null
+      ? reportStateSchema.parse({})
+      : parseStored(reportStateSchema, raw, "report state of", swapId);
+  }
+
+  /** Saved; expires with the swap's record when that one has a TTL. */
+  async set(swapId: string, state: ReportState): Promise<void> {
+    const ttl = await this.redis.pttl(keys.swap(swapId));
+    if (ttl > 0) await this.redis.set(keys.swapReport(swapId), JSON.stringify(state), "PX", ttl);
+    else await this.redis.set(keys.swapReport(swapId), JSON.stringify(state));
+  }
+
+  async lock(swapId: string, token: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(keys.swapReportLock(swapId), token, "PX", ms, "NX")) === "OK";
+  }
+
+  async renewLock(swapId: string, token: string, ms: number): Promise<boolean> {
+    return (await this.redis.eval(RENEW_IF_HELD, 1, keys.swapReportLock(swapId), token, String(ms))) === 1;
+  }
+
+  async unlock(swapId: string, token: string): Promise<void> {
+    await this.redis.eval(RELEASE_IF_HELD, 1, keys.swapReportLock(swapId), token);
+  }
+
+  /** Swaps with something left to report, noticed at least `olderThanMs` ago. */
+  async pending(olderThanMs: number, limit = 200): Promise<string[]> {
+    return await this.redis.zrangebyscore(
+      keys.reportsPending,
+      "-inf",
+      Date.now() - olderThanMs,
+      "LIMIT",
+      0,
+      limit,
+    );
+  }
+
+  /** Caught up: the swap leaves the pending set unless a save put it back since `since` (ms). */
+  async caughtUp(swapId: string): Promise<void> {
+    await this.redis.zrem(keys.reportsPending, swapId);
+  }
+}

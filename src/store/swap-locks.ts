@@ -1,0 +1,58 @@
+import type { ChainableCommander, Redis } from "ioredis";
+import { keys } from "./keys.ts";
+
+const RELEASE_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+const RENEW_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+
+/**
+ * Who may work on what: the host lock (one active swap per host, held from the request to the end of
+ * the swap) and the swap lease (one run of a swap at a time). BullMQ's job lock alone is not enough: a
+ * process whose event loop stalls past the lock sees its step run again elsewhere while it still runs;
+ * the lease makes the late one stop instead of overwriting the record the run that took over wrote.
+ */
+export class SwapLocks {
+  constructor(private readonly redis: Redis) {}
+
+  /** Takes the host for this swap; returns the swap that holds it when it is busy. */
+  async lockHost(host: string, swapId: string): Promise<{ ok: true } | { ok: false; holder: string }> {
+    for (;;) {
+      if ((await this.redis.set(keys.hostLock(host), swapId, "NX")) === "OK") return { ok: true };
+      const holder = await this.redis.get(keys.hostLock(host));
+      if (holder !== null) return { ok: false, holder };
+    }
+  }
+
+  async hostHolder(host: string): Promise<string | undefined> {
+    return (await this.redis.get(keys.hostLock(host))) ?? undefined;
+  }
+
+  /** Releases the host only if this swap holds it. */
+  async unlockHost(host: string, swapId: string): Promise<void> {
+    await this.redis.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId);
+  }
+
+  /** The same, inside the MULTI that saves the swap's final record. */
+  unlockHostInTransaction(tx: ChainableCommander, host: string, swapId: string): void {
+    tx.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId);
+  }
+
+  /** Taken for `ms`, renewed by its holder, given back at the end of each advance. */
+  async takeLease(swapId: string, token: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(keys.swapLease(swapId), token, "PX", ms, "NX")) === "OK";
+  }
+
+  /** Extends the lease if `token` still holds it; false when it was lost. */
+  async renewLease(swapId: string, token: string, ms: number): Promise<boolean> {
+    return (await this.redis.eval(RENEW_IF_HELD, 1, keys.swapLease(swapId), token, String(ms))) === 1;
+  }
+
+  async holdsLease(swapId: string, token: string): Promise<boolean> {
+    return (await this.redis.get(keys.swapLease(swapId))) === token;
+  }
+
+  async releaseLease(swapId: string, token: string): Promise<void> {
+    await this.redis.eval(RELEASE_IF_HELD, 1, keys.swapLease(swapId), token);
+  }
+}
+
+export { RELEASE_IF_HELD, RENEW_IF_HELD };

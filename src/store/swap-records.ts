@@ -1,0 +1,182 @@
+import type { ChainableCommander, Redis } from "ioredis";
+import type { z } from "zod";
+import { CodedError } from "../errors.ts";
+import { redactSecretsInJson } from "../log.ts";
+import { type StoredSwapEvent, storedSwapEventSchema } from "../swap/swap-events.ts";
+import { type SwapRecord, swapRecordSchema } from "../swap/swap-record.ts";
+import type { AuditEvent, AuditLog } from "./audit-log.ts";
+import { keys, swapKeys } from "./keys.ts";
+import { tallyInTransaction } from "./swap-tally.ts";
+
+/** How long finished swaps are kept (`records:` in the config). */
+export interface Retention {
+  /** A finished swap's record, events and reporter state, in days. */
+  finishedDays: number;
+  /** A dry run's, in hours. */
+  dryRunHours: number;
+}
+
+export const DEFAULT_RETENTION: Retention = { finishedDays: 365, dryRunHours: 24 };
+
+/**
+ * The most a record may weigh. The seeds' model (an 8 MB config.json, 19 shards) makes a record of about
+ * 30 KB; a record past this bound is a bug (something unbounded got in), refused rather than stored.
+ */
+export const MAX_RECORD_BYTES = 512 * 1024;
+
+/** What is written with a record, in the same transaction. */
+export interface SaveExtras {
+  /** The swap's new events, in order (the reporter posts them). */
+  events?: readonly StoredSwapEvent[];
+  /** Its new audit events. */
+  audit?: readonly AuditEvent[];
+  /** Writes of other store parts that belong to this save (what the host serves, the host lock). */
+  also?: (tx: ChainableCommander) => void;
+}
+
+/** A stored record that does not match its schema: reported with what is wrong, never used. */
+export function invalidRecord(what: string, id: string, error: z.ZodError): CodedError {
+  const first = error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+    .join("; ");
+  return new CodedError(
+    "STORE_RECORD_INVALID",
+    `the ${what} ${id} in Redis does not match its schema (${first})`,
+    "it was written by another modelswap version or changed by hand: run every process on one version (docs/redis.md, Upgrades); the record is left as it is",
+  );
+}
+
+/** Parses one stored JSON value with its schema; a mismatch throws STORE_RECORD_INVALID. */
+export function parseStored<T>(schema: z.ZodType<T>, raw: string, what: string, id: string): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new CodedError(
+      "STORE_RECORD_INVALID",
+      `the ${what} ${id} in Redis is not JSON`,
+      "it was changed by hand or cut short; restore it from a backup or delete it",
+      { cause: error },
+    );
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw invalidRecord(what, id, parsed.error);
+  return parsed.data;
+}
+
+/**
+ * Swap records, their events and the ledger. A record is saved with its new events, its audit events, its
+ * ledger entries, its tally (once, when it has an outcome) and whatever else belongs to the save, in one
+ * MULTI: what the record says and what was reported, audited and counted never disagree. A finished
+ * swap's keys expire after the retention; the ledger forgets them with it.
+ */
+export class SwapRecords {
+  constructor(
+    private readonly redis: Redis,
+    private readonly audit: AuditLog,
+    private readonly secrets: readonly string[],
+    private readonly retention: Retention,
+  ) {}
+
+  /** The record, parsed; undefined when there is none; STORE_RECORD_INVALID when it does not parse. */
+  async get(id: string): Promise<SwapRecord | undefined> {
+    const raw = await this.redis.get(keys.swap(id));
+    return raw === null ? undefined : parseStored(swapRecordSchema, raw, "swap record", id);
+  }
+
+  async save(record: SwapRecord, extras: SaveExtras = {}): Promise<void> {
+    const json = this.redact(JSON.stringify(record));
+    if (Buffer.byteLength(json) > MAX_RECORD_BYTES) {
+      throw new CodedError(
+        "STORE_RECORD_TOO_LARGE",
+        `swap ${record.id}'s record would be ${Math.round(Buffer.byteLength(json) / 1024)} KB (at most ${MAX_RECORD_BYTES / 1024} KB)`,
+        "this is a bug in modelswap (something unbounded went into the record); the bot's log has the record's fields",
+      );
+    }
+    const created = Date.parse(record.createdAt);
+    const tx = this.redis
+      .multi()
+      .set(keys.swap(record.id), json)
+      .zadd(keys.ledger, created, record.id)
+      .zadd(keys.hostLedger(record.host), created, record.id);
+    const events = extras.events ?? [];
+    if (events.length > 0) {
+      tx.rpush(keys.swapEvents(record.id), ...events.map((e) => this.redact(JSON.stringify(e))));
+    }
+    // every save may change the card: the reporter looks (and, with new events, posts them)
+    tx.zadd(keys.reportsPending, "NX", Date.now(), record.id);
+    this.audit.inTransaction(tx, extras.audit ?? []);
+    tallyInTransaction(tx, record);
+    extras.also?.(tx);
+    const ttlMs = this.ttlMs(record);
+    if (ttlMs !== undefined) {
+      for (const key of swapKeys(record.id)) tx.pexpire(key, ttlMs);
+      // the ledger forgets what has expired: entries older than the longest retention go
+      tx.zremrangebyscore(keys.ledger, "-inf", Date.now() - this.retention.finishedDays * 86_400_000);
+      tx.zremrangebyscore(
+        keys.hostLedger(record.host),
+        "-inf",
+        Date.now() - this.retention.finishedDays * 86_400_000,
+      );
+    }
+    await tx.exec();
+  }
+
+  /** How long a record is kept from now: undefined while the swap runs. */
+  ttlMs(record: Pick<SwapRecord, "outcome">): number | undefined {
+    if (record.outcome === undefined) return undefined;
+    return record.outcome === "planned"
+      ? this.retention.dryRunHours * 3_600_000
+      : this.retention.finishedDays * 86_400_000;
+  }
+
+  /** Events from index `from` on, parsed (an unreadable one is reported, never posted). */
+  async events(id: string, from: number): Promise<StoredSwapEvent[]> {
+    const raws = await this.redis.lrange(keys.swapEvents(id), from, -1);
+    return raws.map((raw, i) => parseStored(storedSwapEventSchema, raw, "swap event", `${id}#${from + i}`));
+  }
+
+  async eventCount(id: string): Promise<number> {
+    return await this.redis.llen(keys.swapEvents(id));
+  }
+
+  /**
+   * The ledger: swap records newest first (by creation time), of one host or of all, at most `limit`;
+   * `before` (an ISO time, exclusive) pages further back. Records that no longer parse are left out and
+   * named in `unreadable`; ids whose record expired are dropped from the ledger.
+   */
+  async history(query: {
+    host?: string;
+    limit: number;
+    before?: string;
+  }): Promise<{ records: SwapRecord[]; unreadable: string[] }> {
+    if (query.limit <= 0) return { records: [], unreadable: [] };
+    const index = query.host === undefined ? keys.ledger : keys.hostLedger(query.host);
+    const max = query.before === undefined ? "+inf" : `(${Date.parse(query.before)}`;
+    const ids = await this.redis.zrevrangebyscore(index, max, "-inf", "LIMIT", 0, query.limit);
+    if (ids.length === 0) return { records: [], unreadable: [] };
+    const raws = await this.redis.mget(ids.map((id) => keys.swap(id)));
+    const records: SwapRecord[] = [];
+    const unreadable: string[] = [];
+    const gone: string[] = [];
+    raws.forEach((raw, i) => {
+      const id = ids[i]!;
+      if (raw === null) {
+        gone.push(id);
+        return;
+      }
+      try {
+        records.push(parseStored(swapRecordSchema, raw, "swap record", id));
+      } catch {
+        unreadable.push(id);
+      }
+    });
+    if (gone.length > 0) await this.redis.zrem(index, ...gone);
+    return { records, unreadable };
+  }
+
+  private redact(json: string): string {
+    return redactSecretsInJson(json, this.secrets);
+  }
+}

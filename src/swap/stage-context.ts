@@ -1,0 +1,113 @@
+import type { Clock } from "../clock.ts";
+import type { HostConfig } from "../config/file-schema.ts";
+import type { DetachedStatus } from "../host/detached-task.ts";
+import type { ShellCommand } from "../host/shell-quote.ts";
+import type { ExecOptions, ExecResult } from "../host/transport.ts";
+import type { ModelInfo, ModelRef } from "../hub/types.ts";
+import type { Logger } from "../log.ts";
+import type { Recipe } from "../plan/recipes.ts";
+import type { SwapPlan } from "../plan/types.ts";
+import type { AuditKind } from "../store/audit-log.ts";
+import type { LastBenchmark, ServingState } from "../store/host-state.ts";
+import type { SwapEvent } from "./swap-events.ts";
+import type { Decision, StageName, StageState, SwapRecord } from "./swap-record.ts";
+
+/*
+ * What a stage of the swap pipeline gets, and nothing more: its record (read, and changed through
+ * methods), the host's capabilities, a few narrow ports to what other parts know (the Hub, what earlier
+ * swaps left on the host, the approval gate's decisions), emit(event), a clock, the stop signal and a
+ * logger. No Slack, no ssh2, no Redis, no config beyond the settings a stage reads. Stages are plain
+ * functions of this context, so a test gives them a fake one (test/unit/stages/).
+ */
+
+/** A swap's record as a stage sees it. */
+export interface SwapState {
+  readonly record: Readonly<SwapRecord>;
+  /** Changes top-level fields (a nested object is replaced whole); `undefined` removes a field. */
+  set(patch: Partial<SwapRecord>): void;
+  /** Sets a stage's state and its one-line detail; a stage that ends (done, failed) is audited. */
+  stage(name: StageName, state: StageState["state"], detail?: string): void;
+  /** Marks a stage running and saves at once, so the card shows it without waiting for the stage's end. */
+  begin(name: StageName, detail: string): Promise<void>;
+  /** Queues an audit event, written with the record. */
+  audit(kind: AuditKind, detail: string, who?: string): void;
+  /**
+   * Persists the record and everything emitted and audited so far, now: before a command that must not
+   * be repeated (the switch), or right after starting a task a restarted worker must find.
+   */
+  checkpoint(): Promise<void>;
+}
+
+/** One host, as the pipeline may use it: commands, privileged commands, detached tasks. */
+export interface HostPort {
+  readonly name: string;
+  /** The host's section of the config (paths, port, units; never a secret). */
+  readonly config: Readonly<HostConfig>;
+  exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
+  /** exec that throws HOST_COMMAND_FAILED (with the output's last line) on a non-zero exit. */
+  must(command: ShellCommand, what: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Prefixed with `sudo -n` on hosts configured with `sudo: true`. */
+  privileged(command: ShellCommand): ShellCommand;
+  startTask(dir: string, script: ShellCommand, secrets?: Record<string, string>): Promise<void>;
+  taskStatus(dir: string): Promise<DetachedStatus>;
+  stopTask(dir: string): Promise<void>;
+  readTaskFile(path: string): Promise<string | undefined>;
+}
+
+export interface HubPort {
+  /** Pins a revision to a commit and reads the files, sizes, gating, license and config files. */
+  resolve(ref: ModelRef): Promise<ModelInfo>;
+}
+
+/** What earlier swaps left on this host. */
+export interface LedgerPort {
+  serving(): Promise<ServingState | undefined>;
+  lastBenchmark(): Promise<LastBenchmark | undefined>;
+  /** The plan of an earlier swap, when its record is still kept. */
+  planOf(swapId: string): Promise<SwapPlan | undefined>;
+}
+
+/** What the approval gate and `/llm cancel` have recorded for this swap. */
+export interface GatePort {
+  decision(planHash: string): Promise<Decision | undefined>;
+  cancelRequest(): Promise<{ by: string; at: string } | undefined>;
+}
+
+/** The config values the stages read. */
+export interface StageSettings {
+  pollSeconds: number;
+  downloadRetries: number;
+  sanityTimeoutSeconds: number;
+  benchmarkTimeoutSeconds: number;
+  /** Overrides the health wait the plan derives from the model's size. */
+  healthTimeoutSeconds: number | undefined;
+  approvalTtlMinutes: number;
+  /** Secrets the download task gets in its environment (HF_TOKEN for gated models). */
+  downloadSecrets: Readonly<Record<string, string>>;
+}
+
+export interface StageContext {
+  readonly swap: SwapState;
+  readonly host: HostPort;
+  readonly hub: HubPort;
+  readonly ledger: LedgerPort;
+  readonly gate: GatePort;
+  readonly recipes: readonly Recipe[];
+  readonly settings: StageSettings;
+  /** Tells what happened; the reporter turns it into the thread. Never waits on Slack. */
+  emit(event: SwapEvent): void;
+  readonly clock: Clock;
+  /** Aborted when this process is stopping: a long wait hands its swap over. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/**
+ * What a step tells the state machine: go on to the next step, wait (the job parks itself and no worker
+ * slot is held), or end. `touched: false` means the host was not changed (no rollback needed).
+ */
+export type StepResult =
+  | { next: SwapRecord["step"] }
+  | { wait: number }
+  | { fail: string; touched: boolean }
+  | { end: NonNullable<SwapRecord["outcome"]>; reason?: string };

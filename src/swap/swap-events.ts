@@ -1,0 +1,95 @@
+import { z } from "zod";
+import { benchResultSchema } from "../engine/bench-serving.ts";
+
+/*
+ * What happened in a swap, as the stages tell it. Stages emit these; the store keeps them in order with
+ * the record (in the same transaction); the reporter turns them into the swap's thread, once each, in
+ * order, whenever Slack answers. The card is drawn from the record itself, so stage progress needs no
+ * event. Events carry facts (ids, numbers, log lines), never Slack text.
+ */
+
+/** Log and journal lines an event may carry: the last ones, each cut, so an event stays small. */
+export const EVENT_LOG_LINES = 40;
+export const EVENT_LINE_CHARS = 300;
+
+const lines = z.array(z.string().max(EVENT_LINE_CHARS)).max(EVENT_LOG_LINES);
+const benchPair = z.object({ single: benchResultSchema, loaded: benchResultSchema });
+const planStatus = z.enum(["dry-run", "refused"]);
+
+export const swapEventSchema = z.discriminatedUnion("type", [
+  /** A plan that goes no further: a dry run, or one that failed a check (posted, nothing touched). */
+  z.object({ type: z.literal("planned"), planHash: z.string(), status: planStatus }),
+  /** The plan waits for a decision; `replaces` is the plan it replaces (its approval, if any, is void). */
+  z.object({
+    type: z.literal("approval-requested"),
+    planHash: z.string(),
+    expiresAt: z.string(),
+    replaces: z.object({ planHash: z.string(), voided: z.boolean(), why: z.string() }).optional(),
+  }),
+  /** An approver decided (written by the approval gate, not by a stage). */
+  z.object({
+    type: z.literal("approval-decided"),
+    planHash: z.string(),
+    approved: z.boolean(),
+    by: z.string(),
+    via: z.enum(["reaction", "button"]),
+  }),
+  /** The plan can no longer be decided on: nobody did in time, or the swap was cancelled. */
+  z.object({
+    type: z.literal("approval-closed"),
+    planHash: z.string(),
+    why: z.enum(["expired", "cancelled"]),
+    by: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal("download-retrying"),
+    attempt: z.number(),
+    state: z.string(),
+    exitCode: z.number().optional(),
+    log: lines,
+  }),
+  z.object({ type: z.literal("downloaded"), files: z.number(), bytes: z.number() }),
+  z.object({ type: z.literal("download-failed"), log: lines }),
+  z.object({ type: z.literal("built"), commit: z.string(), version: z.string() }),
+  z.object({ type: z.literal("build-failed"), log: lines }),
+  z.object({ type: z.literal("switched"), from: z.string(), to: z.string() }),
+  z.object({ type: z.literal("health-failed"), unit: z.string(), why: z.string(), journal: lines }),
+  z.object({ type: z.literal("healthy"), unit: z.string(), downtimeSeconds: z.number() }),
+  z.object({
+    type: z.literal("sanity-failed"),
+    summary: z.string(),
+    prompts: z.array(
+      z.object({ verdict: z.string(), prompt: z.string(), output: z.string(), detail: z.string() }),
+    ),
+  }),
+  z.object({
+    type: z.literal("benchmarked"),
+    current: benchPair,
+    previous: benchPair.extend({ model: z.string() }).optional(),
+  }),
+  z.object({ type: z.literal("benchmark-failed"), error: z.string() }),
+  /** The rollback begins: back to `to` (undefined: nothing served before, `stopping` is stopped). */
+  z.object({
+    type: z.literal("rolling-back"),
+    to: z.string().optional(),
+    stopping: z.string(),
+    why: z.string(),
+  }),
+  z.object({ type: z.literal("rollback-failed"), unit: z.string(), why: z.string(), journal: lines }),
+  /** The swap ended; the record holds its outcome and reason. */
+  z.object({ type: z.literal("finished"), outcome: z.string() }),
+]);
+
+export type SwapEvent = z.infer<typeof swapEventSchema>;
+export type SwapEventType = SwapEvent["type"];
+
+/** An event as kept: with when it happened. */
+export const storedSwapEventSchema = swapEventSchema.and(z.object({ at: z.string() }));
+export type StoredSwapEvent = z.infer<typeof storedSwapEventSchema>;
+
+/** The last lines of a log, each cut, as an event may carry them. */
+export function eventLines(log: readonly string[]): string[] {
+  return log
+    .slice(-EVENT_LOG_LINES)
+    .map((line) => (line.length > EVENT_LINE_CHARS ? `${line.slice(0, EVENT_LINE_CHARS - 1)}…` : line));
+}

@@ -1,0 +1,189 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+/**
+ * The layer rules of DESIGN.md §3, checked over every import of the project's own files: who may import
+ * ssh2, Bolt and Slack's Web API client, what a pipeline stage may reach, which way src/, jobs/ and
+ * commands/ depend on each other, that product code never imports the bench or the tests (but for the
+ * demo), that bench/ does not import test/, and that nothing imports itself back.
+ */
+const ROOT = resolve(import.meta.dirname, "../..");
+const PRODUCT = ["src", "jobs", "commands"];
+const ALL = [...PRODUCT, "testbench", "bench", "test"];
+
+interface Import {
+  /** The file the import names: a project path (relative to the root) or a package name. */
+  target: string;
+  /** `import type` / `export type`: erased at run time. */
+  typeOnly: boolean;
+}
+
+const files = new Map<string, Import[]>();
+for (const top of ALL) walk(join(ROOT, top));
+
+function walk(path: string): void {
+  for (const name of readdirSync(path)) {
+    if (name === "node_modules") continue;
+    const full = join(path, name);
+    if (statSync(full).isDirectory()) walk(full);
+    else if (/\.(ts|mts|mjs)$/.test(name) && !name.endsWith(".d.mts"))
+      files.set(relative(ROOT, full), importsOf(full));
+  }
+}
+
+function importsOf(file: string): Import[] {
+  const text = readFileSync(file, "utf8");
+  const found: Import[] = [];
+  const statement = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^"'`;]*?\sfrom\s+)?["']([^"']+)["']/g;
+  for (const m of text.matchAll(statement)) found.push(resolveImport(file, m[3]!, m[2] !== undefined));
+  for (const m of text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g))
+    found.push(resolveImport(file, m[1]!, false));
+  return found;
+}
+
+function resolveImport(file: string, spec: string, typeOnly: boolean): Import {
+  if (!spec.startsWith(".")) {
+    const parts = spec.split("/");
+    return { target: spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!, typeOnly };
+  }
+  return { target: relative(ROOT, resolve(dirname(file), spec)), typeOnly };
+}
+
+const inside = (path: string, ...dirs: string[]) => dirs.some((d) => path === d || path.startsWith(`${d}/`));
+const isProduct = (path: string) => inside(path, ...PRODUCT);
+
+/** Every import of `from` whose target matches, as "file → target". */
+function offenders(
+  from: (file: string) => boolean,
+  to: (target: string) => boolean,
+  runtimeOnly = false,
+): string[] {
+  const out: string[] = [];
+  for (const [file, imports] of files) {
+    if (!from(file)) continue;
+    for (const i of imports)
+      if (to(i.target) && !(runtimeOnly && i.typeOnly)) out.push(`${file} → ${i.target}`);
+  }
+  return out;
+}
+
+/** The files `file` needs at run time, transitively (type-only imports are erased, so they do not count). */
+function runtimeClosure(file: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [file];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    for (const i of files.get(next) ?? []) if (!i.typeOnly) stack.push(i.target);
+  }
+  seen.delete(file);
+  return seen;
+}
+
+describe("the layer rules", () => {
+  it("finds the project's files and their imports (the rules below look at something)", () => {
+    expect(files.size).toBeGreaterThan(200);
+    expect(files.get("src/main.ts")?.some((i) => i.target === "src/store/store.ts")).toBe(true);
+    expect(files.get("jobs/swap/stages/switch.ts")?.some((i) => i.target === "src/host/shell-quote.ts")).toBe(
+      true,
+    );
+  });
+
+  it("only the host layer imports ssh2", () => {
+    expect(
+      offenders(
+        (f) => isProduct(f) && !inside(f, "src/host"),
+        (t) => t === "ssh2",
+      ),
+    ).toEqual([]);
+  });
+
+  it("only the Slack layer imports Bolt and the Web API client", () => {
+    const slack = (t: string) => t === "@slack/bolt" || t === "@slack/web-api" || t === "@slack/socket-mode";
+    expect(offenders((f) => isProduct(f) && !inside(f, "src/slack"), slack)).toEqual([]);
+  });
+
+  it("a pipeline stage reaches neither Slack, the reporter, ssh2 nor Redis, not even through what it imports", () => {
+    const stages = [...files.keys()].filter((f) => inside(f, "jobs/swap/stages"));
+    expect(stages.length).toBeGreaterThan(8);
+    const forbidden = (t: string) =>
+      inside(t, "src/slack", "src/reporter") ||
+      ["ssh2", "@slack/bolt", "@slack/web-api", "ioredis", "bullmq"].includes(t);
+    const reached = stages.flatMap((stage) =>
+      [...runtimeClosure(stage)].filter(forbidden).map((t) => `${stage} ⇒ ${t}`),
+    );
+    expect(reached).toEqual([]);
+    // and not directly either, types included: a stage speaks in events, never in Slack messages
+    expect(
+      offenders(
+        (f) => inside(f, "jobs/swap/stages"),
+        (t) => inside(t, "src/slack", "src/reporter") || t.startsWith("@slack/"),
+      ),
+    ).toEqual([]);
+  });
+
+  it("src/ never imports jobs/ or commands/ (but for the composition root)", () => {
+    expect(
+      offenders(
+        (f) => inside(f, "src") && f !== "src/main.ts",
+        (t) => inside(t, "jobs", "commands"),
+      ),
+    ).toEqual([]);
+  });
+
+  it("product code never imports the bench or the tests (only the demo runs on the bench)", () => {
+    expect(
+      offenders(
+        (f) => isProduct(f) && !inside(f, "src/demo"),
+        (t) => inside(t, "testbench", "test"),
+      ),
+    ).toEqual([]);
+  });
+
+  it("bench/ does not import test/", () => {
+    expect(
+      offenders(
+        (f) => inside(f, "bench"),
+        (t) => inside(t, "test"),
+      ),
+    ).toEqual([]);
+  });
+
+  it("has no import cycles", () => {
+    // Tarjan's strongly connected components over every import of the project's files
+    let index = 0;
+    const order = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const cycles: string[][] = [];
+    const visit = (file: string) => {
+      order.set(file, index);
+      low.set(file, index);
+      index += 1;
+      stack.push(file);
+      onStack.add(file);
+      for (const { target } of files.get(file) ?? []) {
+        if (!files.has(target)) continue;
+        if (!order.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file)!, low.get(target)!));
+        } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, order.get(target)!));
+      }
+      if (low.get(file) === order.get(file)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop()!;
+          onStack.delete(member);
+          component.push(member);
+        } while (member !== file);
+        if (component.length > 1) cycles.push(component.sort());
+      }
+    };
+    for (const file of files.keys()) if (!order.has(file)) visit(file);
+    expect(cycles).toEqual([]);
+  });
+});
