@@ -1,4 +1,5 @@
 import { App, LogLevel } from "@slack/bolt";
+import { WebClient } from "@slack/web-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePng } from "../../src/reporter/chart/png-encode.ts";
 import { freePort } from "../../testbench/free-port.ts";
@@ -15,6 +16,7 @@ const SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 const CHANNEL = "C0LLMOPS01";
 const ALICE = "U0ALICE001";
 const BOB = "U0BOB00001";
+const OUTAGE = "C0OUTAGE01";
 
 interface Seen {
   commands: JsonObject[];
@@ -59,6 +61,7 @@ beforeAll(async () => {
       { id: "C0BURST001", name: "burst" },
       { id: "C0OTHER001", name: "other" },
       { id: "C0RENDER01", name: "render-demo" },
+      { id: OUTAGE, name: "outage" },
     ],
   });
   const port = await freePort();
@@ -621,5 +624,70 @@ describe("Slack emulator with a real Bolt app", () => {
     expect(full).toContain("@alice  ran /llm swap nvidia/Qwen3.5-397B-A17B-NVFP4 --dry-run");
     expect(full).toContain('@bob  clicked [ Approve ] on "*Plan* for sw-3"');
     expect(full).toContain(":white_check_mark: 1 (@bob)");
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("Slack outages (failFor)", () => {
+  it("fails every call of the methods with the status until the window ends, recording each call", async () => {
+    slack.setRateLimits({ scale: 100 });
+    const windowEnds = Date.now() + 1000;
+    slack.failFor(["chat.postMessage", "chat.update"], "service_unavailable", { ms: 1000, status: 503 });
+    try {
+      const during = await rawApi("chat.postMessage", { channel: OUTAGE, text: "during" });
+      expect(during.status).toBe(503);
+      expect(during.body).toEqual({ ok: false, error: "service_unavailable" });
+      const update = await rawApi("chat.update", { channel: OUTAGE, ts: "1.000001", text: "x" });
+      expect(update.status).toBe(503);
+      // other methods answer as usual
+      expect((await rawApi("auth.test", {})).body.ok).toBe(true);
+      expect(slack.messages(OUTAGE)).toHaveLength(0);
+      await sleep(windowEnds - Date.now() + 50);
+      const after = await rawApi("chat.postMessage", { channel: OUTAGE, text: "after" });
+      expect(after.status).toBe(200);
+      const calls = slack.calls("chat.postMessage").filter((c) => c.args.channel === OUTAGE);
+      expect(calls.map((c) => [c.args.text, c.status, c.ok, c.error])).toEqual([
+        ["during", 503, false, "service_unavailable"],
+        ["after", 200, true, undefined],
+      ]);
+      expect(slack.messages(OUTAGE).map((m) => m.text)).toEqual(["after"]);
+    } finally {
+      slack.endOutage();
+    }
+  });
+
+  it('answers HTTP 200 {ok:false} by default, covers every method with "*", and endOutage ends it early', async () => {
+    slack.failNext("auth.test", "internal_error");
+    slack.failFor("*", "fatal_error", { ms: 60_000 });
+    try {
+      await expect(app.client.auth.test()).rejects.toMatchObject({
+        data: { ok: false, error: "fatal_error" },
+      });
+      expect(slack.calls("auth.test").at(-1)).toMatchObject({ status: 200, ok: false, error: "fatal_error" });
+      const users = await rawApi("users.info", { user: ALICE });
+      expect([users.status, users.body]).toEqual([200, { ok: false, error: "fatal_error" }]);
+    } finally {
+      slack.endOutage();
+    }
+    // the outage used up no failNext failure: it answers now, then the method is back
+    await expect(app.client.auth.test()).rejects.toMatchObject({ data: { error: "internal_error" } });
+    expect((await app.client.auth.test()).ok).toBe(true);
+  });
+
+  it("lets a retrying WebClient through once a 503 window closes; every attempt is a recorded call", async () => {
+    const client = new WebClient(BOT_TOKEN, {
+      slackApiUrl: slack.apiUrl,
+      logLevel: LogLevel.ERROR,
+      retryConfig: { retries: 30, factor: 1, minTimeout: 50, maxTimeout: 50 },
+    });
+    slack.failFor("chat.postMessage", "service_unavailable", { ms: 300, status: 503 });
+    const res = await client.chat.postMessage({ channel: OUTAGE, text: "through the outage" });
+    expect(res.ok).toBe(true);
+    const attempts = slack.calls("chat.postMessage").filter((c) => c.args.text === "through the outage");
+    expect(attempts.length).toBeGreaterThan(1);
+    expect(attempts.slice(0, -1).every((c) => c.status === 503 && !c.ok)).toBe(true);
+    expect(attempts.at(-1)).toMatchObject({ status: 200, ok: true });
+    expect(slack.messages(OUTAGE).filter((m) => m.text === "through the outage")).toHaveLength(1);
   });
 });

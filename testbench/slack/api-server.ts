@@ -63,7 +63,7 @@ async function handleApi(
   const answer = handleApiCall(
     s.ctx,
     { method, args: parsed.args, isJson: parsed.isJson, authorization: req.headers.authorization },
-    s.faults.forced,
+    s.faults,
   );
   const ok = answer.body.ok === true;
   const error = typeof answer.body.error === "string" ? answer.body.error : undefined;

@@ -258,6 +258,20 @@ export class SlackEmulator {
     this.state.faults.failNext(method, error, opts);
   }
 
+  /**
+   * A Slack outage: every call of `methods` ("*" for all) answers `{ok:false, error}` with HTTP `status`
+   * (default 200; `status: 503` for an outage as WebClient meets it: it retries) until `ms` have passed.
+   * Calls during the window are recorded like any other (`calls()`: `ok: false`, the status, the error).
+   */
+  failFor(methods: string | string[], error: string, opts: { ms: number; status?: number }): void {
+    this.state.faults.failFor(methods, error, opts);
+  }
+
+  /** Ends every `failFor` window now. */
+  endOutage(): void {
+    this.state.faults.endOutage();
+  }
+
   /** Delays every answer of `method` ("*" for all) by `ms`; 0 removes the delay. */
   setApiDelay(method: string, ms: number): void {
     this.state.faults.setApiDelay(method, ms);

@@ -42,11 +42,9 @@ export interface ApiAnswer {
   headers: Record<string, string>;
 }
 
-/** Forced answers for tests: the next calls of a method fail with this error (and HTTP status). */
-export interface ForcedFailure {
-  error: string;
-  status: number;
-  remaining: number;
+/** The fault switches' forced answers (fault-switches.ts, ApiFaults): consulted once per call. */
+export interface ForcedAnswers {
+  take(method: string): { error: string; status: number } | undefined;
 }
 
 const TEXT_LIMIT = MESSAGE_TEXT_LIMIT;
@@ -528,14 +526,11 @@ function bearer(authorization: string | undefined): string | undefined {
 }
 
 /**
- * One Web API call, start to end: authentication, forced failures, rate limits, then the method.
+ * One Web API call, start to end: authentication, forced failures (failNext, outages), rate limits,
+ * then the method.
  * Errors are HTTP 200 `{ok:false}`; rate limits are HTTP 429 with Retry-After, as on slack.com.
  */
-export function handleApiCall(
-  ctx: ApiContext,
-  req: ApiRequest,
-  forced: Map<string, ForcedFailure>,
-): ApiAnswer {
+export function handleApiCall(ctx: ApiContext, req: ApiRequest, forced: ForcedAnswers): ApiAnswer {
   const headerToken = bearer(req.authorization);
   const bodyToken = req.isJson ? undefined : str(req.args, "token");
   const token = headerToken ?? bodyToken;
@@ -549,10 +544,8 @@ export function handleApiCall(
   if (handler === undefined)
     return { status: 200, body: { ok: false, error: "unknown_method" }, headers: {} };
 
-  const failure = forced.get(req.method);
-  if (failure !== undefined && failure.remaining > 0) {
-    failure.remaining -= 1;
-    if (failure.remaining === 0) forced.delete(req.method);
+  const failure = forced.take(req.method);
+  if (failure !== undefined) {
     return { status: failure.status, body: { ok: false, error: failure.error }, headers: {} };
   }
 
