@@ -44,6 +44,12 @@ export class Inspection {
     return ch === undefined ? undefined : this.s.workspace.findMessage(ch.id, ts);
   }
 
+  /** The messages deleted in a channel, as they were before, in the order they were deleted. */
+  deletedMessages(channel: string): SlackMessage[] {
+    const ch = this.s.workspace.resolveChannel(channel);
+    return ch === undefined ? [] : this.s.workspace.deleted.filter((m) => m.channel === ch.id);
+  }
+
   /** Ephemeral messages in a channel, optionally only those shown to one user. */
   ephemerals(channel: string, userId?: string): EphemeralMessage[] {
     const ch = this.s.workspace.resolveChannel(channel);

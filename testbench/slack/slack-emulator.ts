@@ -164,18 +164,27 @@ export class SlackEmulator {
 
   // ---------------------------------------------------------------- inspection
 
-  /** Top-level messages of a channel (id or "#name"), in order; thread broadcasts included. */
+  /**
+   * Top-level messages of a channel (id or "#name"), in order; thread broadcasts included. A deleted message
+   * is not there; a deleted thread parent with replies shows as its tombstone (`subtype: "tombstone"`).
+   */
   messages(channel: string): SlackMessage[] {
     return this.inspection.messages(channel);
   }
 
-  /** The replies in a thread, oldest first (the parent is `message(channel, threadTs)`). */
+  /** The replies in a thread, oldest first (the parent is `message(channel, threadTs)`); deleted ones are gone. */
   thread(channel: string, threadTs: string): SlackMessage[] {
     return this.inspection.thread(channel, threadTs);
   }
 
+  /** One message as the channel shows it: undefined once deleted, a tombstone if it was a parent with replies. */
   message(channel: string, ts: string): SlackMessage | undefined {
     return this.inspection.message(channel, ts);
+  }
+
+  /** The messages deleted in a channel (chat.delete, deleteMessage, delete_original), as they were, in order. */
+  deletedMessages(channel: string): SlackMessage[] {
+    return this.inspection.deletedMessages(channel);
   }
 
   /** Ephemeral messages in a channel, optionally only those shown to one user. */
@@ -275,6 +284,22 @@ export class SlackEmulator {
   /** Delays every answer of `method` ("*" for all) by `ms`; 0 removes the delay. */
   setApiDelay(method: string, ms: number): void {
     this.state.faults.setApiDelay(method, ms);
+  }
+
+  /**
+   * A message deleted by a workspace admin (e.g. someone removes the bot's card), deleted the way Slack
+   * deletes it (SlackWorkspace.remove): a thread parent that has replies becomes a tombstone — Slackbot's
+   * "This message was deleted." — and its replies stay; any other message is gone. From then on
+   * chat.update, reactions.add (and every method acting on a message) answer `message_not_found` for that
+   * ts, and chat.postMessage with it as `thread_ts` posts to the channel when nothing is left of it (into
+   * the thread under a tombstone). No event is sent: the bot subscribes to no message events. Throws when
+   * the channel has no such message (or it is already deleted).
+   */
+  deleteMessage(channel: string, ts: string): "tombstoned" | "removed" {
+    const ch = this.workspace.resolveChannel(channel);
+    const message = ch === undefined ? undefined : this.workspace.findLiveMessage(ch.id, ts);
+    if (message === undefined) throw new Error(`SlackEmulator: no message ${ts} in ${channel} to delete`);
+    return this.workspace.remove(message);
   }
 
   /** Every response_url issued so far answers 404 `expired_url` from now on. */

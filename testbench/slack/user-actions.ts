@@ -18,7 +18,7 @@ export class UserActions {
   ) {}
 
   private messageOrThrow(channel: ChannelState, ts: string): SlackMessage {
-    const message = this.s.workspace.findMessage(channel.id, ts);
+    const message = this.s.workspace.findLiveMessage(channel.id, ts);
     if (message === undefined) throw new Error(`SlackEmulator: no message ${ts} in ${channel.id}`);
     return message;
   }
@@ -85,7 +85,7 @@ export class UserActions {
   ): Promise<ActionResult> {
     const ch = this.d.channelOrThrow(channel);
     const ws = this.s.workspace;
-    const message = ws.findMessage(ch.id, ts);
+    const message = ws.findLiveMessage(ch.id, ts);
     const ephemeral =
       message === undefined
         ? ws.ephemerals.find((e) => e.channel === ch.id && e.ts === ts && e.user === userId)
