@@ -1,4 +1,5 @@
 import { App, LogLevel } from "@slack/bolt";
+import { WebClient } from "@slack/web-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePng } from "../../src/reporter/chart/png-encode.ts";
 import { freePort } from "../../testbench/free-port.ts";
@@ -15,6 +16,7 @@ const SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 const CHANNEL = "C0LLMOPS01";
 const ALICE = "U0ALICE001";
 const BOB = "U0BOB00001";
+const OUTAGE = "C0OUTAGE01";
 
 interface Seen {
   commands: JsonObject[];
@@ -59,6 +61,10 @@ beforeAll(async () => {
       { id: "C0BURST001", name: "burst" },
       { id: "C0OTHER001", name: "other" },
       { id: "C0RENDER01", name: "render-demo" },
+      { id: OUTAGE, name: "outage" },
+      { id: "C0DELETE01", name: "deleted-card" },
+      { id: "C0DELETE02", name: "deleted-parent" },
+      { id: "C0DELETE03", name: "deleted-thread" },
     ],
   });
   const port = await freePort();
@@ -621,5 +627,166 @@ describe("Slack emulator with a real Bolt app", () => {
     expect(full).toContain("@alice  ran /llm swap nvidia/Qwen3.5-397B-A17B-NVFP4 --dry-run");
     expect(full).toContain('@bob  clicked [ Approve ] on "*Plan* for sw-3"');
     expect(full).toContain(":white_check_mark: 1 (@bob)");
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("Slack outages (failFor)", () => {
+  it("fails every call of the methods with the status until the window ends, recording each call", async () => {
+    slack.setRateLimits({ scale: 100 });
+    const windowEnds = Date.now() + 1000;
+    slack.failFor(["chat.postMessage", "chat.update"], "service_unavailable", { ms: 1000, status: 503 });
+    try {
+      const during = await rawApi("chat.postMessage", { channel: OUTAGE, text: "during" });
+      expect(during.status).toBe(503);
+      expect(during.body).toEqual({ ok: false, error: "service_unavailable" });
+      const update = await rawApi("chat.update", { channel: OUTAGE, ts: "1.000001", text: "x" });
+      expect(update.status).toBe(503);
+      // other methods answer as usual
+      expect((await rawApi("auth.test", {})).body.ok).toBe(true);
+      expect(slack.messages(OUTAGE)).toHaveLength(0);
+      await sleep(windowEnds - Date.now() + 50);
+      const after = await rawApi("chat.postMessage", { channel: OUTAGE, text: "after" });
+      expect(after.status).toBe(200);
+      const calls = slack.calls("chat.postMessage").filter((c) => c.args.channel === OUTAGE);
+      expect(calls.map((c) => [c.args.text, c.status, c.ok, c.error])).toEqual([
+        ["during", 503, false, "service_unavailable"],
+        ["after", 200, true, undefined],
+      ]);
+      expect(slack.messages(OUTAGE).map((m) => m.text)).toEqual(["after"]);
+    } finally {
+      slack.endOutage();
+    }
+  });
+
+  it('answers HTTP 200 {ok:false} by default, covers every method with "*", and endOutage ends it early', async () => {
+    slack.failNext("auth.test", "internal_error");
+    slack.failFor("*", "fatal_error", { ms: 60_000 });
+    try {
+      await expect(app.client.auth.test()).rejects.toMatchObject({
+        data: { ok: false, error: "fatal_error" },
+      });
+      expect(slack.calls("auth.test").at(-1)).toMatchObject({ status: 200, ok: false, error: "fatal_error" });
+      const users = await rawApi("users.info", { user: ALICE });
+      expect([users.status, users.body]).toEqual([200, { ok: false, error: "fatal_error" }]);
+    } finally {
+      slack.endOutage();
+    }
+    // the outage used up no failNext failure: it answers now, then the method is back
+    await expect(app.client.auth.test()).rejects.toMatchObject({ data: { error: "internal_error" } });
+    expect((await app.client.auth.test()).ok).toBe(true);
+  });
+
+  it("lets a retrying WebClient through once a 503 window closes; every attempt is a recorded call", async () => {
+    const client = new WebClient(BOT_TOKEN, {
+      slackApiUrl: slack.apiUrl,
+      logLevel: LogLevel.ERROR,
+      retryConfig: { retries: 30, factor: 1, minTimeout: 50, maxTimeout: 50 },
+    });
+    slack.failFor("chat.postMessage", "service_unavailable", { ms: 300, status: 503 });
+    const res = await client.chat.postMessage({ channel: OUTAGE, text: "through the outage" });
+    expect(res.ok).toBe(true);
+    const attempts = slack.calls("chat.postMessage").filter((c) => c.args.text === "through the outage");
+    expect(attempts.length).toBeGreaterThan(1);
+    expect(attempts.slice(0, -1).every((c) => c.status === 503 && !c.ok)).toBe(true);
+    expect(attempts.at(-1)).toMatchObject({ status: 200, ok: true });
+    expect(slack.messages(OUTAGE).filter((m) => m.text === "through the outage")).toHaveLength(1);
+  });
+});
+
+describe("messages deleted by an admin (deleteMessage)", () => {
+  const notFound = { data: { ok: false, error: "message_not_found" } };
+
+  it("removes a card without replies: updates and reactions are message_not_found, a reply to it lands in the channel", async () => {
+    const ch = "C0DELETE01";
+    const card = await app.client.chat.postMessage({ channel: ch, text: "Swap sw-9: queued" });
+    const ts = card.ts as string;
+    expect(slack.deleteMessage(ch, ts)).toBe("removed");
+    expect(slack.message(ch, ts)).toBeUndefined();
+    expect(slack.messages(ch)).toEqual([]);
+    expect(slack.deletedMessages(ch).map((m) => [m.ts, m.text])).toEqual([[ts, "Swap sw-9: queued"]]);
+    await expect(
+      app.client.chat.update({ channel: ch, ts, text: "Swap sw-9: downloading" }),
+    ).rejects.toMatchObject(notFound);
+    await expect(
+      app.client.reactions.add({ channel: ch, timestamp: ts, name: "eyes" }),
+    ).rejects.toMatchObject(notFound);
+    // Slack un-threads a reply to a deleted parent: it is posted, to the channel, without thread_ts.
+    const reply = await app.client.chat.postMessage({ channel: ch, thread_ts: ts, text: "download started" });
+    expect(reply.ok).toBe(true);
+    expect(reply.message?.thread_ts).toBeUndefined();
+    expect(slack.messages(ch).map((m) => m.text)).toEqual(["download started"]);
+    expect(slack.warnings().at(-1)?.warning).toMatch(/^thread_ts_deleted: /);
+    expect(() => slack.deleteMessage(ch, ts)).toThrow(/no message/);
+    await expect(slack.react(BOB, ch, ts, "eyes")).rejects.toThrow(/no message/);
+    // the bot's new card is what the channel shows
+    const fresh = await app.client.chat.postMessage({ channel: ch, text: "Swap sw-9: queued (new card)" });
+    expect(slack.messages(ch).map((m) => m.ts)).toEqual([reply.ts, fresh.ts]);
+  });
+
+  it("leaves a tombstone for a card with replies: the thread stays and still takes replies", async () => {
+    const ch = "C0DELETE02";
+    const card = await app.client.chat.postMessage({
+      channel: ch,
+      text: "Swap sw-10: downloading",
+      blocks: [{ type: "section", text: { type: "mrkdwn", text: "*Swap sw-10* downloading" } }],
+    });
+    const ts = card.ts as string;
+    await app.client.chat.postMessage({ channel: ch, thread_ts: ts, text: "download started" });
+    await app.client.reactions.add({ channel: ch, timestamp: ts, name: "eyes" });
+    expect(slack.deleteMessage(ch, ts)).toBe("tombstoned");
+
+    const tombstone = slack.message(ch, ts);
+    expect(tombstone).toMatchObject({
+      ts,
+      subtype: "tombstone",
+      user: "USLACKBOT",
+      text: "This message was deleted.",
+      reactions: [],
+    });
+    expect(tombstone?.blocks).toBeUndefined();
+    expect(tombstone?.bot_id).toBeUndefined();
+    expect(slack.messages(ch).map((m) => [m.ts, m.subtype])).toEqual([[ts, "tombstone"]]);
+    expect(slack.thread(ch, ts).map((m) => m.text)).toEqual(["download started"]);
+    expect(slack.deletedMessages(ch).map((m) => m.text)).toEqual(["Swap sw-10: downloading"]);
+    await expect(app.client.chat.update({ channel: ch, ts, text: "Swap sw-10: done" })).rejects.toMatchObject(
+      notFound,
+    );
+    await expect(
+      app.client.reactions.add({ channel: ch, timestamp: ts, name: "tada" }),
+    ).rejects.toMatchObject(notFound);
+    await expect(slack.clickButton(BOB, ch, ts, "approve")).rejects.toThrow(/no message/);
+
+    const replies = await app.client.conversations.replies({ channel: ch, ts });
+    expect(replies.messages?.map((m) => m.text)).toEqual(["This message was deleted.", "download started"]);
+    expect(replies.messages?.[0]).toMatchObject({
+      subtype: "tombstone",
+      hidden: true,
+      user: "USLACKBOT",
+      thread_ts: ts,
+      reply_count: 1,
+    });
+    // A reply under a tombstone stays in the thread (the conservative reading; see the README).
+    const more = await app.client.chat.postMessage({ channel: ch, thread_ts: ts, text: "download finished" });
+    expect(more.message?.thread_ts).toBe(ts);
+    expect(slack.thread(ch, ts).map((m) => m.text)).toEqual(["download started", "download finished"]);
+    expect(slack.messages(ch)).toHaveLength(1);
+  });
+
+  it("chat.delete deletes the same way, and the tombstone goes with its thread's last reply", async () => {
+    const ch = "C0DELETE03";
+    const parent = await app.client.chat.postMessage({ channel: ch, text: "parent" });
+    const ts = parent.ts as string;
+    const reply = await app.client.chat.postMessage({ channel: ch, thread_ts: ts, text: "only reply" });
+    await app.client.chat.delete({ channel: ch, ts });
+    expect(slack.message(ch, ts)?.subtype).toBe("tombstone");
+    await app.client.chat.delete({ channel: ch, ts: reply.ts as string });
+    expect(slack.thread(ch, ts)).toEqual([]);
+    expect(slack.messages(ch)).toEqual([]);
+    await expect(app.client.conversations.replies({ channel: ch, ts })).rejects.toMatchObject({
+      data: { error: "thread_not_found" },
+    });
+    expect(slack.deletedMessages(ch).map((m) => m.text)).toEqual(["parent", "only reply"]);
   });
 });

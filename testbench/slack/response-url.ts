@@ -7,7 +7,7 @@ export function applyResponsePost(ws: SlackWorkspace, state: ResponseUrlState, p
   const threadTs = typeof post.body.thread_ts === "string" ? post.body.thread_ts : undefined;
   const original =
     state.messageTs !== undefined && state.ephemeral === undefined
-      ? ws.findMessage(state.channel, state.messageTs)
+      ? ws.findLiveMessage(state.channel, state.messageTs)
       : undefined;
   if (post.delete_original) {
     if (original !== undefined) ws.remove(original);

@@ -147,8 +147,11 @@ export interface SlackMessage {
   edits: number;
   /** Earlier versions, oldest first (the current version is the message itself). */
   history: MessageEdit[];
-  /** Where it came from: the Web API, a response_url post, an upload, or a simulated user. */
-  source: "api" | "response_url" | "upload" | "user";
+  /**
+   * Where it came from: the Web API, a response_url post, an upload, a simulated user, or Slack itself
+   * (the tombstone of a deleted thread parent).
+   */
+  source: "api" | "response_url" | "upload" | "user" | "slack";
   /** Wall-clock ms when first posted. */
   postedAt: number;
   /** Ordering key across messages, ephemerals and user actions. */

@@ -42,11 +42,9 @@ export interface ApiAnswer {
   headers: Record<string, string>;
 }
 
-/** Forced answers for tests: the next calls of a method fail with this error (and HTTP status). */
-export interface ForcedFailure {
-  error: string;
-  status: number;
-  remaining: number;
+/** The fault switches' forced answers (fault-switches.ts, ApiFaults): consulted once per call. */
+export interface ForcedAnswers {
+  take(method: string): { error: string; status: number } | undefined;
 }
 
 const TEXT_LIMIT = MESSAGE_TEXT_LIMIT;
@@ -128,9 +126,13 @@ function channelArg(ctx: ApiContext, args: JsonObject, key = "channel"): Channel
   return channel;
 }
 
+/**
+ * The message a method acts on. A deleted one is `message_not_found`, like a ts that never existed — its
+ * tombstone too, when it had replies (what Slack answers for a tombstone is not documented; see README).
+ */
 function messageArg(ctx: ApiContext, channel: ChannelState, ts: string | undefined): SlackMessage {
   if (ts === undefined) throw new ApiError("message_not_found");
-  const message = ctx.ws.findMessage(channel.id, ts);
+  const message = ctx.ws.findLiveMessage(channel.id, ts);
   if (message === undefined) throw new ApiError("message_not_found");
   return message;
 }
@@ -270,8 +272,24 @@ const handlers: Record<string, Handler> = {
     const metadata = metadataArg(args);
     const text = str(args, "text");
     checkText(method, ctx, text, blocks !== undefined || attachments !== undefined);
-    const threadTs = str(args, "thread_ts") || undefined;
-    checkThread(method, ctx, channel, threadTs);
+    let threadTs = str(args, "thread_ts") || undefined;
+    if (
+      threadTs !== undefined &&
+      ctx.ws.findMessage(channel.id, threadTs) === undefined &&
+      ctx.ws.wasDeleted(channel.id, threadTs)
+    ) {
+      // The parent was deleted and left no tombstone (it had no replies): Slack does not fail the call, it
+      // "silently un-threads the reply into a top-level channel message", and the answer's `message` has
+      // no thread_ts (slack-go/slack#1571; also slackapi/python-slack-events-api#87, PostHog/posthog#83601).
+      // Under a tombstone the reply stays in the thread (not settled by any source; see README).
+      ctx.ws.warn(
+        method,
+        `thread_ts_deleted: ${threadTs} in ${channel.id} was deleted; posted to the channel`,
+      );
+      threadTs = undefined;
+    } else {
+      checkThread(method, ctx, channel, threadTs);
+    }
     const message = ctx.ws.post({
       channel: channel.id,
       user: ctx.ws.botUserId,
@@ -528,14 +546,11 @@ function bearer(authorization: string | undefined): string | undefined {
 }
 
 /**
- * One Web API call, start to end: authentication, forced failures, rate limits, then the method.
+ * One Web API call, start to end: authentication, forced failures (failNext, outages), rate limits,
+ * then the method.
  * Errors are HTTP 200 `{ok:false}`; rate limits are HTTP 429 with Retry-After, as on slack.com.
  */
-export function handleApiCall(
-  ctx: ApiContext,
-  req: ApiRequest,
-  forced: Map<string, ForcedFailure>,
-): ApiAnswer {
+export function handleApiCall(ctx: ApiContext, req: ApiRequest, forced: ForcedAnswers): ApiAnswer {
   const headerToken = bearer(req.authorization);
   const bodyToken = req.isJson ? undefined : str(req.args, "token");
   const token = headerToken ?? bodyToken;
@@ -549,10 +564,8 @@ export function handleApiCall(
   if (handler === undefined)
     return { status: 200, body: { ok: false, error: "unknown_method" }, headers: {} };
 
-  const failure = forced.get(req.method);
-  if (failure !== undefined && failure.remaining > 0) {
-    failure.remaining -= 1;
-    if (failure.remaining === 0) forced.delete(req.method);
+  const failure = forced.take(req.method);
+  if (failure !== undefined) {
     return { status: failure.status, body: { ok: false, error: failure.error }, headers: {} };
   }
 

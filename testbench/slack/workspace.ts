@@ -62,6 +62,16 @@ export interface NewMessage {
 
 const CHANNEL_ID = /^[CGD][A-Z0-9]{2,}$/;
 
+/** Slackbot's user id: the author of tombstones. */
+export const SLACKBOT_USER_ID = "USLACKBOT";
+/** What a deleted thread parent shows. */
+export const TOMBSTONE_TEXT = "This message was deleted.";
+
+/** A deleted thread parent that still has replies (Slack's `subtype: "tombstone"`). */
+export function isTombstone(message: SlackMessage): boolean {
+  return message.subtype === "tombstone";
+}
+
 /** All state of the emulated workspace: people, channels, messages, files and the call log. */
 export class SlackWorkspace {
   readonly teamId: string;
@@ -179,8 +189,20 @@ export class SlackWorkspace {
     return list;
   }
 
+  /** The message at `ts` as the channel shows it: a tombstone for a deleted parent that has replies. */
   findMessage(channelId: string, ts: string): SlackMessage | undefined {
     return this.messagesByChannel.get(channelId)?.find((m) => m.ts === ts);
+  }
+
+  /** The message at `ts` unless it was deleted (tombstones included): what the Web API can act on. */
+  findLiveMessage(channelId: string, ts: string): SlackMessage | undefined {
+    const message = this.findMessage(channelId, ts);
+    return message === undefined || isTombstone(message) ? undefined : message;
+  }
+
+  /** Whether `ts` in that channel was a message that has been deleted (by chat.delete, an admin, …). */
+  wasDeleted(channelId: string, ts: string): boolean {
+    return this.deleted.some((m) => m.channel === channelId && m.ts === ts);
   }
 
   /** Channel view: top-level messages plus replies broadcast to the channel. */
@@ -248,11 +270,56 @@ export class SlackWorkspace {
     message.edits += 1;
   }
 
-  remove(message: SlackMessage): void {
+  /**
+   * Deletes a message as Slack does (chat.delete, a workspace admin, a response_url's delete_original).
+   * The original goes to `deleted`. A thread parent that has replies is replaced by a tombstone — Slackbot's
+   * "This message was deleted.", `subtype: "tombstone"` — and its replies stay (hackclub/toriel#238 shows
+   * the tombstone object; openclaw/openclaw#22035 and 42wim/matterbridge#600: the replies are left in the
+   * thread). Any other message disappears. When the last reply under a tombstone goes, the tombstone goes
+   * too: Slack then sends `message_deleted` whose `previous_message` is the tombstone with
+   * `reply_count: 0` (slack-edge/slack-edge#10).
+   */
+  remove(message: SlackMessage): "tombstoned" | "removed" {
     const list = this.allMessages(message.channel);
     const index = list.indexOf(message);
-    if (index >= 0) list.splice(index, 1);
+    if (index < 0) return "removed";
     this.deleted.push(message);
+    const isReply = message.thread_ts !== undefined && message.thread_ts !== message.ts;
+    if (!isReply && this.replies(message.channel, message.ts).length > 0) {
+      list[index] = this.tombstone(message);
+      return "tombstoned";
+    }
+    list.splice(index, 1);
+    if (isReply) {
+      const parent = this.findMessage(message.channel, message.thread_ts as string);
+      if (
+        parent !== undefined &&
+        isTombstone(parent) &&
+        this.replies(parent.channel, parent.ts).length === 0
+      ) {
+        list.splice(list.indexOf(parent), 1);
+      }
+    }
+    return "removed";
+  }
+
+  /** What stays of a deleted thread parent: Slackbot's placeholder at the same ts, nothing of the original. */
+  private tombstone(original: SlackMessage): SlackMessage {
+    return {
+      type: "message",
+      subtype: "tombstone",
+      channel: original.channel,
+      ts: original.ts,
+      user: SLACKBOT_USER_ID,
+      team: this.teamId,
+      text: TOMBSTONE_TEXT,
+      reactions: [],
+      edits: 0,
+      history: [],
+      source: "slack",
+      postedAt: original.postedAt,
+      seq: original.seq,
+    };
   }
 
   addReaction(message: SlackMessage, user: string, name: string): "ok" | "already_reacted" {
@@ -298,6 +365,7 @@ export class SlackWorkspace {
 
   /** A message as Slack's API returns it (reply counts on parents, no emulator bookkeeping). */
   messageJson(message: SlackMessage): JsonObject {
+    if (isTombstone(message)) return this.tombstoneJson(message);
     const json: JsonObject = { type: "message" };
     if (message.subtype !== undefined) json.subtype = message.subtype;
     json.text = message.text;
@@ -337,6 +405,28 @@ export class SlackWorkspace {
       json.reactions = message.reactions.map((r) => ({ name: r.name, users: [...r.users], count: r.count }));
     }
     return json;
+  }
+
+  /** A tombstone as conversations.replies / .history return it (the object in hackclub/toriel#238). */
+  private tombstoneJson(message: SlackMessage): JsonObject {
+    const replies = this.replies(message.channel, message.ts);
+    const replyUsers = [...new Set(replies.map((r) => r.user))];
+    return {
+      subtype: "tombstone",
+      text: TOMBSTONE_TEXT,
+      user: SLACKBOT_USER_ID,
+      hidden: true,
+      type: "message",
+      ts: message.ts,
+      thread_ts: message.ts,
+      parent_user_id: SLACKBOT_USER_ID,
+      reply_count: replies.length,
+      reply_users_count: replyUsers.length,
+      latest_reply: replies[replies.length - 1]?.ts ?? "0000000000.000000",
+      reply_users: replyUsers,
+      is_locked: false,
+      subscribed: false,
+    };
   }
 }
 
