@@ -1,6 +1,6 @@
-import { SwapDriver } from "../test/faults/fault-kit.ts";
 import { startBench } from "../testbench/bench.ts";
 import { makeModel } from "../testbench/hub/index.ts";
+import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
 import type { Speed } from "./plan.ts";

@@ -5,7 +5,7 @@ import { COLOR, PALETTE } from "../../src/reporter/chart/bar-chart.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation } from "../../testbench/slack/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 import { countColor, decodePng } from "../support/png-decode.ts";
 
 /**

@@ -2,7 +2,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "../faults/fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /** A host that serves nothing yet (a new box): the first swap has nothing to stop and nothing to go back to. */
 let bench: Bench;
@@ -41,7 +42,7 @@ describe("the first swap on a host that serves nothing", () => {
     await swaps.approve(card.ts);
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
-    expect(await startsOf(bench, "new-box", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("new-box", unitOf(record))).toBe(1);
     const disables = (await bench.host("new-box").sim.calls()).filter(
       (c) => c.cmd === "systemctl" && c.argv[0] === "disable",
     );

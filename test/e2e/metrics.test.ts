@@ -7,7 +7,7 @@ import { checkBotHealth } from "../../src/http/health.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 import { type ParsedFamily, parseExposition, sampleValue } from "../support/prometheus-text.ts";
 
 /**

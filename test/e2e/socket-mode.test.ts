@@ -8,7 +8,7 @@ import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { newAppToken, type SlackMessage } from "../../testbench/slack/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * The bot in Socket Mode (SLACK_APP_TOKEN, no signing secret, no Request URL): it opens its own
@@ -114,9 +114,9 @@ describe("Socket Mode", () => {
     });
 
     // the connection drops without a word while the new model is being switched in
-    await swaps.until(swapId, "the switch", (r) =>
-      ["switch", "health", "sanity", "benchmark"].includes(r.step),
-    );
+    await swaps.untilRecord(swapId, (r) => ["switch", "health", "sanity", "benchmark"].includes(r.step), {
+      what: "the switch",
+    });
     expect(bench.slack.dropSockets()).toBe(1);
     await bench.slack.waitForSocket({ after: second!.id });
 

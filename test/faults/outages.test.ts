@@ -2,7 +2,8 @@ import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * Outages under a running swap, with real processes: redis-server restarted (AOF, as in
@@ -83,7 +84,7 @@ describe("redis-server restarted mid-swap", () => {
     const bot = await bench.spawnBot();
     const card = await swaps.request(model, "gpu-1");
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
     await bench.redis.stop();
     await new Promise((r) => setTimeout(r, 2000));
     await bench.redis.start();
@@ -94,14 +95,14 @@ describe("redis-server restarted mid-swap", () => {
     // unavailable, and a reaction would wait for Slack's retry a minute later)
     await untilQueueAnswers();
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written
     await new Promise((r) => setTimeout(r, 2000));
     await bench.redis.start();
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
-    expect(await startsOf(bench, "gpu-1", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("gpu-1", unitOf(record))).toBe(1);
     expect(swaps.cardsOf(swapId)).toHaveLength(1);
     const audit = await auditOf(swapId);
     for (const event of [
@@ -130,14 +131,14 @@ describe("sshd restarted and connections cut mid-stage", () => {
     const bot = await bench.spawnBot();
     const card = await swaps.request(model, "gpu-2");
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
     await bench.sshd.dropConnections();
     await bench.sshd.stop();
     await new Promise((r) => setTimeout(r, 2500));
     await bench.sshd.start();
     bench.hub.setThrottle(null);
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     await bench.sshd.dropConnections();
     await bench.sshd.stop();
     await new Promise((r) => setTimeout(r, 2500));
@@ -145,7 +146,7 @@ describe("sshd restarted and connections cut mid-stage", () => {
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
-    expect(await startsOf(bench, "gpu-2", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("gpu-2", unitOf(record))).toBe(1);
     const downloads = (await bench.host("gpu-2").sim.calls()).filter(
       (c) => c.cmd === "hf" && c.argv[0] === "download",
     );
@@ -164,11 +165,14 @@ describe("sshd restarted and connections cut mid-stage", () => {
     await swaps.plan(card.ts);
     const oldUnit = (await swaps.record(swapId))?.previous?.unit;
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     await bench.sshd.dropConnections();
     await bench.sshd.stop();
     const down = Date.now();
-    await swaps.until(swapId, "the rollback", (r) => r.step === "rollback", 60_000);
+    await swaps.untilRecord(swapId, (r) => r.step === "rollback", {
+      what: "the rollback",
+      timeoutMs: 60_000,
+    });
     expect(Date.now() - down).toBeGreaterThanOrEqual(HOST_RETRY_SECONDS * 1000 - 500);
     await bench.sshd.start();
     await swaps.outcome(card.ts, /Rolled back/);
@@ -191,7 +195,9 @@ describe("a host key that changes while the bot is connected", () => {
     const card = await swaps.request(model, "gpu-2");
     const swapId = swaps.swapId(card.ts);
     await swaps.plan(card.ts);
-    await swaps.until(swapId, "download and build done", (r) => r.stages.build.state === "done");
+    await swaps.untilRecord(swapId, (r) => r.stages.build.state === "done", {
+      what: "download and build done",
+    });
     const oldUnit = (await swaps.record(swapId))?.previous?.unit;
     await bench.sshd.rotateHostKey();
     await bench.sshd.dropConnections();
