@@ -71,9 +71,7 @@ describe("Socket Mode", () => {
     const done = await swaps.outcome(card.ts, /Swapped/, 60_000);
     expect(done.text).toContain(MODEL);
     // the outcome, broadcast to the channel, is the last thing a swap posts
-    await bench.slack.waitFor(() => swaps.threadText(card.ts).includes(`sock-1 now serves ${MODEL}`), {
-      what: "the swap's outcome in its thread",
-    });
+    expect((await swaps.finalLine(card.ts)).text).toContain(`sock-1 now serves ${MODEL}`);
 
     const status = await statusOf("sock-1");
     expect(status.text).toContain("healthy");
