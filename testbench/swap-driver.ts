@@ -292,7 +292,7 @@ export async function logLines(path: string): Promise<string[]> {
  * Waits until the log file at `path` holds `count` (default 1) complete lines that match; those lines.
  * The bot's logger writes asynchronously: a line lands a moment after what it tells of.
  */
-export async function untilLogged(
+export async function waitForLog(
   path: string,
   pattern: RegExp | ((line: string) => boolean),
   { count = 1, what, timeoutMs = 30_000 }: { count?: number; what?: string; timeoutMs?: number } = {},

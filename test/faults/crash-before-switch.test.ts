@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -109,9 +110,7 @@ describe("a worker killed before the switch, then restarted", () => {
     await bench.spawnBot();
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    const deadline = Date.now() + 60_000;
-    while ((await pipInstalls()) === before && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await until(async () => (await pipInstalls()) > before, { what: "the pip install", timeoutMs: 60_000 });
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.approve(card.ts);

@@ -2,7 +2,8 @@ import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { addSimModel, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -40,25 +41,19 @@ async function slowLoad(host: string, model: string, loadSeconds: number): Promi
   await bench.host(host).sim.setFault("sglang", { models: { [model]: { loadSeconds } } });
 }
 
-async function waitForLog(path: string, pattern: RegExp, count: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const lines = (await readFile(path, "utf8")).split("\n").filter((l) => pattern.test(l));
-    if (lines.length >= count) return;
-    if (Date.now() > deadline)
-      throw new Error(`${path}: ${pattern} seen ${lines.length} times, not ${count}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function untilQueueAnswers(): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ack = await bench.slack.command(USERS.alice, "history gpu-1 --limit 1", { channel: CHANNEL });
-    if (ack.status === 200 && !/QUEUE_UNAVAILABLE/.test(ack.ackResponse?.text ?? "")) return;
-    if (Date.now() > deadline) throw new Error(`the bot's queue did not come back: ${ack.ackResponse?.text}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** Waits until a command is answered again, not told the queue is unavailable (the bot reconnected). */
+async function queueAnswersAgain(): Promise<void> {
+  let last = "";
+  await until(
+    async () => {
+      const ack = await bench.slack.command(USERS.alice, "history gpu-1 --limit 1", { channel: CHANNEL });
+      last = ack.ackResponse?.text ?? "";
+      return ack.status === 200 && !/QUEUE_UNAVAILABLE/.test(last);
+    },
+    { what: "the bot's queue to come back", timeoutMs: 30_000, intervalMs: 200 },
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}: ${last}`);
+  });
 }
 
 async function auditOf(swapId: string): Promise<string[]> {
@@ -90,10 +85,10 @@ describe("redis-server restarted mid-swap", () => {
     await bench.redis.start();
     bench.hub.setThrottle(null);
     // the bot checks the Redis it reconnected to (noeviction, AOF) and says so: it is back
-    await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, 2);
+    await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, { count: 2 });
     // and its Slack side answers again (until it has reconnected, a command is told the queue is
     // unavailable, and a reaction would wait for Slack's retry a minute later)
-    await untilQueueAnswers();
+    await queueAnswersAgain();
     await swaps.approve(card.ts);
     await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
 import { removeEditableInstall, writeEditableInstall } from "../../testbench/gpu-host/shims/venv.mjs";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const PYTHON_SHIM = resolve(
@@ -118,13 +119,17 @@ function python(sandbox: Sandbox, args: string[], env: Record<string, string> = 
     });
   });
   const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!pattern.test(out)) {
-      if (child.exitCode !== null)
-        throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}:\n${out}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      () => {
+        if (pattern.test(out)) return true;
+        if (child.exitCode !== null)
+          throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
+        return false;
+      },
+      { what: `${pattern}`, timeoutMs, intervalMs: 20 },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}:\n${out}`);
+    });
   };
   return { child, output: () => out, waitFor, exited };
 }
