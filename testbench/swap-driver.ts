@@ -200,6 +200,12 @@ export class SwapDriver {
     return job?.processedBy ?? undefined;
   }
 
+  /** The state of the swap's BullMQ job (`delayed` while it waits, `completed` once it ended), if any. */
+  async jobState(swapId: string): Promise<string | undefined> {
+    const job = await (await this.queue()).getJob(swapId);
+    return job === undefined ? undefined : await job.getState();
+  }
+
   /**
    * Waits until the process `pid` has taken the swap's job (BullMQ's processedBy); the ms from `since`
    * until then, or 0 when it did not within `timeoutMs` (a figure for the benchmarks, a check for tests).

@@ -178,22 +178,58 @@ describe("/llm swap", () => {
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
     const done = await swaps.outcome(swap.ts, /Rejected/);
     expect(JSON.stringify(done.blocks)).toContain(USERS.bob);
-    // a later ✅ changes nothing
-    await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve").catch(() => undefined);
+    const id = swaps.swapId(swap.ts);
+    await swaps.finalLine(swap.ts);
+
+    // the plan no longer offers its buttons: a late click cannot be made at all
+    expect(JSON.stringify(bench.slack.message(CHANNEL, plan.ts)?.blocks)).not.toContain("swap_approve");
+    await expect(bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve")).rejects.toThrow(
+      /no element with action_id "swap_approve"/,
+    );
+    // a later ✅ changes nothing: neither bob's (who rejected it) nor another approver's
+    const rejected = await swaps.record(id);
+    expect(rejected).toMatchObject({ outcome: "rejected", decision: { approved: false, by: USERS.bob } });
+    expect(await swaps.jobState(id)).toBe("completed");
+    const callsBefore = (await bench.host("bw-gate").sim.calls()).length;
+    expect((await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
+    expect((await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
+    // the bot's answer to dave is the sign that it handled the late ✅s (bob's own gets no answer; his
+    // was delivered first, and the bot reads the swap for both in that order on one Redis connection)
+    await bench.slack.waitFor(
+      () =>
+        swaps
+          .toldAbout(id, USERS.dave)
+          .find((t) => /not waiting for a decision any more \(rejected\)/.test(t)),
+      { what: "the answer to dave's late ✅" },
+    );
+    expect(swaps.toldAbout(id, USERS.bob)).toEqual([]);
     expect(swaps.card(swap.ts).text).toContain("Rejected");
+    expect(await swaps.record(id)).toEqual(rejected);
+    expect(await swaps.decision(id)).toMatchObject({ approved: false, by: USERS.bob });
+    // nothing will run for it again: its job is over, and the host was not switched
+    expect(await swaps.jobState(id)).toBe("completed");
+    const since = (await bench.host("bw-gate").sim.calls()).slice(callsBefore);
+    expect(
+      since.filter((c) => c.cmd === "systemctl" && /^(start|enable|restart)$/.test(c.argv[0] ?? "")),
+    ).toEqual([]);
   }, 60_000);
 
   it("does not let the requester approve their own swap", async () => {
     const swap = await swaps.request(LLAMA, "bw-gate", { user: USERS.dave });
     const plan = await swaps.plan(swap.ts);
     await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark");
+    // the refusal is the last thing the bot does with the ✅: after it, no decision may be recorded
     await bench.slack.waitFor(
       () => bench.slack.ephemerals(CHANNEL, USERS.dave).find((e) => e.text.includes("another approver")),
       { what: "the refusal of a self-approval" },
     );
-    expect(swaps.card(swap.ts).text).not.toContain("Swapped");
+    const id = swaps.swapId(swap.ts);
+    expect(await swaps.decision(id)).toBeUndefined();
+    expect((await swaps.record(id))?.decision).toBeUndefined();
+    // so bob's ❌ is the decision that stands (had dave's ✅ counted, it would be refused as late)
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
     await swaps.outcome(swap.ts, /Rejected/);
+    expect(await swaps.decision(id)).toMatchObject({ approved: false, by: USERS.bob });
   }, 60_000);
 
   it("explains Hub errors: unknown model, gated without a token", async () => {
