@@ -124,7 +124,9 @@ describe("a worker killed before the switch, then restarted", () => {
     await bench.spawnBot();
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    await swaps.plan(card.ts);
+    const plan = await swaps.plan(card.ts);
+    // the plan is posted a moment before the record says so: a kill in between is not "while waiting"
+    await swaps.untilRecord(swapId, (r) => r.planTs === plan.ts, { what: "the plan in the swap's record" });
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.approve(card.ts);
