@@ -1,8 +1,7 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { addSimModel, logLines, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /** A host that serves nothing yet (a new box): the first swap has nothing to stop and nothing to go back to. */
@@ -50,9 +49,10 @@ describe("the first swap on a host that serves nothing", () => {
     expect(disables.map((c) => c.argv.at(-1))).toEqual(["sglang-first-nan.service"]);
 
     // every log line about this swap says which swap and which host, so one grep finds its whole story
-    await new Promise((r) => setTimeout(r, 500)); // the logger writes asynchronously
-    const lines = (await readFile(join(bench.dir, "bot.log"), "utf8"))
-      .split("\n")
+    // the logger writes asynchronously: wait for the story's last line ("swap finished") to land
+    const log = join(bench.dir, "bot.log");
+    await waitForLog(log, (l) => l.includes(swapId) && l.includes('"swap finished"'), { timeoutMs: 10_000 });
+    const lines = (await logLines(log))
       .filter((l) => l.includes(swapId))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(5);

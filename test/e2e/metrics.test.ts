@@ -7,7 +7,7 @@ import { checkBotHealth } from "../../src/http/health.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver } from "../../testbench/swap-driver.ts";
+import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
 import { type ParsedFamily, parseExposition, sampleValue } from "../support/prometheus-text.ts";
 
@@ -313,9 +313,10 @@ describe("the queue dashboard", () => {
       "a line that carries the dashboard password",
     );
     await new Promise<void>((resolve) => second.log.flush(() => resolve()));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitForLog(join(bench.dir, "bot.log"), /a line that carries the dashboard password/, {
+      timeoutMs: 5_000,
+    });
     const log = await readFile(join(bench.dir, "bot.log"), "utf8");
-    expect(log).toContain("a line that carries the dashboard password");
     expect(log).not.toContain(PASSWORD);
     expect(log).not.toContain(Buffer.from(`admin:${PASSWORD}`).toString("base64"));
     await second.stop();

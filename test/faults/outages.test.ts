@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
+import { type Bench, CHANNEL, type ChildBot, USERS } from "../../testbench/bench.ts";
+import { addSimModel, logLines, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
@@ -56,6 +56,28 @@ async function queueAnswersAgain(): Promise<void> {
   });
 }
 
+/** Stops redis-server (or SIGKILLs it) and starts it again once the bot has run into the outage. */
+async function redisOutage(bot: ChildBot, how: "stop" | "kill"): Promise<void> {
+  const lost = /redis connection error|worker error/;
+  const before = (await logLines(bot.logPath)).filter((l) => lost.test(l)).length;
+  await (how === "stop" ? bench.redis.stop() : bench.redis.kill());
+  await waitForLog(bot.logPath, lost, { count: before + 1, what: "the bot to find Redis gone" });
+  await bench.redis.start();
+}
+
+/** Cuts every SSH connection and stops sshd; starts it again once the swap has found its host unreachable. */
+async function sshOutage(swapId: string): Promise<void> {
+  const down = Date.now();
+  await bench.sshd.dropConnections();
+  await bench.sshd.stop();
+  await swaps.untilRecord(
+    swapId,
+    (r) => r.hostTrouble !== undefined && Date.parse(r.hostTrouble.since) >= down,
+    { what: "the swap to find its host unreachable" },
+  );
+  await bench.sshd.start();
+}
+
 async function auditOf(swapId: string): Promise<string[]> {
   const redis = new Redis(bench.redis.url);
   try {
@@ -80,9 +102,7 @@ describe("redis-server restarted mid-swap", () => {
     const card = await swaps.request(model, "gpu-1");
     const swapId = swaps.swapId(card.ts);
     await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
-    await bench.redis.stop();
-    await new Promise((r) => setTimeout(r, 2000));
-    await bench.redis.start();
+    await redisOutage(bot, "stop");
     bench.hub.setThrottle(null);
     // the bot checks the Redis it reconnected to (noeviction, AOF) and says so: it is back
     await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, { count: 2 });
@@ -91,9 +111,7 @@ describe("redis-server restarted mid-swap", () => {
     await queueAnswersAgain();
     await swaps.approve(card.ts);
     await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
-    await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written
-    await new Promise((r) => setTimeout(r, 2000));
-    await bench.redis.start();
+    await redisOutage(bot, "kill"); // SIGKILL this time: only the AOF keeps what was written
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
@@ -127,17 +145,11 @@ describe("sshd restarted and connections cut mid-stage", () => {
     const card = await swaps.request(model, "gpu-2");
     const swapId = swaps.swapId(card.ts);
     await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
-    await new Promise((r) => setTimeout(r, 2500));
-    await bench.sshd.start();
+    await sshOutage(swapId);
     bench.hub.setThrottle(null);
     await swaps.approve(card.ts);
     await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
-    await new Promise((r) => setTimeout(r, 2500));
-    await bench.sshd.start();
+    await sshOutage(swapId);
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");

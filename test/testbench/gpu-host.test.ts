@@ -531,11 +531,15 @@ WantedBy=multi-user.target
     await host.setFault("stopTimeoutSec", 0.5);
     await host.installUnit(
       "stubborn",
-      `[Service]\nExecStart=${NODE} -e "process.on('SIGTERM', () => console.log('ignoring TERM')); setInterval(() => {}, 1000)"\n`,
+      `[Service]\nExecStart=${NODE} -e "process.on('SIGTERM', () => console.log('ignoring TERM')); console.log('handler set'); setInterval(() => {}, 1000)"\n`,
     );
     await host.systemctl("start", "stubborn");
     const { mainPid } = await host.unitState("stubborn");
-    await new Promise((r) => setTimeout(r, 300));
+    // a SIGTERM before node has set its handler would end it at once
+    await until(async () => (await host.journal("stubborn")).includes("handler set"), {
+      what: "stubborn's SIGTERM handler",
+      timeoutMs: 5000,
+    });
     const started = Date.now();
     expect((await host.systemctl("stop", "stubborn")).code).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(450);
