@@ -112,11 +112,9 @@ function python(sandbox: Sandbox, args: string[], env: Record<string, string> = 
     out += d.toString();
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.on("exit", (code, signal) => {
-      running.delete(child);
-      // let the pipes drain
-      setTimeout(() => res({ code, signal }), 20);
-    });
+    child.on("exit", () => running.delete(child));
+    // "close" comes once the process has exited and its output pipes are drained
+    child.on("close", (code, signal) => res({ code, signal }));
   });
   const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
     await until(
