@@ -5,7 +5,7 @@ import { freePort } from "../testbench/free-port.ts";
 import { makeModel } from "../testbench/hub/index.ts";
 import { waitForPort } from "../testbench/wait-for-port.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import type { Progress, SectionResult } from "./report.ts";
+import type { Progress, SectionResult } from "./section.ts";
 import { percentile, round } from "./stats.ts";
 
 export interface AckOptions {

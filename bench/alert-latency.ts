@@ -1,8 +1,9 @@
 import { CHANNEL, startBench } from "../testbench/bench.ts";
 import { tsToMillis } from "../testbench/slack/ts-clock.ts";
+import { until } from "../testbench/until.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import type { Progress, SectionResult } from "./report.ts";
-import { percentile, round, sleep, until } from "./stats.ts";
+import type { Progress, SectionResult } from "./section.ts";
+import { percentile, round, sleep } from "./stats.ts";
 
 export interface AlertOptions {
   /** Kills, each followed by its alert and the recovery. */
@@ -65,16 +66,18 @@ export async function benchAlert(
       const alertsBefore = said("🚨").length;
       const recoveriesBefore = said("✅").length;
       await sim.setFault("sglang", { ...FAST, mode: "crash-on-start" });
-      const pid = await until(
-        async () => (await sim.unitState(unit)).mainPid || undefined,
-        "the server's pid",
-        10_000,
-      );
+      const pid = await until(async () => (await sim.unitState(unit)).mainPid || undefined, {
+        what: "the server's pid",
+        timeoutMs: 10_000,
+      });
       // a random moment within the check interval, as a real crash would fall
       await sleep(Math.random() * options.intervalSeconds * 1000);
       process.kill(pid, "SIGKILL");
       const killedAt = Date.now();
-      const alert = await until(() => said("🚨")[alertsBefore], `alert ${i + 1}`, floorMs + 30_000);
+      const alert = await until(() => said("🚨")[alertsBefore], {
+        what: `alert ${i + 1}`,
+        timeoutMs: floorMs + 30_000,
+      });
       extras.push(tsToMillis(alert.ts) - killedAt - floorMs);
       progress(
         `kill ${i + 1}/${options.repeats}: alert ${round((tsToMillis(alert.ts) - killedAt) / 1000, 2)} s after the kill`,
@@ -83,7 +86,7 @@ export async function benchAlert(
       await sim.setFault("sglang", FAST);
       await sim.systemctl("reset-failed", unit);
       await sim.systemctl("start", unit);
-      await until(() => said("✅")[recoveriesBefore], `recovery ${i + 1}`, 60_000);
+      await until(() => said("✅")[recoveriesBefore], { what: `recovery ${i + 1}`, timeoutMs: 60_000 });
     }
     await stopBot(bot);
     return {

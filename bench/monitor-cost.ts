@@ -2,7 +2,7 @@ import { type BenchHostSpec, CHANNEL, startBench } from "../testbench/bench.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
 import { sampleProcess } from "./proc-stats.ts";
-import type { Progress, SectionResult } from "./report.ts";
+import type { Progress, SectionResult } from "./section.ts";
 import { round, sleep } from "./stats.ts";
 
 export interface MonitorOptions {

@@ -3,18 +3,9 @@ import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
+import type { Speed } from "./section.ts";
 import type { SlackOptions } from "./slack-budget.ts";
 import type { SwapOptions } from "./swap-overhead.ts";
-
-/**
- * How fast the bench's world turns: the config's `swaps:` section and the simulated engine's timings.
- * The full run measures the bot as shipped; the quick run only has to finish soon.
- */
-export interface Speed {
-  swaps: Record<string, number>;
-  /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
-  engine: Record<string, number>;
-}
 
 /** How big each section runs: the full run people read, or the quick smoke CI runs so the bench keeps working. */
 export interface BenchPlan {

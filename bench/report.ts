@@ -6,13 +6,6 @@ import type { SlackFigures } from "./slack-budget.ts";
 import type { SwapFigures } from "./swap-overhead.ts";
 
 /** A line of news while a section runs. */
-export type Progress = (line: string) => void;
-
-/** What a section gives back: its figures (the JSON) and lines that explain them (the table's notes). */
-export interface SectionResult<F> {
-  figures: F;
-  details: string[];
-}
 
 /** The JSON `npm run bench` writes: these keys exactly, so runs compare across versions. */
 export interface BenchResults {

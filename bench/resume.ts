@@ -1,11 +1,11 @@
-import { SwapDriver } from "../test/faults/fault-kit.ts";
 import { startBench } from "../testbench/bench.ts";
 import { makeModel } from "../testbench/hub/index.ts";
+import { SwapDriver } from "../testbench/swap-driver.ts";
+import { until } from "../testbench/until.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
-import type { Speed } from "./plan.ts";
-import type { Progress, SectionResult } from "./report.ts";
-import { round, until } from "./stats.ts";
+import type { Progress, SectionResult, Speed } from "./section.ts";
+import { round } from "./stats.ts";
 
 export interface ResumeOptions {
   /** How long the whole download takes (the Hub's throttle); the worker dies about halfway. */
@@ -55,12 +55,11 @@ export async function benchResume(
     const first = await spawnBot(bench);
     const card = await driver.request(MODEL, HOST);
     const sim = bench.host(HOST).sim;
-    await until(
-      () => bench.hub.bytesServed(MODEL) >= total / 2 || undefined,
-      "half of the download",
-      120_000,
-      10,
-    );
+    await until(() => bench.hub.bytesServed(MODEL) >= total / 2 || undefined, {
+      what: "half of the download",
+      timeoutMs: 120_000,
+      intervalMs: 10,
+    });
     await first.kill("SIGKILL");
     progress(
       `worker killed with ${round((bench.hub.bytesServed(MODEL) / total) * 100, 0)} % of the bytes sent; restarting it`,

@@ -5,15 +5,9 @@ import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
 import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
-import {
-  type BenchResults,
-  ordered,
-  type Progress,
-  renderTable,
-  type SectionName,
-  type SectionResult,
-} from "./report.ts";
+import { type BenchResults, ordered, renderTable, type SectionName } from "./report.ts";
 import { benchResume } from "./resume.ts";
+import type { Progress, SectionResult } from "./section.ts";
 import { benchSlack } from "./slack-budget.ts";
 import { benchSwap } from "./swap-overhead.ts";
 

@@ -1,9 +1,8 @@
-import { SwapDriver } from "../test/faults/fault-kit.ts";
 import { type BenchHostSpec, startBench } from "../testbench/bench.ts";
 import { makeModel } from "../testbench/hub/index.ts";
+import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import type { Speed } from "./plan.ts";
-import type { Progress, SectionResult } from "./report.ts";
+import type { Progress, SectionResult, Speed } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface SlackOptions {

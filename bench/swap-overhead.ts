@@ -6,13 +6,12 @@ import { HubClient } from "../src/hub/hub-client.ts";
 import { createLogger } from "../src/log.ts";
 import { modelDirFor } from "../src/plan/model-dir.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
-import { SwapDriver } from "../test/faults/fault-kit.ts";
 import { type Bench, startBench } from "../testbench/bench.ts";
 import { makeModel } from "../testbench/hub/index.ts";
+import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { journalTime, shimCalls, taskSpan } from "./host-timings.ts";
-import type { Speed } from "./plan.ts";
-import type { Progress, SectionResult } from "./report.ts";
+import type { Progress, SectionResult, Speed } from "./section.ts";
 import { SCRIPT_STEPS, sequentialScript } from "./sequential-script.ts";
 import { round } from "./stats.ts";
 

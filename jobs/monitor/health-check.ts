@@ -4,7 +4,7 @@ import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
 
 export interface HealthCheckTarget {
-  /** The systemd unit that serves now (SwapStore.serving(host)?.unit ?? the config's currentUnit). */
+  /** The systemd unit that serves now (store.hosts.serving(host)?.unit ?? the config's currentUnit). */
   unit: string;
   /** The engine's HTTP port, read with curl on the host itself (it is usually bound to loopback). */
   port: number;

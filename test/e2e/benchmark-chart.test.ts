@@ -1,11 +1,10 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COLOR, PALETTE } from "../../src/reporter/chart/bar-chart.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation } from "../../testbench/slack/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
 import { countColor, decodePng } from "../support/png-decode.ts";
 
 /**
@@ -45,12 +44,9 @@ describe("the benchmark chart", () => {
     expect(thread.filter((m) => m.files !== undefined)).toEqual([]);
     expect(bench.slack.calls("files.getUploadURLExternal").map((c) => c.error)).toEqual(["missing_scope"]);
     // pino writes asynchronously: the line may land a moment after the card
-    let line: string | undefined;
-    for (let tries = 0; line === undefined && tries < 50; tries++) {
-      const log = await readFile(join(bench.dir, "bot.log"), "utf8").catch(() => "");
-      line = log.split("\n").find((l) => l.includes("could not upload the benchmark chart"));
-      if (line === undefined) await new Promise((r) => setTimeout(r, 100));
-    }
+    const [line] = await waitForLog(join(bench.dir, "bot.log"), /could not upload the benchmark chart/, {
+      timeoutMs: 5_000,
+    });
     expect(line).toContain("missing_scope");
   }, 90_000);
 

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /** `/llm cancel` on the bench: before the switch (tasks stopped, files kept) and after it (rolled back). */
 const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 let bench: Bench;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -18,25 +20,18 @@ beforeAll(async () => {
   bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
   await bench.startBot();
+  swaps = new SwapDriver(bench);
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   await bench?.stop();
 });
 
 async function swapOn(host: string): Promise<{ card: SlackMessage; id: string }> {
-  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
-  const ack = await bench.slack.command(USERS.alice, `swap ${QWEN} --host ${host}`, { channel: CHANNEL });
-  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
-  expect(id).toBeDefined();
-  const card = await bench.slack.waitFor(
-    () => bench.slack.messages(CHANNEL).find((m) => !before.has(m.ts) && m.text.includes(`→ ${host}`)),
-    { what: "the card" },
-  );
-  return { card, id: id! };
+  const card = await swaps.request(QWEN, host);
+  return { card, id: swaps.swapId(card.ts) };
 }
-
-const cardText = (ts: string) => bench.slack.message(CHANNEL, ts)?.text ?? "";
 
 describe("/llm cancel", () => {
   it("before the switch: stops the download and build, keeps the files, and says where", async () => {
@@ -54,10 +49,7 @@ describe("/llm cancel", () => {
     );
     const ack = await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
     expect(ack.ackResponse?.text).toContain(`Cancelling swap \`${id}\``);
-    await bench.slack.waitFor(() => (/Cancelled/.test(cardText(card.ts)) ? true : undefined), {
-      what: "the card to say cancelled",
-      timeoutMs: 20_000,
-    });
+    await swaps.outcome(card.ts, /Cancelled/, 20_000);
     bench.hub.setThrottle(null);
     const blocks = JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks);
     expect(blocks).toContain("cancelled by");
@@ -82,22 +74,11 @@ describe("/llm cancel", () => {
     // the new model takes a few seconds to load, long enough to cancel while it does
     await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { loadSeconds: 4 } } });
     const { card, id } = await swapOn("late");
-    const plan = await bench.slack.waitFor(
-      () =>
-        bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-      { what: "the plan", timeoutMs: 30_000 },
-    );
-    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    await bench.slack.waitFor(() => (/Health/.test(cardText(card.ts)) ? true : undefined), {
-      what: "the health wait",
-      timeoutMs: 30_000,
-    });
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Health/, 30_000);
     const ack = await bench.slack.command(USERS.bob, `cancel ${id}`, { channel: CHANNEL });
     expect(ack.ackResponse?.text).toContain("old service will be put back");
-    await bench.slack.waitFor(() => (/Cancelled/.test(cardText(card.ts)) ? true : undefined), {
-      what: "the card to say cancelled",
-      timeoutMs: 45_000,
-    });
+    await swaps.outcome(card.ts, /Cancelled/, 45_000);
     expect(JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks)).toContain("after the switch");
     expect(await host.sim.unitState(host.unit)).toMatchObject({
       activeState: "active",
@@ -126,16 +107,8 @@ describe("/llm rollback", () => {
     const host = bench.host("late");
     await host.sim.clearFaults();
     const { card } = await swapOn("late");
-    const plan = await bench.slack.waitFor(
-      () =>
-        bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-      { what: "the plan", timeoutMs: 30_000 },
-    );
-    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    await bench.slack.waitFor(() => (/Swapped/.test(cardText(card.ts)) ? true : undefined), {
-      what: "the swap",
-      timeoutMs: 60_000,
-    });
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Swapped/, 60_000);
     expect(await host.sim.unitState(host.unit)).toMatchObject({
       activeState: "inactive",
       unitFileState: "disabled",
@@ -149,17 +122,10 @@ describe("/llm rollback", () => {
       () => bench.slack.messages(CHANNEL).find((m) => !before.has(m.ts) && m.text.includes("→ late")),
       { what: "the rollback's card" },
     );
-    const rollbackPlan = await bench.slack.waitFor(
-      () =>
-        bench.slack.thread(CHANNEL, back.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-      { what: "the rollback's plan", timeoutMs: 30_000 },
-    );
+    const rollbackPlan = await swaps.plan(back.ts);
     expect(JSON.stringify(rollbackPlan.blocks)).toContain("nothing is downloaded or built");
-    await bench.slack.react(USERS.bob, CHANNEL, rollbackPlan.ts, "white_check_mark");
-    await bench.slack.waitFor(() => (/Swapped/.test(cardText(back.ts)) ? true : undefined), {
-      what: "the rollback to finish",
-      timeoutMs: 60_000,
-    });
+    await swaps.approve(back.ts);
+    await swaps.outcome(back.ts, /Swapped/, 60_000);
     expect(await host.sim.unitState(host.unit)).toMatchObject({
       activeState: "active",
       unitFileState: "enabled",

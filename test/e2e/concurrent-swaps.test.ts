@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /** Hosts are independent: two swaps on two hosts run side by side, each with its own lock, card and outcome. */
 const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 let bench: Bench;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -21,53 +23,24 @@ beforeAll(async () => {
   });
   bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
   await bench.startBot();
+  swaps = new SwapDriver(bench);
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   await bench?.stop();
 });
 
 describe("two hosts", () => {
   it("swap at the same time, under Slack's real rate limits", async () => {
-    const cards = await Promise.all(
-      ["left", "right"].map(async (host) => {
-        const ack = await bench.slack.command(USERS.alice, `swap ${QWEN} --host ${host}`, {
-          channel: CHANNEL,
-        });
-        expect(ack.ackResponse?.text).toContain("Swap queued");
-        return await bench.slack.waitFor(
-          () => bench.slack.messages(CHANNEL).find((m) => m.text.includes(`→ ${host}`)),
-          { what: `the card for ${host}`, timeoutMs: 20_000 },
-        );
-      }),
-    );
-    const plans = await Promise.all(
-      cards.map((card) =>
-        bench.slack.waitFor(
-          () =>
-            bench.slack
-              .thread(CHANNEL, card.ts)
-              .find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-          { what: "a plan", timeoutMs: 30_000 },
-        ),
-      ),
-    );
+    const cards = await Promise.all(["left", "right"].map((host) => swaps.request(QWEN, host)));
+    const plans = await Promise.all(cards.map((card) => swaps.plan(card.ts, 30_000)));
     // both wait for approval at once: each host is locked by its own swap
     const busy = await bench.slack.command(USERS.alice, `swap ${QWEN} --host right`, { channel: CHANNEL });
     expect(busy.ackResponse?.text).toContain("right is busy");
-    await Promise.all(
-      plans.map((plan) => bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark")),
-    );
+    await Promise.all(cards.map((card) => swaps.approve(card.ts)));
     const outcomes = await Promise.all(
-      cards.map((card) =>
-        bench.slack.waitFor(
-          () => {
-            const text = bench.slack.message(CHANNEL, card.ts)?.text ?? "";
-            return /Swapped|Rolled back|Failed/.test(text) ? text : undefined;
-          },
-          { what: "both outcomes", timeoutMs: 90_000 },
-        ),
-      ),
+      cards.map(async (card) => (await swaps.outcome(card.ts, /Swapped|Rolled back|Failed/, 90_000)).text),
     );
     expect(outcomes[0]).toMatch(/Swapped: .* → left/);
     expect(outcomes[1]).toMatch(/Swapped: .* → right/);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, useSwapBench } from "../faults/fault-kit.ts";
+import type { Bench } from "../../testbench/bench.ts";
+import { addSimModel, type SwapDriver } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * The build checks the new engine out in place before anyone approves: a swap that ends before its
@@ -31,14 +32,11 @@ async function head(): Promise<string> {
 async function rejectedAfterBuild(model: string, engineRef?: string): Promise<string> {
   const card = await swaps.request(`${model}${engineRef ? ` --engine-ref ${engineRef}` : ""}`, "gpu-1");
   const swapId = swaps.swapId(card.ts);
-  await swaps.until(swapId, "the build", (r) => r.stages.build.state === "done");
-  const plan = await swaps.plan(card.ts);
-  await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
+  await swaps.untilRecord(swapId, (r) => r.stages.build.state === "done", { what: "the build" });
+  await swaps.reject(card.ts);
   await swaps.outcome(card.ts, /Rejected/);
-  const final = await bench.slack.waitFor(
-    () => bench.slack.thread(CHANNEL, card.ts).find((m) => m.text.startsWith("🚫 Swap to")),
-    { what: "the final line", timeoutMs: 10_000 },
-  );
+  const final = await swaps.finalLine(card.ts, 10_000);
+  expect(final.text).toMatch(/^🚫 Swap to/);
   return final.text;
 }
 

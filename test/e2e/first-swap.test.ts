@@ -1,8 +1,8 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "../faults/fault-kit.ts";
+import { addSimModel, logLines, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /** A host that serves nothing yet (a new box): the first swap has nothing to stop and nothing to go back to. */
 let bench: Bench;
@@ -41,7 +41,7 @@ describe("the first swap on a host that serves nothing", () => {
     await swaps.approve(card.ts);
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
-    expect(await startsOf(bench, "new-box", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("new-box", unitOf(record))).toBe(1);
     const disables = (await bench.host("new-box").sim.calls()).filter(
       (c) => c.cmd === "systemctl" && c.argv[0] === "disable",
     );
@@ -49,9 +49,10 @@ describe("the first swap on a host that serves nothing", () => {
     expect(disables.map((c) => c.argv.at(-1))).toEqual(["sglang-first-nan.service"]);
 
     // every log line about this swap says which swap and which host, so one grep finds its whole story
-    await new Promise((r) => setTimeout(r, 500)); // the logger writes asynchronously
-    const lines = (await readFile(join(bench.dir, "bot.log"), "utf8"))
-      .split("\n")
+    // the logger writes asynchronously: wait for the story's last line ("swap finished") to land
+    const log = join(bench.dir, "bot.log");
+    await waitForLog(log, (l) => l.includes(swapId) && l.includes('"swap finished"'), { timeoutMs: 10_000 });
+    const lines = (await logLines(log))
       .filter((l) => l.includes(swapId))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(5);

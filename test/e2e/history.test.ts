@@ -4,6 +4,7 @@ import { AuditLog } from "../../src/store/audit-log.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * The ledger and the audit stream end to end: two real swaps on one simulated host (request, ✅ by an
@@ -15,6 +16,7 @@ const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 const HOST = "gpu-1";
 let bench: Bench;
 let redis: Redis;
+let swaps: SwapDriver;
 const swapIds: string[] = [];
 
 beforeAll(async () => {
@@ -28,39 +30,22 @@ beforeAll(async () => {
   await bench.startBot();
   redis = new Redis(bench.redis.url, { maxRetriesPerRequest: 1 });
   redis.on("error", () => undefined);
+  swaps = new SwapDriver(bench);
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   redis?.disconnect();
   await bench?.stop();
 });
 
 /** `/llm swap …` as alice, ✅ (or ❌) on the plan by bob, and the card's outcome; returns the swap's id. */
 async function swapTo(model: string, decision: "approve" | "reject" = "approve"): Promise<string> {
-  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
-  const ack = await bench.slack.command(USERS.alice, `swap ${model} --host ${HOST}`, { channel: CHANNEL });
-  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
-  expect(id, ack.ackResponse?.text).toBeDefined();
-  const isCard = (m: SlackMessage) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
-  const card = await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
-    timeoutMs: 20_000,
-    what: `the card of the swap to ${model}`,
-  });
-  const plan = await bench.slack.waitFor(
-    () =>
-      bench.slack.thread(CHANNEL, card.ts).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-    { timeoutMs: 45_000, what: "the plan" },
-  );
-  await bench.slack.react(USERS.bob, CHANNEL, plan.ts, decision === "approve" ? "white_check_mark" : "x");
-  const outcome = decision === "approve" ? /Swapped/ : /Rejected/;
-  await bench.slack.waitFor(
-    () => outcome.test(bench.slack.message(CHANNEL, card.ts)?.text ?? "") || undefined,
-    {
-      timeoutMs: 90_000,
-      what: `the card of the swap to ${model} to match ${outcome}`,
-    },
-  );
-  return id!;
+  const card = await swaps.request(model, HOST);
+  if (decision === "approve") await swaps.approve(card.ts);
+  else await swaps.reject(card.ts);
+  await swaps.outcome(card.ts, decision === "approve" ? /Swapped/ : /Rejected/, 90_000);
+  return swaps.swapId(card.ts);
 }
 
 /** `/llm history …` as a user; returns the table the worker posts to the channel. */

@@ -4,9 +4,9 @@ import { homedir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { modelDirFor } from "../../src/plan/model-dir.ts";
-import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * The Hub is untrusted: a repository whose file list holds a name that could climb out of the models
@@ -16,6 +16,7 @@ import type { SlackMessage } from "../../testbench/slack/index.ts";
  */
 const MARKER = `pwned${randomBytes(4).toString("hex")}`;
 let bench: Bench;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -24,9 +25,11 @@ beforeAll(async () => {
   });
   bench.slack.setRateLimits({ scale: 100 });
   await bench.startBot();
+  swaps = new SwapDriver(bench);
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   await bench?.stop();
 });
 
@@ -36,25 +39,6 @@ function addRepo(id: string, extraFile: string): { id: string; sha: string } {
   model.files.push({ path: extraFile, size: 3, content: "hi\n" });
   const added = bench.hub.addModel(model);
   return { id, sha: added.sha ?? "" };
-}
-
-async function swapTo(repo: string): Promise<SlackMessage> {
-  const ack = await bench.slack.command(USERS.alice, `swap ${repo} --host gpu-1`, { channel: CHANNEL });
-  expect(ack.status).toBe(200);
-  return await bench.slack.waitFor(
-    () => bench.slack.messages(CHANNEL).find((m) => m.thread_ts === undefined && m.text.includes(repo)),
-    { timeoutMs: 20_000, what: `the card of ${repo}` },
-  );
-}
-
-async function cardMatching(card: SlackMessage, pattern: RegExp, timeoutMs = 30_000): Promise<SlackMessage> {
-  return await bench.slack.waitFor(
-    () => {
-      const now = bench.slack.message(CHANNEL, card.ts);
-      return now !== undefined && pattern.test(now.text) ? now : undefined;
-    },
-    { timeoutMs, what: `the card to match ${pattern}` },
-  );
 }
 
 /** The words of a message's blocks, as people read them. */
@@ -98,8 +82,8 @@ describe("a Hub that lists hostile file names", () => {
 
     for (const [i, [name, reason]] of hostile.entries()) {
       const repo = addRepo(`evil-org/model-${i}`, name);
-      const card = await swapTo(repo.id);
-      const failed = await cardMatching(card, /Failed/);
+      const card = await swaps.request(repo.id, "gpu-1");
+      const failed = await swaps.outcome(card.ts, /Failed/, 30_000);
       const shown = textOf(failed.blocks);
       expect(shown).toContain("which modelswap refuses because");
       expect(shown).toMatch(reason);
@@ -131,16 +115,9 @@ describe("a Hub that lists hostile file names", () => {
   it("downloads a name that is odd but harmless to exactly that path, checked and served", async () => {
     const odd = "docs/Read me v2+final@x=1,2.txt";
     const repo = addRepo("odd-org/model", odd);
-    const card = await swapTo(repo.id);
-    const plan = await bench.slack.waitFor(
-      () =>
-        bench.slack
-          .thread(CHANNEL, card.ts)
-          .findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-      { timeoutMs: 30_000, what: "the plan" },
-    );
-    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    await cardMatching(card, /Swapped/, 60_000);
+    const card = await swaps.request(repo.id, "gpu-1");
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Swapped/, 60_000);
     const modelDir = modelDirFor(bench.host("gpu-1").sim.modelsDir, repo.id, repo.sha);
     expect(await readFile(join(modelDir, odd), "utf8")).toBe("hi\n");
   }, 90_000);

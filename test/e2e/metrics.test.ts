@@ -7,7 +7,8 @@ import { checkBotHealth } from "../../src/http/health.ts";
 import { type Bench, CHANNEL, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 import { type ParsedFamily, parseExposition, sampleValue } from "../support/prometheus-text.ts";
 
 /**
@@ -68,16 +69,6 @@ async function scrape(url = base): Promise<{ families: Map<string, ParsedFamily>
   return { families: parseExposition(text), text };
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 const alertsOf = (host: string) =>
   bench.slack.messages(CHANNEL).filter((m) => m.text.startsWith(`🚨 ${host} is not serving`));
 const recoveriesOf = (host: string) =>
@@ -91,10 +82,9 @@ describe("/metrics", () => {
     // crashy's server dies and every restart crashes: the monitor opens an incident and alerts
     const crashy = bench.host("crashy");
     await crashy.sim.setFault("sglang", { ...FAST, mode: "crash-on-start" });
-    const pid = await until(
-      async () => (await crashy.sim.unitState(crashy.unit)).mainPid || undefined,
-      "crashy's MainPID",
-    );
+    const pid = await until(async () => (await crashy.sim.unitState(crashy.unit)).mainPid || undefined, {
+      what: "crashy's MainPID",
+    });
     process.kill(pid, "SIGKILL");
     // gpu-nan's new model answers NaN: the sanity gate rolls it back
     await bench
@@ -106,7 +96,7 @@ describe("/metrics", () => {
 
     // meanwhile, the incident: scraped while it is open, then fixed by hand and scraped again below
     const incident = (async () => {
-      await until(async () => alertsOf("crashy")[0], "the alert for crashy");
+      await until(async () => alertsOf("crashy")[0], { what: "the alert for crashy" });
       const { families } = await scrape();
       const value = (name: string, labels: Record<string, string> = {}) =>
         sampleValue(families, name, labels);
@@ -119,12 +109,12 @@ describe("/metrics", () => {
       expect(Math.abs(Date.now() / 1000 - lastCheck)).toBeLessThan(10);
       await until(
         async () => ((await crashy.sim.unitState(crashy.unit)).activeState === "failed" ? true : undefined),
-        "systemd to give up on crashy",
+        { what: "systemd to give up on crashy" },
       );
       await crashy.sim.setFault("sglang", FAST);
       expect((await crashy.sim.systemctl("reset-failed", crashy.unit)).code).toBe(0);
       expect((await crashy.sim.systemctl("start", crashy.unit)).code).toBe(0);
-      await until(async () => recoveriesOf("crashy")[0], "the recovery of crashy");
+      await until(async () => recoveriesOf("crashy")[0], { what: "the recovery of crashy" });
     })();
 
     const good = await swaps.request("sim-org/metrics-good", "gpu-ok");
@@ -139,11 +129,14 @@ describe("/metrics", () => {
     await incident;
 
     // the new unit on gpu-ok passes its checks once the swap let go of the host
-    const { families, text } = await until(async () => {
-      const s = await scrape();
-      const healthy = (host: string) => sampleValue(s.families, "modelswap_host_healthy", { host }) === 1;
-      return healthy("gpu-ok") && healthy("crashy") ? s : undefined;
-    }, "gpu-ok (after its swap) and crashy (after its fix) to be checked healthy");
+    const { families, text } = await until(
+      async () => {
+        const s = await scrape();
+        const healthy = (host: string) => sampleValue(s.families, "modelswap_host_healthy", { host }) === 1;
+        return healthy("gpu-ok") && healthy("crashy") ? s : undefined;
+      },
+      { what: "gpu-ok (after its swap) and crashy (after its fix) to be checked healthy" },
+    );
     expect(alertsOf("crashy")).toHaveLength(1);
     expect(recoveriesOf("crashy")).toHaveLength(1);
     const value = (name: string, labels: Record<string, string> = {}) => sampleValue(families, name, labels);
@@ -320,9 +313,10 @@ describe("the queue dashboard", () => {
       "a line that carries the dashboard password",
     );
     await new Promise<void>((resolve) => second.log.flush(() => resolve()));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitForLog(join(bench.dir, "bot.log"), /a line that carries the dashboard password/, {
+      timeoutMs: 5_000,
+    });
     const log = await readFile(join(bench.dir, "bot.log"), "utf8");
-    expect(log).toContain("a line that carries the dashboard password");
     expect(log).not.toContain(PASSWORD);
     expect(log).not.toContain(Buffer.from(`admin:${PASSWORD}`).toString("base64"));
     await second.stop();
@@ -373,10 +367,9 @@ describe("/healthz", () => {
     } finally {
       await bench.redis.start();
     }
-    await until(
-      async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined),
-      "/healthz to be 200 again",
-    );
+    await until(async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), {
+      what: "/healthz to be 200 again",
+    });
 
     await worker.stop();
   }, 30_000);

@@ -11,6 +11,7 @@ import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { until } from "../../testbench/until.ts";
 
 /**
  * The health monitor end to end: the real bot's BullMQ job schedulers check simulated hosts over real
@@ -58,30 +59,19 @@ const recoveries = (host: string) =>
   bench.slack.messages(CHANNEL).filter((m) => m.text.startsWith(`✅ ${host} is serving again`));
 const body = (m: SlackMessage) => `${m.text}\n${JSON.stringify(m.blocks)}`;
 
-async function until<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  what: string,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 const state = (host: string): Promise<HostHealthState> => tracker.state(host);
 
 /** Waits until this many more checks of the host were recorded (any result). */
 async function checksPass(host: string, count: number): Promise<void> {
   const seen = new Set<number>();
-  await until(async () => {
-    const now = await state(host);
-    if (now.lastCheck !== undefined) seen.add(now.lastCheck.getTime());
-    return seen.size > count;
-  }, `${count} more checks of ${host}`);
+  await until(
+    async () => {
+      const now = await state(host);
+      if (now.lastCheck !== undefined) seen.add(now.lastCheck.getTime());
+      return seen.size > count;
+    },
+    { what: `${count} more checks of ${host}` },
+  );
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
@@ -94,7 +84,9 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 
 async function mainPid(host: string): Promise<number> {
   const { sim, unit } = bench.host(host);
-  return await until(async () => (await sim.unitState(unit)).mainPid || undefined, `${unit}'s MainPID`);
+  return await until(async () => (await sim.unitState(unit)).mainPid || undefined, {
+    what: `${unit}'s MainPID`,
+  });
 }
 
 describe("health monitor", () => {
@@ -104,7 +96,7 @@ describe("health monitor", () => {
     await sim.setFault("sglang", { ...FAST, mode: "crash-on-start" });
     process.kill(await mainPid("crashy"), "SIGKILL");
 
-    const alert = await until(() => alerts("crashy")[0], "the alert for crashy");
+    const alert = await until(() => alerts("crashy")[0], { what: "the alert for crashy" });
     const text = body(alert);
     expect(text).toContain("Qwen/Qwen3-8B-FP8");
     expect(text).toContain(unit);
@@ -124,18 +116,19 @@ describe("health monitor", () => {
 
     // the incident goes on: more failed checks, no second alert
     const failuresAtAlert = (await state("crashy")).failures;
-    await until(
-      async () => (await state("crashy")).failures >= failuresAtAlert + 2,
-      "two more failed checks",
-    );
-    await until(async () => (await sim.unitState(unit)).activeState === "failed", "systemd to give up");
+    await until(async () => (await state("crashy")).failures >= failuresAtAlert + 2, {
+      what: "two more failed checks",
+    });
+    await until(async () => (await sim.unitState(unit)).activeState === "failed", {
+      what: "systemd to give up",
+    });
     expect(alerts("crashy")).toHaveLength(1);
 
     // fixed: the operator restarts it
     await sim.setFault("sglang", FAST);
     expect((await sim.systemctl("reset-failed", unit)).code).toBe(0);
     expect((await sim.systemctl("start", unit)).code).toBe(0);
-    const recovery = await until(() => recoveries("crashy")[0], "the recovery of crashy");
+    const recovery = await until(() => recoveries("crashy")[0], { what: "the recovery of crashy" });
     expect(recovery.thread_ts).toBe(alert.ts);
     expect(recovery.reply_broadcast).toBe(true);
     expect(bench.slack.thread(CHANNEL, alert.ts)).toHaveLength(1);
@@ -162,15 +155,15 @@ describe("health monitor", () => {
     const pid = await mainPid("flappy");
     stopped.add(pid);
     signalGroup(pid, "SIGSTOP"); // the server hangs: /health_generate times out, the unit stays active
-    const alert = await until(() => alerts("flappy")[0], "the alert for flappy");
+    const alert = await until(() => alerts("flappy")[0], { what: "the alert for flappy" });
     expect(body(alert)).toContain("/health_generate timed out after 0.8 s");
     expect(body(alert)).toContain("1× NVIDIA H200 (sm 9.0)");
 
     for (let flap = 0; flap < 2; flap++) {
       signalGroup(pid, "SIGCONT");
-      await until(async () => (await state("flappy")).passes >= 1, "a passed check");
+      await until(async () => (await state("flappy")).passes >= 1, { what: "a passed check" });
       signalGroup(pid, "SIGSTOP");
-      await until(async () => (await state("flappy")).failures >= 1, "a failed check");
+      await until(async () => (await state("flappy")).failures >= 1, { what: "a failed check" });
     }
     expect((await state("flappy")).incident?.alertTs).toBe(alert.ts);
     expect(alerts("flappy")).toHaveLength(1);
@@ -178,7 +171,7 @@ describe("health monitor", () => {
 
     signalGroup(pid, "SIGCONT");
     stopped.delete(pid);
-    const recovery = await until(() => recoveries("flappy")[0], "the recovery of flappy");
+    const recovery = await until(() => recoveries("flappy")[0], { what: "the recovery of flappy" });
     expect(recovery.thread_ts).toBe(alert.ts);
     await checksPass("flappy", 1);
     expect(alerts("flappy")).toHaveLength(1);
@@ -224,7 +217,7 @@ describe("health monitor", () => {
       finishedAt: new Date().toISOString(),
     });
     await store.locks.unlockHost("busy", swap.id);
-    const alert = await until(() => alerts("busy")[0], "the alert for busy after the swap");
+    const alert = await until(() => alerts("busy")[0], { what: "the alert for busy after the swap" });
     expect(body(alert)).toContain("`sglang-busy.service` is inactive");
     expect(body(alert)).toContain("connection refused");
     await checksPass("busy", 1);

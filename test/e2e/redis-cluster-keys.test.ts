@@ -5,6 +5,7 @@ import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts
 import { makeModel } from "../../testbench/hub/index.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * Every key the bot writes carries the `{modelswap}` hash tag, so a deployment runs on Redis Cluster.
@@ -18,6 +19,7 @@ const HOST = "gpu-1";
 let bench: Bench;
 let cluster: BenchRedis;
 let redis: Redis;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -33,42 +35,15 @@ beforeAll(async () => {
   expect(await redis.cluster("INFO")).toContain("cluster_state:ok");
   bench.env.REDIS_URL = cluster.url;
   await bench.startBot();
+  swaps = new SwapDriver(bench, { redis: cluster.url });
 }, 60_000);
 
 afterAll(async () => {
+  await swaps?.close();
   redis?.disconnect();
   await bench?.stop();
   await cluster?.stop();
 });
-
-/** `/llm swap` as alice; the card and the plan once it is posted. */
-async function requestSwap(): Promise<{ id: string; card: SlackMessage; plan: SlackMessage }> {
-  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
-  const ack = await bench.slack.command(USERS.alice, `swap ${LLAMA} --host ${HOST}`, { channel: CHANNEL });
-  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
-  expect(id, ack.ackResponse?.text).toBeDefined();
-  const isCard = (m: SlackMessage) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
-  const card = await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
-    timeoutMs: 10_000,
-    what: "the swap's card",
-  });
-  const plan = await bench.slack.waitFor(
-    () =>
-      bench.slack.thread(CHANNEL, card.ts).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-    { timeoutMs: 20_000, what: "the plan" },
-  );
-  return { id: id!, card, plan };
-}
-
-async function cardMatches(card: SlackMessage, pattern: RegExp, timeoutMs = 45_000): Promise<string> {
-  return await bench.slack.waitFor(
-    () => {
-      const text = bench.slack.message(CHANNEL, card.ts)?.text ?? "";
-      return pattern.test(text) ? text : undefined;
-    },
-    { timeoutMs, what: `the card to match ${pattern}` },
-  );
-}
 
 async function answer(command: string, startsWith: string): Promise<SlackMessage> {
   const before = bench.slack.messages(CHANNEL).length;
@@ -98,16 +73,18 @@ describe("on Redis Cluster", () => {
   it("runs status, a swap, history and a cancelled swap with every key under the {modelswap} hash tag", async () => {
     expect((await answer(`status ${HOST}`, `🟢 ${HOST}`)).text).toContain("healthy");
 
-    const first = await requestSwap();
-    await bench.slack.react(USERS.bob, CHANNEL, first.plan.ts, "white_check_mark");
-    expect(await cardMatches(first.card, /Swapped|Rolled back|Failed/)).toContain("Swapped");
+    const first = await swaps.request(LLAMA, HOST);
+    await swaps.approve(first.ts);
+    expect((await swaps.outcome(first.ts, /Swapped|Rolled back|Failed/, 45_000)).text).toContain("Swapped");
 
     expect((await answer(`history ${HOST}`, "Swap history")).blocks).toBeDefined();
 
-    const second = await requestSwap();
-    const ack = await bench.slack.command(USERS.alice, `cancel ${second.id}`, { channel: CHANNEL });
-    expect(ack.ackResponse?.text).toContain(`Cancelling swap \`${second.id}\``);
-    await cardMatches(second.card, /Cancelled/, 20_000);
+    const second = await swaps.request(LLAMA, HOST);
+    await swaps.plan(second.ts);
+    const secondId = swaps.swapId(second.ts);
+    const ack = await bench.slack.command(USERS.alice, `cancel ${secondId}`, { channel: CHANNEL });
+    expect(ack.ackResponse?.text).toContain(`Cancelling swap \`${secondId}\``);
+    await swaps.outcome(second.ts, /Cancelled/, 20_000);
 
     // Redis counts every error it answers: a key outside the tag in a multi-key operation is a CROSSSLOT
     expect(await redis.info("errorstats")).not.toContain("CROSSSLOT");

@@ -1,10 +1,11 @@
-import { readFile } from "node:fs/promises";
 import { Writable } from "node:stream";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { checkRedisPolicy } from "../../src/queue/redis-policy.ts";
 import { type Bench, startBench } from "../../testbench/bench.ts";
+import { logLines } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 
 /**
  * The bot checks at start that Redis will keep what it writes (maxmemory-policy noeviction, AOF on) and
@@ -35,21 +36,23 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-/** Starts `modelswap start`, waits until it has logged a line matching `until`, stops it; its log lines. */
-async function startLog(until: (line: LogLine) => boolean): Promise<LogLine[]> {
+/** Starts `modelswap start`, waits until it has logged a line that passes `awaited`, stops it; its log lines. */
+async function startLog(awaited: (line: LogLine) => boolean): Promise<LogLine[]> {
   const bot = await bench.spawnBot();
-  const deadline = Date.now() + 15_000;
   let lines: LogLine[] = [];
   try {
-    while (Date.now() < deadline) {
-      lines = parse(await readFile(bot.logPath, "utf8"));
-      if (lines.some(until)) return lines;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    return await until(
+      async () => {
+        lines = parse((await logLines(bot.logPath)).join("\n"));
+        return lines.some(awaited) && lines;
+      },
+      { what: "the line awaited", timeoutMs: 15_000, intervalMs: 100 },
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; the bot logged:\n${lines.map((l) => l.msg).join("\n")}`);
   } finally {
     await bot.kill("SIGTERM");
   }
-  throw new Error(`the bot never logged the line awaited; it logged:\n${lines.map((l) => l.msg).join("\n")}`);
 }
 
 function parse(text: string): LogLine[] {

@@ -2,11 +2,10 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keys } from "../../src/store/keys.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { type BenchSentinel, startSentinel } from "../../testbench/redis-sentinel.ts";
-import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * Redis behind Sentinel: a real sentinel (redis-server --sentinel) monitors the bench's redis-server,
@@ -20,6 +19,7 @@ const sentinelPassword = randomBytes(12).toString("hex");
 let bench: Bench;
 let sentinel: BenchSentinel;
 let redis: Redis;
+let swaps: SwapDriver;
 
 /** Connections the sentinel has accepted so far (the bot's included). */
 async function sentinelConnections(): Promise<number> {
@@ -49,6 +49,8 @@ beforeAll(async () => {
     password: sentinelPassword,
   });
   redis = new Redis({ port: bench.redis.port, host: "127.0.0.1", password: redisPassword });
+  // the driver reads the swap's record on this connection (the bench's Redis now wants the password)
+  swaps = new SwapDriver(bench, { redis });
   delete bench.env.REDIS_URL;
   Object.assign(bench.env, {
     REDIS_SENTINELS: sentinel.address,
@@ -59,6 +61,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await swaps?.close();
   redis?.disconnect();
   await bench?.stop();
   await sentinel?.stop();
@@ -92,34 +95,12 @@ describe("Redis through Sentinel", () => {
   }, 30_000);
 
   it("runs a queued swap through the sentinel's master, from request to Swapped", async () => {
-    const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
-    const ack = await bench.slack.command(USERS.alice, `swap ${LLAMA} --host ${HOST}`, { channel: CHANNEL });
-    const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
-    expect(id, ack.ackResponse?.text).toBeDefined();
-    const isCard = (m: SlackMessage) =>
-      !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
-    const card = await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
-      timeoutMs: 10_000,
-      what: "the swap's card",
-    });
-    const plan = await bench.slack.waitFor(
-      () =>
-        bench.slack
-          .thread(CHANNEL, card.ts)
-          .findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-      { timeoutMs: 20_000, what: "the plan" },
-    );
-    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    const done = await bench.slack.waitFor(
-      () => {
-        const text = bench.slack.message(CHANNEL, card.ts)?.text ?? "";
-        return /Swapped|Rolled back|Failed/.test(text) ? text : undefined;
-      },
-      { timeoutMs: 25_000, what: "the swap's outcome" },
-    );
-    expect(done).toContain("Swapped");
-    const record = JSON.parse((await redis.get(keys.swap(id!))) ?? "{}");
-    expect(record).toMatchObject({
+    const card = await swaps.request(LLAMA, HOST);
+    const id = swaps.swapId(card.ts);
+    await swaps.approve(card.ts);
+    const done = await swaps.outcome(card.ts, /Swapped|Rolled back|Failed/, 25_000);
+    expect(done.text).toContain("Swapped");
+    expect(await swaps.record(id)).toMatchObject({
       id,
       host: HOST,
       outcome: "succeeded",

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, type ChildBot, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 import { dumpRedis } from "../support/redis-dump.ts";
 
 /**
@@ -28,6 +29,7 @@ const GATED = "meta-llama/Llama-Gated-1B";
 const run = promisify(execFile);
 let bench: Bench;
 let bot: ChildBot;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -46,40 +48,13 @@ beforeAll(async () => {
   );
   await bench.host("gpu-nan").sim.setFault("sglang", { models: { "Llama-Gated": { mode: "nan" } } });
   bot = await bench.spawnBot();
+  swaps = new SwapDriver(bench);
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   await bench?.stop();
 });
-
-async function requestSwap(host: string): Promise<SlackMessage> {
-  const ack = await bench.slack.command(USERS.alice, `swap ${GATED} --host ${host}`, { channel: CHANNEL });
-  expect(ack.status).toBe(200);
-  return await bench.slack.waitFor(
-    () =>
-      bench.slack.messages(CHANNEL).find((m) => m.thread_ts === undefined && m.text.includes(`→ ${host}`)),
-    { timeoutMs: 20_000, what: `the card of the swap on ${host}` },
-  );
-}
-
-async function cardMatches(card: SlackMessage, pattern: RegExp, timeoutMs = 60_000): Promise<SlackMessage> {
-  return await bench.slack.waitFor(
-    () => {
-      const now = bench.slack.message(CHANNEL, card.ts);
-      return now !== undefined && pattern.test(now.text) ? now : undefined;
-    },
-    { timeoutMs, what: `the card to match ${pattern}` },
-  );
-}
-
-async function approve(card: SlackMessage): Promise<void> {
-  const plan = await bench.slack.waitFor(
-    () =>
-      bench.slack.thread(CHANNEL, card.ts).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-    { timeoutMs: 30_000, what: "the plan" },
-  );
-  await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-}
 
 /** A channel message posted after `since` whose text matches. */
 async function posted(pattern: RegExp, since: number, what: string): Promise<SlackMessage> {
@@ -141,13 +116,13 @@ describe("secrets, with a canary inside each", () => {
     const checkText = `${check.stdout}\n${check.stderr}`;
     expect(checkText).toContain(`hosts[${keyIndex}].ssh.privateKeyPath`);
 
-    const ok = await requestSwap("gpu-ok");
-    const nan = await requestSwap("gpu-nan");
-    await Promise.all([approve(ok), approve(nan)]);
-    const noKey = await requestSwap("gpu-nokey");
-    await cardMatches(ok, /Swapped/);
-    await cardMatches(nan, /Rolled back/);
-    const noKeyCard = await cardMatches(noKey, /Failed/);
+    const ok = await swaps.request(GATED, "gpu-ok");
+    const nan = await swaps.request(GATED, "gpu-nan");
+    await Promise.all([swaps.approve(ok.ts), swaps.approve(nan.ts)]);
+    const noKey = await swaps.request(GATED, "gpu-nokey");
+    await swaps.outcome(ok.ts, /Swapped/, 60_000);
+    await swaps.outcome(nan.ts, /Rolled back/, 60_000);
+    const noKeyCard = await swaps.outcome(noKey.ts, /Failed/, 60_000);
     expect(JSON.stringify(noKeyCard.blocks)).toContain(
       `cannot read the SSH key of gpu-nokey (hosts[${keyIndex}].ssh.privateKeyPath): the file does not exist`,
     );

@@ -1,10 +1,11 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditLog } from "../../src/store/audit-log.ts";
-import { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/store/store.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { JsonObject, SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * Slack delivers at least once: events come again with the same `event_id` and `X-Slack-Retry-Num`,
@@ -18,6 +19,7 @@ let bench: Bench;
 let redis: Redis;
 let audit: AuditLog;
 let store: Store;
+let swaps: SwapDriver;
 /** How many commands each host had run before the bot started (the bench's own setup). */
 const setupCalls = new Map<string, number>();
 
@@ -35,11 +37,13 @@ beforeAll(async () => {
   for (const [name, host] of bench.hosts) setupCalls.set(name, (await host.sim.calls()).length);
   await bench.startBot();
   redis = new Redis(bench.redis.url);
-  store = new Store(redis);
+  swaps = new SwapDriver(bench);
+  store = await swaps.store();
   audit = store.audit;
 }, 120_000);
 
 afterAll(async () => {
+  await swaps?.close();
   redis?.disconnect();
   await bench?.stop();
 });
@@ -57,37 +61,15 @@ function cardsOf(host: string): SlackMessage[] {
     .filter((m) => m.thread_ts === undefined && m.text.includes(`→ ${host}`));
 }
 
-async function cardOf(host: string, id: string): Promise<SlackMessage> {
-  return await bench.slack.waitFor(() => cardsOf(host).find((m) => JSON.stringify(m.blocks).includes(id)), {
-    what: `the card of ${id}`,
-    timeoutMs: 20_000,
-  });
-}
-
 async function requestSwap(host: string): Promise<Swap> {
-  const ack = await bench.slack.command(USERS.alice, `swap ${MODEL} --host ${host}`, { channel: CHANNEL });
-  const id = /swap `(sw-[a-z0-9-]+)`/.exec(ack.ackResponse?.text ?? "")?.[1];
-  expect(id, ack.ackResponse?.text).toBeDefined();
-  return { id: id!, host, card: await cardOf(host, id!) };
-}
-
-const planMessages = (swap: Swap) =>
-  bench.slack.thread(CHANNEL, swap.card.ts).filter((m) => m.text.startsWith("Swap plan:"));
-
-async function planOf(swap: Swap): Promise<SlackMessage> {
-  return await bench.slack.waitFor(
-    () => planMessages(swap).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-    { what: `the plan of ${swap.id} with its Approve button`, timeoutMs: 30_000 },
-  );
+  const card = await swaps.request(MODEL, host);
+  return { id: swaps.swapId(card.ts), host, card };
 }
 
 /** Waits for the swap's outcome, broadcast to the channel (the last thing a swap posts); returns its card's text. */
 async function outcome(swap: Swap): Promise<string> {
-  await bench.slack.waitFor(
-    () => bench.slack.thread(CHANNEL, swap.card.ts).some((m) => m.reply_broadcast === true),
-    { what: `the outcome of ${swap.id}`, timeoutMs: 60_000 },
-  );
-  return bench.slack.message(CHANNEL, swap.card.ts)?.text ?? "";
+  await swaps.finalLine(swap.card.ts, 60_000);
+  return swaps.card(swap.card.ts).text;
 }
 
 /** The `reaction_added` event Slack sends when `user` reacts `name` to a message. */
@@ -119,13 +101,6 @@ async function deliver(event: JsonObject, eventId: string, attempts: number[], t
   expect(results.map((r) => r.status)).toEqual(attempts.map(() => 200));
 }
 
-/** What the bot told `user` privately about one swap (its id is in every such answer). */
-const toldAbout = (swap: Swap, user: string) =>
-  bench.slack
-    .ephemerals(CHANNEL, user)
-    .map((e) => e.text)
-    .filter((t) => t.includes(swap.id));
-
 /**
  * What a user and the host must have seen after one swap, whatever Slack delivered: one card, one plan,
  * one request and one approval in the audit stream, one `disable --now` of the old unit and one
@@ -135,8 +110,8 @@ async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
   const text = await outcome(swap);
   expect(text).toMatch(/✅ Swapped/);
   expect(cardsOf(swap.host)).toHaveLength(1);
-  expect(planMessages(swap)).toHaveLength(1);
-  expect(planMessages(swap)[0]?.text).toMatch(/: approved$/);
+  expect(swaps.plansOf(swap.card.ts)).toHaveLength(1);
+  expect(swaps.plansOf(swap.card.ts)[0]?.text).toMatch(/: approved$/);
   const broadcasts = bench.slack.thread(CHANNEL, swap.card.ts).filter((m) => m.reply_broadcast === true);
   expect(broadcasts).toHaveLength(1);
   expect(broadcasts[0]?.text).toMatch(/now serves/);
@@ -148,7 +123,7 @@ async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
   expect(kinds("rejection")).toEqual([]);
   expect(kinds("outcome")).toHaveLength(1);
 
-  const record = await store.swaps.get(swap.id);
+  const record = await swaps.record(swap.id);
   expect(record?.outcome).toBe("succeeded");
   expect(record?.decision).toMatchObject({ approved: true, by: approver });
   expect((await store.swaps.history({ host: swap.host, limit: 10 })).records.map((r) => r.id)).toEqual([
@@ -186,12 +161,13 @@ describe("Slack deliveries", () => {
     expect(busy[0]).toContain("One swap per host at a time");
     expect(busy[0]).toMatch(/was requested just now|\(sim-org\/open-llama-1B\) is at stage \*[a-z]+\*/);
     expect(await bench.queuedJobCount()).toBe(jobsBefore + 1);
-    retried = { id: id!, host: "retried", card: await cardOf("retried", id!) };
+    const card = await bench.slack.waitFor(() => swaps.cardsOf(id!)[0], { what: `the card of ${id}` });
+    retried = { id: id!, host: "retried", card };
     expect(cardsOf("retried")).toHaveLength(1);
   });
 
   it("forged and stale commands, events and clicks get 401 and change nothing", async () => {
-    const plan = await planOf(retried);
+    const plan = await swaps.plan(retried.card.ts);
     const stale = Math.floor(Date.now() / 1000) - 6 * 60;
     const forged = { signWith: "not-the-signing-secret" };
     const jobs = await bench.queuedJobCount();
@@ -220,8 +196,8 @@ describe("Slack deliveries", () => {
     expect(cardsOf("toggled")).toEqual([]);
     expect(bench.slack.calls("chat.postEphemeral")).toHaveLength(ephemeralCalls);
     expect(bench.slack.responses()).toHaveLength(responsePosts);
-    const record = await store.swaps.get(retried.id);
-    expect(await store.approvals.decision(retried.id, record!.planHash!)).toBeUndefined();
+    expect((await swaps.record(retried.id))?.planHash).toBeDefined();
+    expect(await swaps.decision(retried.id)).toBeUndefined();
     expect((await audit.read({ swap: retried.id, limit: 100 })).map((e) => e.kind)).not.toContain("approval");
     expect(bench.slack.message(CHANNEL, plan.ts)?.text).toMatch(/awaiting approval$/);
   });
@@ -229,7 +205,7 @@ describe("Slack deliveries", () => {
   // Each case has a host and a swap of its own; they run side by side to keep the file short.
   describe.concurrent("exactly one swap, one approval, one switch", () => {
     it("when Slack delivers a ✅ four times (retries at once, then one after another)", async () => {
-      const plan = await planOf(retried);
+      const plan = await swaps.plan(retried.card.ts);
       const bobApproves = reactionEvent("reaction_added", USERS.bob, plan.ts);
       await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], true);
       await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], false);
@@ -237,43 +213,56 @@ describe("Slack deliveries", () => {
       // retry is handled, and the later ones are not: one explanation, not three
       const malloryApproves = reactionEvent("reaction_added", USERS.mallory, plan.ts);
       await deliver(malloryApproves, "Ev0MALLORY01", [1, 2, 3], false);
+      // the event is acked before it is handled: the explanation comes after the 200s
+      await bench.slack.waitFor(() => bench.slack.ephemerals(CHANNEL, USERS.mallory).length > 0, {
+        what: "the explanation to mallory",
+      });
       await expectExactlyOnce(retried, USERS.bob);
       expect(bench.slack.ephemerals(CHANNEL, USERS.mallory).map((e) => e.text)).toEqual([
         "Only approvers can approve or reject swaps.",
       ]);
-      expect(toldAbout(retried, USERS.bob)).toEqual([]);
+      expect(swaps.toldAbout(retried.id, USERS.bob)).toEqual([]);
     });
 
     it("when Approve is double-clicked, and two approvers click at once", async () => {
       const swap = await requestSwap("clicked");
-      const plan = await planOf(swap);
+      const plan = await swaps.plan(swap.card.ts);
       const clicks = await Promise.all([
         bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
         bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
         bench.slack.clickButton(USERS.dave, CHANNEL, plan.ts, "swap_approve"),
       ]);
       expect(clicks.map((c) => c.status)).toEqual([200, 200, 200]);
-      const record = await store.swaps.get(swap.id);
-      const winner = (await store.approvals.decision(swap.id, record!.planHash!))?.by;
+      // the button handler acks first and records the decision after: wait for it
+      const winner = (await swaps.untilDecided(swap.id)).by;
       expect([USERS.bob, USERS.dave]).toContain(winner);
-      await expectExactlyOnce(swap, winner!);
-      // the approver whose click did not count is told who decided, once; the other hears nothing
+      // each click of the approver who lost is answered with who decided (after the decision, too); the
+      // winner's second click changes nothing and is not answered
       const loser = winner === USERS.bob ? USERS.dave : USERS.bob;
-      expect(toldAbout(swap, winner!)).toEqual([]);
-      expect(toldAbout(swap, loser)).toEqual([
-        expect.stringMatching(new RegExp(`already approved by <@${winner}>|not waiting for a decision`)),
-      ]);
+      const lostClicks = loser === USERS.bob ? 2 : 1;
+      await bench.slack.waitFor(() => swaps.toldAbout(swap.id, loser).length >= lostClicks, {
+        what: `the answer to each of ${loser}'s clicks`,
+      });
+      await expectExactlyOnce(swap, winner);
+      expect(swaps.toldAbout(swap.id, winner)).toEqual([]);
+      expect(swaps.toldAbout(swap.id, loser)).toEqual(
+        Array(lostClicks).fill(
+          expect.stringMatching(new RegExp(`already approved by <@${winner}>|not waiting for a decision`)),
+        ),
+      );
     });
 
     it("when a ✅ is added, removed and added again, and a removal and a late ❌ are retried", async () => {
       const swap = await requestSwap("toggled");
-      const plan = await planOf(swap);
+      const plan = await swaps.plan(swap.card.ts);
       for (const result of [
         await bench.slack.react(USERS.bob, CHANNEL, plan.ts, APPROVE),
         await bench.slack.unreact(USERS.bob, CHANNEL, plan.ts, APPROVE),
         await bench.slack.react(USERS.bob, CHANNEL, plan.ts, APPROVE),
       ])
         expect(result.status).toBe(200);
+      // the ✅ is acked before it is handled: the ❌ below is late only once bob's approval is recorded
+      expect(await swaps.untilDecided(swap.id)).toMatchObject({ approved: true, by: USERS.bob });
       // the app does not subscribe to reaction_removed; delivered anyway, it withdraws nothing
       await deliver(
         reactionEvent("reaction_removed", USERS.bob, plan.ts),
@@ -287,9 +276,12 @@ describe("Slack deliveries", () => {
         [0, 1, 2, 3],
         true,
       );
+      await bench.slack.waitFor(() => swaps.toldAbout(swap.id, USERS.dave).length > 0, {
+        what: "the answer to dave's late ❌",
+      });
       await expectExactlyOnce(swap, USERS.bob);
-      expect(toldAbout(swap, USERS.bob)).toEqual([]);
-      expect(toldAbout(swap, USERS.dave)).toEqual([
+      expect(swaps.toldAbout(swap.id, USERS.bob)).toEqual([]);
+      expect(swaps.toldAbout(swap.id, USERS.dave)).toEqual([
         expect.stringMatching(/already approved by <@U0BOB00001>|not waiting for a decision/),
       ]);
     });

@@ -8,7 +8,7 @@ import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { newAppToken, type SlackMessage } from "../../testbench/slack/index.ts";
-import { SwapDriver } from "../faults/fault-kit.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * The bot in Socket Mode (SLACK_APP_TOKEN, no signing secret, no Request URL): it opens its own
@@ -71,9 +71,7 @@ describe("Socket Mode", () => {
     const done = await swaps.outcome(card.ts, /Swapped/, 60_000);
     expect(done.text).toContain(MODEL);
     // the outcome, broadcast to the channel, is the last thing a swap posts
-    await bench.slack.waitFor(() => swaps.threadText(card.ts).includes(`sock-1 now serves ${MODEL}`), {
-      what: "the swap's outcome in its thread",
-    });
+    expect((await swaps.finalLine(card.ts)).text).toContain(`sock-1 now serves ${MODEL}`);
 
     const status = await statusOf("sock-1");
     expect(status.text).toContain("healthy");
@@ -114,9 +112,9 @@ describe("Socket Mode", () => {
     });
 
     // the connection drops without a word while the new model is being switched in
-    await swaps.until(swapId, "the switch", (r) =>
-      ["switch", "health", "sanity", "benchmark"].includes(r.step),
-    );
+    await swaps.untilRecord(swapId, (r) => ["switch", "health", "sanity", "benchmark"].includes(r.step), {
+      what: "the switch",
+    });
     expect(bench.slack.dropSockets()).toBe(1);
     await bench.slack.waitForSocket({ after: second!.id });
 

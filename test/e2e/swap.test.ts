@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * `/llm swap` end to end on the bench: signed slash commands and reactions into the real bot, real
@@ -13,6 +13,7 @@ import type { SlackMessage } from "../../testbench/slack/index.ts";
 const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 const LLAMA = "sim-org/open-llama-1B";
 let bench: Bench;
+let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
@@ -36,51 +37,13 @@ beforeAll(async () => {
   bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "meta-llama/Llama-Gated-1B", gated: "manual" }));
   await bench.startBot();
+  swaps = new SwapDriver(bench);
 }, 180_000);
 
 afterAll(async () => {
+  await swaps?.close();
   await bench?.stop();
 });
-
-/** Sends `/llm swap …` as a user and returns the swap's card (its parent message). */
-async function requestSwap(user: string, text: string): Promise<SlackMessage> {
-  const before = new Set(bench.slack.messages(CHANNEL).map((m) => m.ts));
-  const ack = await bench.slack.command(user, `swap ${text}`, { channel: CHANNEL });
-  expect(ack.status).toBe(200);
-  expect(ack.ackResponse?.text).toMatch(/Swap queued|Planning \(dry run\)/);
-  // The card is a new top-level message (not the channel copy of another swap's broadcast reply).
-  const isCard = (m: SlackMessage) => !before.has(m.ts) && m.thread_ts === undefined && m.text.includes("→");
-  return await bench.slack.waitFor(() => bench.slack.messages(CHANNEL).find(isCard), {
-    timeoutMs: 20_000,
-    what: `the card of /llm swap ${text}`,
-  });
-}
-
-function card(ts: string): SlackMessage {
-  return bench.slack.message(CHANNEL, ts)!;
-}
-
-async function planOf(cardTs: string): Promise<SlackMessage> {
-  return await bench.slack.waitFor(
-    () =>
-      bench.slack.thread(CHANNEL, cardTs).findLast((m) => JSON.stringify(m.blocks).includes("swap_approve")),
-    { timeoutMs: 30_000, what: "the plan with its Approve button" },
-  );
-}
-
-async function outcome(cardTs: string, pattern: RegExp, timeoutMs = 60_000): Promise<SlackMessage> {
-  return await bench.slack.waitFor(() => (pattern.test(card(cardTs).text) ? card(cardTs) : undefined), {
-    timeoutMs,
-    what: `the card to match ${pattern}`,
-  });
-}
-
-function threadText(cardTs: string): string {
-  return bench.slack
-    .thread(CHANNEL, cardTs)
-    .map((m) => `${m.text}\n${JSON.stringify(m.blocks)}`)
-    .join("\n");
-}
 
 const MUTATING = /^(start|stop|restart|enable|disable|daemon-reload)$/;
 
@@ -88,15 +51,15 @@ describe("/llm swap", () => {
   it("swaps an NVFP4 Qwen3.5 MoE onto 8× sm_120 with the recipe's backends: switch, health, sanity, benchmark", async () => {
     const host = bench.host("bw-ok");
     const oldUnit = host.unit;
-    const swap = await requestSwap(USERS.alice, `https://huggingface.co/${QWEN} --host bw-ok`);
-    const plan = await planOf(swap.ts);
+    const swap = await swaps.request(`https://huggingface.co/${QWEN}`, "bw-ok");
+    const plan = await swaps.plan(swap.ts);
     const planText = JSON.stringify(plan.blocks);
     expect(planText).toContain("flashinfer_cutlass");
     expect(planText).toContain("flashinfer_cudnn");
     expect(planText).toContain("modelopt_fp4");
     expect(planText).toContain("qwen3_coder");
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    const done = await outcome(swap.ts, /Swapped/);
+    const done = await swaps.outcome(swap.ts, /Swapped/);
     expect(done.text).toContain(`${QWEN}@`);
     expect(JSON.stringify(done.blocks)).toMatch(/downtime \d+/);
 
@@ -108,7 +71,7 @@ describe("/llm swap", () => {
     const old = await host.sim.unitState(oldUnit);
     expect(old).toMatchObject({ activeState: "inactive", unitFileState: "disabled" });
 
-    const thread = threadText(swap.ts);
+    const thread = swaps.threadText(swap.ts);
     expect(thread).toContain("Download complete");
     expect(thread).toContain("Engine built");
     expect(thread).toMatch(/tok\/s/);
@@ -136,12 +99,12 @@ describe("/llm swap", () => {
   it("catches NaN output from a healthy server and rolls back to the old service", async () => {
     const host = bench.host("bw-nan");
     await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "nan" } } });
-    const swap = await requestSwap(USERS.alice, `hf://${QWEN} --host bw-nan`);
-    const plan = await planOf(swap.ts);
+    const swap = await swaps.request(`hf://${QWEN}`, "bw-nan");
+    const plan = await swaps.plan(swap.ts);
     await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve");
-    const done = await outcome(swap.ts, /Rolled back/);
+    const done = await swaps.outcome(swap.ts, /Rolled back/);
     expect(JSON.stringify(done.blocks)).toMatch(/sanity/i);
-    expect(threadText(swap.ts)).toMatch(/nan/i);
+    expect(swaps.threadText(swap.ts)).toMatch(/nan/i);
     expect(await host.sim.unitState(host.unit)).toMatchObject({
       activeState: "active",
       unitFileState: "enabled",
@@ -153,30 +116,30 @@ describe("/llm swap", () => {
   it("rolls back when the new server crashes on start", async () => {
     const host = bench.host("bw-crash");
     await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "crash-on-start" } } });
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-crash`);
-    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
-    await outcome(swap.ts, /Rolled back/);
-    expect(threadText(swap.ts)).toContain("Traceback");
+    const swap = await swaps.request(QWEN, "bw-crash");
+    await swaps.approve(swap.ts);
+    await swaps.outcome(swap.ts, /Rolled back/);
+    expect(swaps.threadText(swap.ts)).toContain("Traceback");
     expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
   }, 120_000);
 
   it("rolls back when the new server never becomes healthy", async () => {
     const host = bench.host("bw-hang");
     await host.sim.setFault("sglang", { models: { "Qwen3.5-397B": { mode: "hang" } } });
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-hang`);
-    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
-    await outcome(swap.ts, /Rolled back/);
-    expect(threadText(swap.ts)).toMatch(/not healthy after \d+ s/);
+    const swap = await swaps.request(QWEN, "bw-hang");
+    await swaps.approve(swap.ts);
+    await swaps.outcome(swap.ts, /Rolled back/);
+    expect(swaps.threadText(swap.ts)).toMatch(/not healthy after \d+ s/);
     expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
   }, 120_000);
 
   it("refuses an NVFP4 model on an H200 at preflight and touches nothing", async () => {
     const host = bench.host("h200");
     const setup = (await host.sim.calls()).length;
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host h200`);
-    const done = await outcome(swap.ts, /Failed/);
+    const swap = await swaps.request(QWEN, "h200");
+    const done = await swaps.outcome(swap.ts, /Failed/);
     expect(done.text).toContain("h200");
-    const thread = threadText(swap.ts);
+    const thread = swaps.threadText(swap.ts);
     expect(thread).toMatch(/compute capability/i);
     const calls = (await host.sim.calls()).slice(setup);
     expect(calls.length).toBeGreaterThan(0); // preflight did look
@@ -188,8 +151,8 @@ describe("/llm swap", () => {
   it("posts only the plan for a dry run", async () => {
     const host = bench.host("bw-gate");
     const setup = (await host.sim.calls()).length;
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-gate --dry-run`);
-    await outcome(swap.ts, /Dry run/);
+    const swap = await swaps.request(`${QWEN} --dry-run`, "bw-gate");
+    await swaps.outcome(swap.ts, /Dry run/);
     const thread = bench.slack.thread(CHANNEL, swap.ts);
     expect(thread.some((m) => JSON.stringify(m.blocks).includes("flashinfer_cudnn"))).toBe(true);
     expect(thread.some((m) => JSON.stringify(m.blocks).includes("swap_approve"))).toBe(false);
@@ -200,8 +163,8 @@ describe("/llm swap", () => {
   }, 60_000);
 
   it("refuses a second swap on a busy host, names the running one, and lets a rejection end it", async () => {
-    const swap = await requestSwap(USERS.alice, `${LLAMA} --host bw-gate`);
-    const plan = await planOf(swap.ts);
+    const swap = await swaps.request(LLAMA, "bw-gate");
+    const plan = await swaps.plan(swap.ts);
     const busy = await bench.slack.command(USERS.alice, `swap ${QWEN} --host bw-gate`, { channel: CHANNEL });
     expect(busy.ackResponse?.text).toContain("bw-gate is busy");
     expect(busy.ackResponse?.text).toMatch(/swap `sw-[a-z0-9-]+`/);
@@ -213,42 +176,78 @@ describe("/llm swap", () => {
       { what: "the refusal to a non-approver" },
     );
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
-    const done = await outcome(swap.ts, /Rejected/);
+    const done = await swaps.outcome(swap.ts, /Rejected/);
     expect(JSON.stringify(done.blocks)).toContain(USERS.bob);
-    // a later ✅ changes nothing
-    await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve").catch(() => undefined);
-    expect(card(swap.ts).text).toContain("Rejected");
+    const id = swaps.swapId(swap.ts);
+    await swaps.finalLine(swap.ts);
+
+    // the plan no longer offers its buttons: a late click cannot be made at all
+    expect(JSON.stringify(bench.slack.message(CHANNEL, plan.ts)?.blocks)).not.toContain("swap_approve");
+    await expect(bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve")).rejects.toThrow(
+      /no element with action_id "swap_approve"/,
+    );
+    // a later ✅ changes nothing: neither bob's (who rejected it) nor another approver's
+    const rejected = await swaps.record(id);
+    expect(rejected).toMatchObject({ outcome: "rejected", decision: { approved: false, by: USERS.bob } });
+    expect(await swaps.jobState(id)).toBe("completed");
+    const callsBefore = (await bench.host("bw-gate").sim.calls()).length;
+    expect((await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
+    expect((await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
+    // the bot's answer to dave is the sign that it handled the late ✅s (bob's own gets no answer; his
+    // was delivered first, and the bot reads the swap for both in that order on one Redis connection)
+    await bench.slack.waitFor(
+      () =>
+        swaps
+          .toldAbout(id, USERS.dave)
+          .find((t) => /not waiting for a decision any more \(rejected\)/.test(t)),
+      { what: "the answer to dave's late ✅" },
+    );
+    expect(swaps.toldAbout(id, USERS.bob)).toEqual([]);
+    expect(swaps.card(swap.ts).text).toContain("Rejected");
+    expect(await swaps.record(id)).toEqual(rejected);
+    expect(await swaps.decision(id)).toMatchObject({ approved: false, by: USERS.bob });
+    // nothing will run for it again: its job is over, and the host was not switched
+    expect(await swaps.jobState(id)).toBe("completed");
+    const since = (await bench.host("bw-gate").sim.calls()).slice(callsBefore);
+    expect(
+      since.filter((c) => c.cmd === "systemctl" && /^(start|enable|restart)$/.test(c.argv[0] ?? "")),
+    ).toEqual([]);
   }, 60_000);
 
   it("does not let the requester approve their own swap", async () => {
-    const swap = await requestSwap(USERS.dave, `${LLAMA} --host bw-gate`);
-    const plan = await planOf(swap.ts);
+    const swap = await swaps.request(LLAMA, "bw-gate", { user: USERS.dave });
+    const plan = await swaps.plan(swap.ts);
     await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark");
+    // the refusal is the last thing the bot does with the ✅: after it, no decision may be recorded
     await bench.slack.waitFor(
       () => bench.slack.ephemerals(CHANNEL, USERS.dave).find((e) => e.text.includes("another approver")),
       { what: "the refusal of a self-approval" },
     );
-    expect(card(swap.ts).text).not.toContain("Swapped");
+    const id = swaps.swapId(swap.ts);
+    expect(await swaps.decision(id)).toBeUndefined();
+    expect((await swaps.record(id))?.decision).toBeUndefined();
+    // so bob's ❌ is the decision that stands (had dave's ✅ counted, it would be refused as late)
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "x");
-    await outcome(swap.ts, /Rejected/);
+    await swaps.outcome(swap.ts, /Rejected/);
+    expect(await swaps.decision(id)).toMatchObject({ approved: false, by: USERS.bob });
   }, 60_000);
 
   it("explains Hub errors: unknown model, gated without a token", async () => {
-    const missing = await requestSwap(USERS.alice, "nobody/no-such-model --host bw-gate");
-    await outcome(missing.ts, /Failed/);
-    expect(JSON.stringify(card(missing.ts).blocks)).toMatch(/not found/i);
-    const gated = await requestSwap(USERS.alice, "meta-llama/Llama-Gated-1B --host bw-gate");
-    await outcome(gated.ts, /Failed/);
-    expect(JSON.stringify(card(gated.ts).blocks)).toMatch(/HF_TOKEN/);
+    const missing = await swaps.request("nobody/no-such-model", "bw-gate");
+    await swaps.outcome(missing.ts, /Failed/);
+    expect(JSON.stringify(swaps.card(missing.ts).blocks)).toMatch(/not found/i);
+    const gated = await swaps.request("meta-llama/Llama-Gated-1B", "bw-gate");
+    await swaps.outcome(gated.ts, /Failed/);
+    expect(JSON.stringify(swaps.card(gated.ts).blocks)).toMatch(/HF_TOKEN/);
   }, 60_000);
 
   it("refuses a plan when the host lacks the disk for the download", async () => {
     const host = bench.host("bw-gate");
     await host.sim.setFault("diskFreeBytes", 1_000);
     try {
-      const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-gate`);
-      await outcome(swap.ts, /Failed/);
-      expect(threadText(swap.ts)).toMatch(/disk/i);
+      const swap = await swaps.request(QWEN, "bw-gate");
+      await swaps.outcome(swap.ts, /Failed/);
+      expect(swaps.threadText(swap.ts)).toMatch(/disk/i);
     } finally {
       await host.sim.setFault("diskFreeBytes", null);
     }
@@ -274,9 +273,9 @@ describe("/llm swap", () => {
 
   it("expires a plan nobody decides on, touching nothing and keeping the downloaded files", async () => {
     const host = bench.host("bw-gate");
-    const swap = await requestSwap(USERS.alice, `${LLAMA} --host bw-gate`);
-    await planOf(swap.ts);
-    const done = await outcome(swap.ts, /expired/i, 45_000);
+    const swap = await swaps.request(LLAMA, "bw-gate");
+    await swaps.plan(swap.ts);
+    const done = await swaps.outcome(swap.ts, /expired/i, 45_000);
     expect(JSON.stringify(done.blocks)).toContain("downloaded files are kept");
     expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
     expect(existsSync(host.sim.modelsDir)).toBe(true);
@@ -284,10 +283,10 @@ describe("/llm swap", () => {
 
   it("catches, in the plan, a flag the chosen engine build lacks, and touches nothing", async () => {
     const host = bench.host("bw-old");
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-old --engine-ref v0.5.2`);
-    const done = await outcome(swap.ts, /Failed/);
+    const swap = await swaps.request(`${QWEN} --engine-ref v0.5.2`, "bw-old");
+    const done = await swaps.outcome(swap.ts, /Failed/);
     expect(JSON.stringify(done.blocks)).toContain("fp4-gemm-backend");
-    expect(threadText(swap.ts)).toMatch(/--engine-ref/);
+    expect(swaps.threadText(swap.ts)).toMatch(/--engine-ref/);
     const calls = await host.sim.calls();
     expect(calls.filter((c) => c.cmd === "systemctl" && /^(disable|stop)$/.test(c.argv[0] ?? ""))).toEqual(
       [],
@@ -308,14 +307,14 @@ describe("/llm swap", () => {
     // parallel, the smallest finishes first and survives; the others start over in the next process
     await host.sim.setFault("hf", { crashAfterBytes: Math.ceil(weightTotal * 0.8), retryDelayMs: 10 });
     const seen = bench.hub.requests().length;
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-flaky`);
-    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
-    await outcome(swap.ts, /Swapped/, 90_000);
-    expect(threadText(swap.ts)).toMatch(/Download attempt 1 ended/);
+    const swap = await swaps.request(QWEN, "bw-flaky");
+    await swaps.approve(swap.ts);
+    await swaps.outcome(swap.ts, /Swapped/, 90_000);
+    expect(swaps.threadText(swap.ts)).toMatch(/Download attempt 1 ended/);
     // Each restart keeps the finished shards: had any attempt started from scratch, the Hub would have
     // served the weights once per attempt. (A shard in flight when hf died is fetched again: hf 1.33 never
     // resumes another process's partial file — fixtures/gpu-host/hf-download-1.33.md.)
-    const attempts = (threadText(swap.ts).match(/Download attempt \d+ ended/g) ?? []).length + 1;
+    const attempts = (swaps.threadText(swap.ts).match(/Download attempt \d+ ended/g) ?? []).length + 1;
     expect(attempts).toBeGreaterThan(1);
     const weights = model.files.filter((f) => f.path.endsWith(".safetensors"));
     const weightBytes = weights.reduce((sum, f) => sum + f.size, 0);
@@ -334,9 +333,9 @@ describe("/llm swap", () => {
     await host.sim.setFault("sglang", {
       models: { "Qwen3.5-397B": { mode: "nan" }, "Qwen3-8B-FP8": { mode: "crash-on-start" } },
     });
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-doomed`);
-    await bench.slack.react(USERS.bob, CHANNEL, (await planOf(swap.ts)).ts, "white_check_mark");
-    await outcome(swap.ts, /Failed/, 90_000);
+    const swap = await swaps.request(QWEN, "bw-doomed");
+    await swaps.approve(swap.ts);
+    await swaps.outcome(swap.ts, /Failed/, 90_000);
     const loud = await bench.slack.waitFor(
       () =>
         bench.slack
@@ -365,12 +364,12 @@ describe("/llm swap", () => {
     await bench.startBot({ bot: true, worker: true }, { recipes: forgetful });
     const host = bench.host("bw-nan");
     await host.sim.clearFaults();
-    const swap = await requestSwap(USERS.alice, `${QWEN} --host bw-nan`);
-    const plan = await planOf(swap.ts);
+    const swap = await swaps.request(QWEN, "bw-nan");
+    const plan = await swaps.plan(swap.ts);
     expect(JSON.stringify(plan.blocks)).not.toContain("flashinfer_cudnn");
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    await outcome(swap.ts, /Rolled back/);
-    const thread = threadText(swap.ts);
+    await swaps.outcome(swap.ts, /Rolled back/);
+    const thread = swaps.threadText(swap.ts);
     expect(thread).toMatch(/nan/i);
     expect(thread).toContain("!!!!");
     expect(await host.sim.unitState(host.unit)).toMatchObject({

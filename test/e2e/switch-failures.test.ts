@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "../faults/fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /** systemd refusing the switch halfway: the old service is back (or was never gone), and said so. */
 let bench: Bench;
@@ -30,7 +31,7 @@ describe("a switch that systemd refuses", () => {
     const swapId = swaps.swapId(card.ts);
     await swaps.plan(card.ts);
     const oldUnit = host.unit;
-    const startsBefore = await startsOf(bench, "reload-fails", oldUnit);
+    const startsBefore = await swaps.startsOf("reload-fails", oldUnit);
     // as on a host where the bot's sudo rights are missing: systemd refuses it everything privileged
     await host.sim.setFault("systemctlFails", ["daemon-reload", `enable:${oldUnit}`, "disable"]);
     await swaps.approve(card.ts);
@@ -41,7 +42,7 @@ describe("a switch that systemd refuses", () => {
     expect(record?.rollback?.ok).toBe(true);
     expect((await host.sim.unitState(oldUnit)).activeState).toBe("active");
     // never stopped, never started again: it served all along
-    expect(await startsOf(bench, "reload-fails", oldUnit)).toBe(startsBefore);
+    expect(await swaps.startsOf("reload-fails", oldUnit)).toBe(startsBefore);
     expect(swaps.threadText(card.ts)).not.toMatch(/<!channel>/);
   }, 90_000);
 

@@ -11,6 +11,7 @@ import { renderBenchmarkComparison } from "../../src/reporter/benchmark-table.ts
 import { freePort } from "../../testbench/free-port.ts";
 import { createSimGpuHost, type GpuSetName, type SimGpuHost } from "../../testbench/gpu-host/index.ts";
 import { type ModelPreset, makeModel } from "../../testbench/hub/index.ts";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 // The engine-facing checks of the health, sanity and benchmark stages against the simulated SGLang
@@ -68,12 +69,15 @@ async function startServer(host: SimGpuHost, model: string, extra: string[] = []
   });
   const server = { port, child, output: () => out };
   servers.push(server);
-  const deadline = Date.now() + 10_000;
-  while (!out.includes("The server is fired up and ready to roll!")) {
-    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}):\n${out}`);
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}):\n${out}`);
+      return out.includes("The server is fired up and ready to roll!");
+    },
+    { what: "the server to start", timeoutMs: 10_000, intervalMs: 20 },
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}:\n${out}`);
+  });
   return server;
 }
 
@@ -276,12 +280,13 @@ describe("fatal lines in a crashed unit's journal", () => {
     await host.installUnit("sglang-oom", unit(dense, oomPort));
     await host.installUnit("sglang-nv", unit(nvfp4, nvPort));
     await host.systemctl("start", "sglang-oom", "sglang-nv");
-    const deadline = Date.now() + 10_000;
     for (const name of ["sglang-oom", "sglang-nv"]) {
-      while ((await host.unitState(name)).activeState !== "failed") {
-        if (Date.now() > deadline) throw new Error(`${name} did not fail:\n${await host.journal(name)}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(async () => (await host.unitState(name)).activeState === "failed", {
+        what: `${name} to fail`,
+        timeoutMs: 10_000,
+      }).catch(async (error: Error) => {
+        throw new Error(`${error.message}:\n${await host.journal(name)}`);
+      });
     }
     // Read the journal the way the health stage does: journalctl on the host.
     const read = async (unitName: string) =>

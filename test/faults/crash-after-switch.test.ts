@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type Bench, CHANNEL } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * The bot is a real `modelswap start` process, SIGKILLed while a swap is switching the service or
@@ -62,7 +64,7 @@ async function expectSwitchedOnce({ cardTs, swapId, oldUnit, oldStops }: Approve
   expect(record?.outcome).toBe("succeeded");
   expect(record?.downtimeSeconds).toBeGreaterThan(0);
   const unit = unitOf(record);
-  expect(await startsOf(bench, HOST, unit)).toBe(1);
+  expect(await swaps.startsOf(HOST, unit)).toBe(1);
   expect((await sim().unitState(unit)).activeState).toBe("active");
   expect(await stopsOf(oldUnit)).toBe(oldStops + 1);
   expect((await sim().unitState(oldUnit)).unitFileState).toBe("disabled");
@@ -84,7 +86,7 @@ describe("a worker killed after the approval, then restarted", () => {
     await bench.spawnBot();
     await expectSwitchedOnce(swap);
     const record = await swaps.record(swap.swapId);
-    expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+    expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
   }, 150_000);
 
   it("while `systemctl enable --now` runs (it completes with nobody watching): the new unit is not started again", async () => {
@@ -100,8 +102,23 @@ describe("a worker killed after the approval, then restarted", () => {
   it("while the new model loads (health): the wait resumes on the same clock, the unit is not restarted", async () => {
     await sim().setFault("sglang", { models: { "crash-in-health": { loadSeconds: 6 } } });
     const swap = await approvedSwap(addModel("crash-in-health"));
-    await swaps.until(swap.swapId, "the health wait", (r) => r.step === "health");
-    await new Promise((r) => setTimeout(r, 500));
+    const inHealth = await swaps.untilRecord(swap.swapId, (r) => r.step === "health", {
+      what: "the health wait",
+    });
+    // the wait is under way: the new unit was polled on the host at least once since
+    const unit = unitOf(inHealth);
+    const polled = (await sim().calls()).length;
+    await until(
+      async () =>
+        (await sim().calls())
+          .slice(polled)
+          .some((c) => c.cmd === "systemctl" && c.argv[0] === "is-active" && c.argv.includes(unit)),
+      { what: `a health poll of ${unit}` },
+    );
+    // and the kill lands inside it (the model loads for 6 s)
+    const beforeKill = await swaps.record(swap.swapId);
+    expect(beforeKill?.step).toBe("health");
+    expect(beforeKill?.healthyAt).toBeUndefined();
     await bench.killChildren();
     await bench.spawnBot();
     await expectSwitchedOnce(swap);

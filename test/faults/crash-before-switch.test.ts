@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, liveDownloads, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * The bot is a real `modelswap start` process, SIGKILLed while a swap is in each stage before the switch
@@ -29,7 +31,7 @@ async function expectFinishedOnce(cardTs: string, swapId: string): Promise<void>
   await swaps.outcome(cardTs, /Swapped/);
   const record = await swaps.record(swapId);
   expect(record?.outcome).toBe("succeeded");
-  expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+  expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
   expect(swaps.cardsOf(swapId)).toHaveLength(1);
   expect(swaps.plansOf(cardTs)).toHaveLength(1);
   await bench.killChildren();
@@ -78,11 +80,11 @@ describe("a worker killed before the switch, then restarted", () => {
     const seen = bench.hub.requests().length;
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "bytes on the host", (r) => (r.download?.bytes ?? 0) > 0);
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "bytes on the host" });
     await bench.killChildren();
 
     // the download is detached: it keeps running on the host with nobody watching
-    expect(await liveDownloads(bench, HOST)).toBeGreaterThan(0);
+    expect(await swaps.liveDownloads(HOST)).toBeGreaterThan(0);
 
     await bench.spawnBot();
     await swaps.approve(card.ts);
@@ -108,9 +110,7 @@ describe("a worker killed before the switch, then restarted", () => {
     await bench.spawnBot();
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    const deadline = Date.now() + 60_000;
-    while ((await pipInstalls()) === before && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await until(async () => (await pipInstalls()) > before, { what: "the pip install", timeoutMs: 60_000 });
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.approve(card.ts);
@@ -124,7 +124,12 @@ describe("a worker killed before the switch, then restarted", () => {
     await bench.spawnBot();
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    await swaps.plan(card.ts);
+    const plan = await swaps.plan(card.ts);
+    // the plan is posted a moment before the reporter notes it: a kill in between is not "while waiting"
+    await until(
+      async () => Object.values((await (await swaps.store()).reports.get(swapId)).plans).includes(plan.ts),
+      { what: "the plan in the reporter's state" },
+    );
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.approve(card.ts);

@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
-import { addSimModel, liveDownloads, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * SIGTERM (docker stop, systemctl stop, a deploy): the process takes no new work, lets the running step
@@ -40,7 +41,7 @@ describe("SIGTERM", () => {
     const card = await swaps.request(addModel("term-in-health"), "gpu-1");
     const swapId = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
-    const inHealth = await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    const inHealth = await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     const second = await bench.spawnBot();
     const signalled = Date.now();
     await first.kill("SIGTERM");
@@ -54,7 +55,7 @@ describe("SIGTERM", () => {
     expect(taken).toBeLessThan(LOCK_SECONDS * 1000); // handed over, not stalled
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
-    expect(await startsOf(bench, "gpu-1", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("gpu-1", unitOf(record))).toBe(1);
     // the wait went on on the unit's clock: healthy about loadSeconds after the start, not after the hand-over
     expect(Date.parse(record!.healthyAt!) - Date.parse(inHealth.switch!.newStartedAt!)).toBeLessThan(25_000);
     await bench.killChildren();
@@ -66,11 +67,11 @@ describe("SIGTERM", () => {
     const first = await bench.spawnBot();
     const card = await swaps.request(model, "gpu-1");
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "bytes on the host", (r) => (r.download?.bytes ?? 0) > 0);
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "bytes on the host" });
     const signalled = Date.now();
     await first.kill("SIGTERM");
     expect(Date.now() - signalled).toBeLessThan(GRACE_SECONDS * 1000);
-    expect(await liveDownloads(bench, "gpu-1")).toBeGreaterThan(0);
+    expect(await swaps.liveDownloads("gpu-1")).toBeGreaterThan(0);
     await bench.spawnBot();
     bench.hub.setThrottle(null);
     await swaps.approve(card.ts);

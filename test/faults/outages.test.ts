@@ -2,8 +2,10 @@ import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { keys } from "../../src/store/keys.ts";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { type Bench, CHANNEL, type ChildBot, USERS } from "../../testbench/bench.ts";
+import { addSimModel, logLines, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * Outages under a running swap, with real processes: redis-server restarted (AOF, as in
@@ -40,25 +42,41 @@ async function slowLoad(host: string, model: string, loadSeconds: number): Promi
   await bench.host(host).sim.setFault("sglang", { models: { [model]: { loadSeconds } } });
 }
 
-async function waitForLog(path: string, pattern: RegExp, count: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const lines = (await readFile(path, "utf8")).split("\n").filter((l) => pattern.test(l));
-    if (lines.length >= count) return;
-    if (Date.now() > deadline)
-      throw new Error(`${path}: ${pattern} seen ${lines.length} times, not ${count}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Waits until a command is answered again, not told the queue is unavailable (the bot reconnected). */
+async function queueAnswersAgain(): Promise<void> {
+  let last = "";
+  await until(
+    async () => {
+      const ack = await bench.slack.command(USERS.alice, "history gpu-1 --limit 1", { channel: CHANNEL });
+      last = ack.ackResponse?.text ?? "";
+      return ack.status === 200 && !/QUEUE_UNAVAILABLE/.test(last);
+    },
+    { what: "the bot's queue to come back", timeoutMs: 30_000, intervalMs: 200 },
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}: ${last}`);
+  });
 }
 
-async function untilQueueAnswers(): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ack = await bench.slack.command(USERS.alice, "history gpu-1 --limit 1", { channel: CHANNEL });
-    if (ack.status === 200 && !/QUEUE_UNAVAILABLE/.test(ack.ackResponse?.text ?? "")) return;
-    if (Date.now() > deadline) throw new Error(`the bot's queue did not come back: ${ack.ackResponse?.text}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** Stops redis-server (or SIGKILLs it) and starts it again once the bot has run into the outage. */
+async function redisOutage(bot: ChildBot, how: "stop" | "kill"): Promise<void> {
+  const lost = /redis connection error|worker error/;
+  const before = (await logLines(bot.logPath)).filter((l) => lost.test(l)).length;
+  await (how === "stop" ? bench.redis.stop() : bench.redis.kill());
+  await waitForLog(bot.logPath, lost, { count: before + 1, what: "the bot to find Redis gone" });
+  await bench.redis.start();
+}
+
+/** Cuts every SSH connection and stops sshd; starts it again once the swap has found its host unreachable. */
+async function sshOutage(swapId: string): Promise<void> {
+  const down = Date.now();
+  await bench.sshd.dropConnections();
+  await bench.sshd.stop();
+  await swaps.untilRecord(
+    swapId,
+    (r) => r.hostTrouble !== undefined && Date.parse(r.hostTrouble.since) >= down,
+    { what: "the swap to find its host unreachable" },
+  );
+  await bench.sshd.start();
 }
 
 async function auditOf(swapId: string): Promise<string[]> {
@@ -84,25 +102,21 @@ describe("redis-server restarted mid-swap", () => {
     const bot = await bench.spawnBot();
     const card = await swaps.request(model, "gpu-1");
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
-    await bench.redis.stop();
-    await new Promise((r) => setTimeout(r, 2000));
-    await bench.redis.start();
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
+    await redisOutage(bot, "stop");
     bench.hub.setThrottle(null);
     // the bot checks the Redis it reconnected to (noeviction, AOF) and says so: it is back
-    await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, 2);
+    await waitForLog(bot.logPath, /Redis keeps what modelswap writes/, { count: 2 });
     // and its Slack side answers again (until it has reconnected, a command is told the queue is
     // unavailable, and a reaction would wait for Slack's retry a minute later)
-    await untilQueueAnswers();
+    await queueAnswersAgain();
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
-    await bench.redis.kill(); // SIGKILL this time: only the AOF keeps what was written
-    await new Promise((r) => setTimeout(r, 2000));
-    await bench.redis.start();
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
+    await redisOutage(bot, "kill"); // SIGKILL this time: only the AOF keeps what was written
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
-    expect(await startsOf(bench, "gpu-1", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("gpu-1", unitOf(record))).toBe(1);
     expect(swaps.cardsOf(swapId)).toHaveLength(1);
     const audit = await auditOf(swapId);
     for (const event of [
@@ -131,22 +145,16 @@ describe("sshd restarted and connections cut mid-stage", () => {
     const bot = await bench.spawnBot();
     const card = await swaps.request(model, "gpu-2");
     const swapId = swaps.swapId(card.ts);
-    await swaps.until(swapId, "the download under way", (r) => (r.download?.bytes ?? 0) > 0);
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
-    await new Promise((r) => setTimeout(r, 2500));
-    await bench.sshd.start();
+    await swaps.untilRecord(swapId, (r) => (r.download?.bytes ?? 0) > 0, { what: "the download under way" });
+    await sshOutage(swapId);
     bench.hub.setThrottle(null);
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
-    await new Promise((r) => setTimeout(r, 2500));
-    await bench.sshd.start();
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
+    await sshOutage(swapId);
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
-    expect(await startsOf(bench, "gpu-2", unitOf(record))).toBe(1);
+    expect(await swaps.startsOf("gpu-2", unitOf(record))).toBe(1);
     const downloads = (await bench.host("gpu-2").sim.calls()).filter(
       (c) => c.cmd === "hf" && c.argv[0] === "download",
     );
@@ -165,11 +173,14 @@ describe("sshd restarted and connections cut mid-stage", () => {
     await swaps.plan(card.ts);
     const oldUnit = (await swaps.record(swapId))?.previous?.unit;
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     await bench.sshd.dropConnections();
     await bench.sshd.stop();
     const down = Date.now();
-    await swaps.until(swapId, "the rollback", (r) => r.step === "rollback", 60_000);
+    await swaps.untilRecord(swapId, (r) => r.step === "rollback", {
+      what: "the rollback",
+      timeoutMs: 60_000,
+    });
     expect(Date.now() - down).toBeGreaterThanOrEqual(HOST_RETRY_SECONDS * 1000 - 500);
     await bench.sshd.start();
     await swaps.outcome(card.ts, /Rolled back/);
@@ -192,7 +203,9 @@ describe("a host key that changes while the bot is connected", () => {
     const card = await swaps.request(model, "gpu-2");
     const swapId = swaps.swapId(card.ts);
     await swaps.plan(card.ts);
-    await swaps.until(swapId, "download and build done", (r) => r.stages.build.state === "done");
+    await swaps.untilRecord(swapId, (r) => r.stages.build.state === "done", {
+      what: "download and build done",
+    });
     const oldUnit = (await swaps.record(swapId))?.previous?.unit;
     await bench.sshd.rotateHostKey();
     await bench.sshd.dropConnections();

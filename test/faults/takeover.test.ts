@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import type { Bench, ChildBot } from "../../testbench/bench.ts";
-import { addSimModel, type SwapDriver, startsOf, unitOf, useSwapBench } from "./fault-kit.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * Two `modelswap` processes share one Redis. A step that runs long (an hour-long health wait, here 12 s
@@ -45,7 +46,7 @@ describe("two workers on one Redis", () => {
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
-    const inHealth = await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    const inHealth = await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     const runner = await swaps.processedBy(swapId);
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
@@ -55,7 +56,7 @@ describe("two workers on one Redis", () => {
     );
     expect(await swaps.processedBy(swapId)).toBe(runner);
     expect([...(await stalledLines(a, swapId)), ...(await stalledLines(b, swapId))]).toEqual([]);
-    expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+    expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
     await bench.killChildren();
   }, 120_000);
 
@@ -66,7 +67,7 @@ describe("two workers on one Redis", () => {
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
-    await swaps.until(swapId, "the health wait", (r) => r.step === "health");
+    await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     const runner = await swaps.processedBy(swapId);
     const victim = bots.find((b) => runner?.endsWith(`:${b.pid}`));
     const survivor = bots.find((b) => b !== victim);
@@ -81,7 +82,7 @@ describe("two workers on one Redis", () => {
     await swaps.outcome(card.ts, /Swapped/);
     const record = await swaps.record(swapId);
     expect(record?.outcome).toBe("succeeded");
-    expect(await startsOf(bench, HOST, unitOf(record))).toBe(1);
+    expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
     expect(swaps.cardsOf(swapId)).toHaveLength(1);
     expect(await stalledLines(survivor!, swapId)).not.toEqual([]);
     await bench.killChildren();

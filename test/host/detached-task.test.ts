@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detachedStatus, startDetached, stopDetached } from "../../src/host/detached-task.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { sh } from "../../src/host/shell-quote.ts";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const host = new LocalTransport({ hostName: "local", commandTimeoutMs: 10_000 });
@@ -13,12 +14,12 @@ beforeAll(async () => {
 });
 afterAll(() => dir.remove());
 
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Waits until the task's state passes `test`. */
+async function waitForState(task: string, test: (state: string) => boolean, what: string): Promise<void> {
+  await until(async () => test((await detachedStatus(host, task)).state), {
+    what: `${what}: ${task}`,
+    timeoutMs: 10_000,
+  });
 }
 
 describe("detached tasks", () => {
@@ -26,7 +27,7 @@ describe("detached tasks", () => {
     const task = join(dir.path, "ok");
     await startDetached(host, task, sh`echo working; sleep 0.5; echo done`);
     expect((await detachedStatus(host, task)).state).toBe("running");
-    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    await waitForState(task, (state) => state === "exited", "the task to exit");
     const status = await detachedStatus(host, task);
     expect(status).toMatchObject({ state: "exited", exitCode: 0, logTail: ["working", "done"] });
   });
@@ -39,7 +40,7 @@ describe("detached tasks", () => {
       sh`false
 echo never`,
     );
-    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    await waitForState(task, (state) => state === "exited", "the task to exit");
     const status = await detachedStatus(host, task);
     expect(status.exitCode).toBe(1);
     expect(status.logTail).not.toContain("never");
@@ -56,7 +57,7 @@ echo never`,
         HF_TOKEN: token,
       },
     );
-    await until(async () => (await detachedStatus(host, task)).state === "exited");
+    await waitForState(task, (state) => state === "exited", "the task to exit");
     expect((await detachedStatus(host, task)).exitCode).toBe(0);
     expect(await readFile(join(task, "run.sh"), "utf8")).not.toContain(token);
     // only the grep itself matched: no process carried the token in its arguments
@@ -68,9 +69,9 @@ echo never`,
   it("stop ends the task's whole process group; a killed task is dead, not exited", async () => {
     const task = join(dir.path, "long");
     await startDetached(host, task, sh`sleep 300 & sleep 300; wait`);
-    await until(async () => (await detachedStatus(host, task)).state === "running");
+    await waitForState(task, (state) => state === "running", "the task to run");
     await stopDetached(host, task);
-    await until(async () => (await detachedStatus(host, task)).state !== "running");
+    await waitForState(task, (state) => state !== "running", "the task to stop running");
     expect((await detachedStatus(host, task)).state).toBe("dead");
     // zombies (this container's PID 1 reaps nothing) do not count: they hold no resources
     const left = await host.exec(

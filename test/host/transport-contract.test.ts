@@ -11,6 +11,7 @@ import type { HostTransport } from "../../src/host/transport.ts";
 import { createLogger } from "../../src/log.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { type BenchSshd, startSshd } from "../../testbench/sshd.ts";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const log = createLogger({ level: "silent" });
@@ -23,6 +24,7 @@ let local: LocalTransport;
 function sshTransport(
   overrides: Partial<{ port: number; hostKeySha256: string; connectTimeoutSeconds: number }>,
   key: string,
+  logger = log,
 ) {
   return new SshTransport({
     hostName: "test-host",
@@ -37,7 +39,7 @@ function sshTransport(
       maxSessions: 4,
     },
     commandTimeoutMs: 10_000,
-    log,
+    log: logger,
   });
 }
 
@@ -187,13 +189,20 @@ describe("SSH host key pinning and reachability", () => {
   });
 
   it("reconnects after the connection dropped", async () => {
-    const transport = sshTransport({}, clientKey);
+    const lines: string[] = [];
+    const watched = createLogger({
+      level: "debug",
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    const transport = sshTransport({}, clientKey, watched);
     expect((await transport.exec(sh`echo one`)).stdout).toBe("one\n");
     // End the server side of this very connection (the sshd process that owns the session).
     const session = (await transport.exec(sh`ps -o ppid= -p $PPID`)).stdout.trim();
     expect(session).toMatch(/^\d+$/);
     process.kill(Number(session), "SIGKILL");
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await until(() => lines.some((l) => l.includes("ssh connection closed")), {
+      what: "the transport to see its connection close",
+    });
     const again = await transport.exec(sh`echo two`);
     expect(again.stdout).toBe("two\n");
     const newSession = (await transport.exec(sh`ps -o ppid= -p $PPID`)).stdout.trim();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSimGpuHost, type SimGpuHost } from "../../testbench/gpu-host/index.ts";
 import { isAlive, processGroupMembers, registerGpuUsage } from "../../testbench/gpu-host/shims/sandbox.mjs";
 import { interpretUnit, parseCommandLine } from "../../testbench/gpu-host/shims/unit-file.mjs";
+import { until } from "../../testbench/until.ts";
 
 // The real captures, copied into the repository from the team's shared fixtures.
 const FIXTURES = new URL("../fixtures/gpu-host", import.meta.url).pathname;
@@ -17,16 +18,6 @@ const fixture = (name: string) => readFileSync(join(FIXTURES, "h200-1gpu", name)
 const FIXTURE_QUERY =
   "--query-gpu=index,name,uuid,memory.total,memory.used,memory.free,utilization.gpu,temperature.gpu,power.draw,compute_cap,driver_version";
 const NODE = process.execPath;
-
-async function waitUntil<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const tempRoots: string[] = [];
 async function newHost(
@@ -125,7 +116,7 @@ describe("nvidia-smi shim", () => {
       worker.kill("SIGKILL");
     }
     // A dead process's usage is ignored.
-    await waitUntil(async () => !isAlive(pid));
+    await until(async () => !isAlive(pid), { what: `process ${pid} to be gone`, timeoutMs: 5000 });
     const idle = await host.nvidiaSmi("--query-compute-apps=pid,used_memory", "--format=csv,noheader");
     expect(idle.stdout).toBe("");
   });
@@ -317,7 +308,10 @@ WantedBy=multi-user.target
     );
     expect(values.stdout).toBe("0\nactive\n");
 
-    await waitUntil(async () => (await host.journal("runner")).includes("tick"));
+    await until(async () => (await host.journal("runner")).includes("tick"), {
+      what: "the runner's first tick in its journal",
+      timeoutMs: 5000,
+    });
     const journal = await host.journal("runner");
     expect(journal).toContain("Started runner.service - Long runner.");
     expect(journal).toContain("hello world /tmp");
@@ -352,10 +346,13 @@ WantedBy=multi-user.target
   it("marks a unit whose process exits 1 as failed (Result=exit-code)", async () => {
     await host.installUnit("crasher", `[Service]\nExecStart=/bin/sh -c "echo boom; exit 1"\n`);
     expect((await host.systemctl("start", "crasher")).code).toBe(0);
-    const state = await waitUntil(async () => {
-      const s = await host.unitState("crasher");
-      return s.activeState === "failed" ? s : undefined;
-    });
+    const state = await until(
+      async () => {
+        const s = await host.unitState("crasher");
+        return s.activeState === "failed" && s;
+      },
+      { what: "crasher to fail", timeoutMs: 5000 },
+    );
     expect(state).toMatchObject({
       subState: "failed",
       result: "exit-code",
@@ -390,10 +387,13 @@ WantedBy=multi-user.target
 
     await host.installUnit("noexec", `[Service]\nExecStart=${host.venvDir}/bin/missing -m x\n`);
     expect((await host.systemctl("start", "noexec")).code).toBe(0);
-    const state = await waitUntil(async () => {
-      const s = await host.unitState("noexec");
-      return s.activeState === "failed" ? s : undefined;
-    });
+    const state = await until(
+      async () => {
+        const s = await host.unitState("noexec");
+        return s.activeState === "failed" && s;
+      },
+      { what: "noexec to fail", timeoutMs: 5000 },
+    );
     expect(state.execMainStatus).toBe(203);
     expect(await host.journal("noexec")).toContain(
       "noexec.service: Main process exited, code=exited, status=203/EXEC",
@@ -406,10 +406,13 @@ WantedBy=multi-user.target
       `[Unit]\nDescription=Flappy\n[Service]\nExecStart=/bin/sh -c "echo starting; exit 3"\nRestart=on-failure\nRestartSec=30\n`,
     );
     expect((await host.systemctl("start", "flappy")).code).toBe(0);
-    const state = await waitUntil(async () => {
-      const s = await host.unitState("flappy");
-      return s.activeState === "failed" ? s : undefined;
-    }, 8000);
+    const state = await until(
+      async () => {
+        const s = await host.unitState("flappy");
+        return s.activeState === "failed" && s;
+      },
+      { what: "flappy to run out of restarts", timeoutMs: 8000 },
+    );
     expect(state).toMatchObject({ result: "exit-code", nRestarts: 5, execMainStatus: 3 });
     const journal = await host.journal("flappy");
     expect(journal.match(/^starting$/gm)).toHaveLength(5);
@@ -528,11 +531,15 @@ WantedBy=multi-user.target
     await host.setFault("stopTimeoutSec", 0.5);
     await host.installUnit(
       "stubborn",
-      `[Service]\nExecStart=${NODE} -e "process.on('SIGTERM', () => console.log('ignoring TERM')); setInterval(() => {}, 1000)"\n`,
+      `[Service]\nExecStart=${NODE} -e "process.on('SIGTERM', () => console.log('ignoring TERM')); console.log('handler set'); setInterval(() => {}, 1000)"\n`,
     );
     await host.systemctl("start", "stubborn");
     const { mainPid } = await host.unitState("stubborn");
-    await new Promise((r) => setTimeout(r, 300));
+    // a SIGTERM before node has set its handler would end it at once
+    await until(async () => (await host.journal("stubborn")).includes("handler set"), {
+      what: "stubborn's SIGTERM handler",
+      timeoutMs: 5000,
+    });
     const started = Date.now();
     expect((await host.systemctl("stop", "stubborn")).code).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(450);
@@ -552,7 +559,10 @@ WantedBy=multi-user.target
     await host.installUnit("solo", `[Service]\nExecStart=/bin/sleep 300\n`);
     await host.systemctl("start", "tree", "solo");
     const tree = await host.unitState("tree");
-    await waitUntil(async () => processGroupMembers(tree.mainPid).length === 3);
+    await until(() => processGroupMembers(tree.mainPid).length === 3, {
+      what: "the unit's three processes",
+      timeoutMs: 5000,
+    });
     // A detached process started by a shim outside any unit (like a nohup'd download).
     await writeFile(
       join(host.root, "detached.sh"),

@@ -11,6 +11,7 @@ import {
   type SimModel,
   startSimHub,
 } from "../../testbench/hub/index.ts";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const SHIMS = join(import.meta.dirname, "../../testbench/gpu-host/shims");
@@ -80,14 +81,6 @@ const incompleteFiles = (localDir: string) => listFiles(localDir).filter((f) => 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const gitOid = (data: Buffer) =>
   createHash("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
-
-async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function api(path: string, init: RequestInit = {}) {
   const res = await fetch(`${hub.url}${path}`, init);
@@ -442,14 +435,17 @@ describe("simulated hf CLI", () => {
     hub.clearRequests();
     hub.setThrottle(1_500_000);
     const first = startShim("hf.mjs", ["download", model.id, "--local-dir", localDir]);
-    await waitFor("partial shards on disk", () => {
-      // a shard that completes between the listing and the stat is renamed away: it is not partial
-      const partial = incompleteFiles(localDir).flatMap((f) => {
-        const stat = statSync(join(localDir, f), { throwIfNoEntry: false });
-        return stat === undefined ? [] : [stat.size];
-      });
-      return partial.length >= 2 && partial.every((size) => size > 100_000);
-    });
+    await until(
+      () => {
+        // a shard that completes between the listing and the stat is renamed away: it is not partial
+        const partial = incompleteFiles(localDir).flatMap((f) => {
+          const stat = statSync(join(localDir, f), { throwIfNoEntry: false });
+          return stat === undefined ? [] : [stat.size];
+        });
+        return partial.length >= 2 && partial.every((size) => size > 100_000);
+      },
+      { what: "partial shards on disk", timeoutMs: 10_000, intervalMs: 20 },
+    );
     first.child.kill("SIGTERM");
     const killed = await first.done;
     expect(killed.signal).toBe("SIGTERM");

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
 import { removeEditableInstall, writeEditableInstall } from "../../testbench/gpu-host/shims/venv.mjs";
+import { until } from "../../testbench/until.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const PYTHON_SHIM = resolve(
@@ -111,20 +112,22 @@ function python(sandbox: Sandbox, args: string[], env: Record<string, string> = 
     out += d.toString();
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.on("exit", (code, signal) => {
-      running.delete(child);
-      // let the pipes drain
-      setTimeout(() => res({ code, signal }), 20);
-    });
+    child.on("exit", () => running.delete(child));
+    // "close" comes once the process has exited and its output pipes are drained
+    child.on("close", (code, signal) => res({ code, signal }));
   });
   const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!pattern.test(out)) {
-      if (child.exitCode !== null)
-        throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}:\n${out}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      () => {
+        if (pattern.test(out)) return true;
+        if (child.exitCode !== null)
+          throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
+        return false;
+      },
+      { what: `${pattern}`, timeoutMs, intervalMs: 20 },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}:\n${out}`);
+    });
   };
   return { child, output: () => out, waitFor, exited };
 }

@@ -8,6 +8,7 @@ import {
   type SlackEmulator,
   startSlackEmulator,
 } from "../../testbench/slack/index.ts";
+import { until } from "../../testbench/until.ts";
 
 /**
  * The Slack emulator's Socket Mode: apps.connections.open with the app-level token, single-use
@@ -63,12 +64,11 @@ class RawClient {
   }
 
   async next(type: string, after = 0): Promise<JsonObject> {
-    for (let i = 0; i < 200; i++) {
-      const found = this.messages.slice(after).find((m) => m.type === type);
-      if (found !== undefined) return found;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    throw new Error(`no ${type} message`);
+    return await until(() => this.messages.slice(after).find((m) => m.type === type), {
+      what: `a ${type} message`,
+      timeoutMs: 2000,
+      intervalMs: 10,
+    });
   }
 
   ack(envelopeId: unknown, payload?: JsonObject): void {

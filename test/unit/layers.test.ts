@@ -33,7 +33,10 @@ function walk(path: string): void {
 }
 
 function importsOf(file: string): Import[] {
-  const text = readFileSync(file, "utf8");
+  // comments name modules too (JSDoc's `import("./x.mjs").Type`): they import nothing
+  const text = readFileSync(file, "utf8")
+    .replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/^\s*\/\/.*$/gm, "");
   const found: Import[] = [];
   const statement = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^"'`;]*?\sfrom\s+)?["']([^"']+)["']/g;
   for (const m of text.matchAll(statement)) found.push(resolveImport(file, m[3]!, m[2] !== undefined));
