@@ -3,7 +3,12 @@ import { isApprovalEvent, type PlanOutlet, postPlanEvent } from "../approval/pos
 import type { Clock } from "../clock.ts";
 import { describeError, isCodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { isSlackApiError, type SlackApiError, type SlackPoster } from "../slack/slack-poster.ts";
+import {
+  isSlackApiError,
+  type PostMetadata,
+  type SlackApiError,
+  type SlackPoster,
+} from "../slack/slack-poster.ts";
 import type { ReportState } from "../store/report-state.ts";
 import type { Store } from "../store/store.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
@@ -16,7 +21,7 @@ import { threadReply } from "./thread-messages.ts";
 
 export interface ReporterDeps {
   store: Pick<Store, "swaps" | "reports" | "approvals">;
-  poster: Pick<SlackPoster, "post" | "update" | "react" | "upload">;
+  poster: Pick<SlackPoster, "post" | "update" | "react" | "upload" | "read">;
   /** At most one progress edit of a card per this many seconds (a stage change is shown at once). */
   cardUpdateSeconds: number;
   log: Logger;
@@ -25,6 +30,9 @@ export interface ReporterDeps {
 
 /** Done for now, or look again in `ms` (Slack refused: back off; or the card's next edit is due then). */
 export type ReportResult = { kind: "done" } | { kind: "later"; ms: number; why: "slack" | "card" };
+
+/** The metadata event type of every message the reporter posts (its payload names the swap and the post). */
+export const REPORT_EVENT_TYPE = "modelswap_report";
 
 /** Backoff after Slack refused: 1 s, doubling, at most a minute; the swap never waits for it. */
 const MAX_BACKOFF_MS = 60_000;
@@ -130,13 +138,17 @@ class ReportRun {
     }
     this.record = record;
     this.log = this.deps.log.child({ swap: id, host: record.host });
-    await this.ensureCard();
+    await this.settleInFlight();
+    // a new card (the first, or one after a deletion) starts its thread from the first event: read again
+    if (await this.ensureCard()) return await this.once();
+    // the card first: it says where the swap is now; the thread then tells how it got there
+    const later = await this.withCard(() => this.refreshCard());
     for (const event of events) {
       await this.withCard(() => this.show(event));
       this.state.cursor += 1;
-      await store.reports.set(id, this.state);
+      this.state.posts = {};
+      await this.save();
     }
-    const later = await this.withCard(() => this.refreshCard());
     if (later !== undefined) return later;
     if (this.record.outcome !== undefined && this.state.cursor >= (await store.swaps.eventCount(id))) {
       await store.reports.caughtUp(id);
@@ -144,23 +156,105 @@ class ReportRun {
     return { kind: "done" };
   }
 
-  /** The card exists (posted now when it never was or was deleted). */
-  private async ensureCard(): Promise<string> {
-    if (this.state.cardTs !== undefined) return this.state.cardTs;
+  private async save(): Promise<void> {
+    await this.deps.store.reports.set(this.swapId, this.state);
+  }
+
+  /**
+   * Posts one message once. Its key names it (card number, event, part); Slack's copy carries the key in
+   * its metadata. Before the post the key is noted as in flight, after it the ts is kept: a reporter that
+   * dies in between leaves the note, and the next one asks Slack instead of posting a second copy.
+   */
+  private async postOnce(
+    key: string,
+    msg: SlackMessage,
+    options: { threadTs?: string; broadcast?: boolean } = {},
+  ): Promise<string> {
+    const done = this.state.posts[key];
+    if (done !== undefined) return done;
+    this.state.inFlight = { key, ...(options.threadTs === undefined ? {} : { threadTs: options.threadTs }) };
+    await this.save();
+    const ts = await this.deps.poster.post(this.record.channel, msg, {
+      ...options,
+      metadata: this.metadata(key),
+    });
+    this.state.posts[key] = ts;
+    delete this.state.inFlight;
+    await this.save();
+    return ts;
+  }
+
+  private metadata(key: string): PostMetadata {
+    return { event_type: REPORT_EVENT_TYPE, event_payload: { swap: this.swapId, post: key } };
+  }
+
+  /** A post left in flight by a reporter that died: is it in Slack? Then it counts as posted. */
+  private async settleInFlight(): Promise<void> {
+    const flying = this.state.inFlight;
+    if (flying === undefined) return;
+    let found: string | undefined;
+    try {
+      const messages = await this.deps.poster.read(
+        this.record.channel,
+        flying.threadTs === undefined
+          ? { oldest: String(Date.parse(this.record.createdAt) / 1000 - 60) }
+          : { threadTs: flying.threadTs },
+      );
+      found = messages.find(
+        (m) =>
+          m.metadata?.event_type === REPORT_EVENT_TYPE &&
+          m.metadata.event_payload?.swap === this.swapId &&
+          m.metadata.event_payload?.post === flying.key,
+      )?.ts;
+    } catch (error) {
+      if (!isSlackApiError(error)) throw error;
+      if (error.messageGone) found = undefined;
+      else {
+        // without the history scope Slack cannot be asked: the post is sent again (a duplicate at worst)
+        this.log.warn(
+          {
+            post: flying.key,
+            slackError: error.slackError,
+            fix: "add channels:history (and groups:history) to the Slack app's scopes and reinstall it (manifest.yml)",
+          },
+          "cannot tell whether a post whose reporter died reached Slack; sending it again",
+        );
+      }
+    }
+    if (found !== undefined) {
+      this.log.info(
+        { post: flying.key, ts: found },
+        "a post whose reporter died did reach Slack: kept, not sent again",
+      );
+      if (flying.key.startsWith("card:")) {
+        this.state.cardTs = found;
+        this.state.cards = Number(flying.key.slice("card:".length));
+      } else this.state.posts[flying.key] = found;
+    }
+    delete this.state.inFlight;
+    await this.save();
+  }
+
+  /** The card exists: posted now (true) when it never was or was deleted, with the story to tell again. */
+  private async ensureCard(): Promise<boolean> {
+    if (this.state.cardTs !== undefined) return false;
     const card = this.renderCard();
-    const ts = await this.deps.poster.post(this.record.channel, card);
+    const number = this.state.cards + 1;
+    const ts = await this.postOnce(`card:${number}`, card);
     this.state.cardTs = ts;
-    this.state.cards += 1;
+    this.state.cards = number;
+    delete this.state.posts[`card:${number}`];
     this.state.cardHash = hash(card);
     this.state.cardAt = this.deps.clock.now();
     this.state.cardStages = stageLine(this.record);
-    if (this.state.cards > 1) {
+    if (number > 1) {
       // a new card and thread: the whole story goes into it again, in order (the old thread went with its card)
       this.state.cursor = 0;
+      this.state.posts = {};
       this.state.plans = {};
     }
-    await this.deps.store.reports.set(this.record.id, this.state);
-    return ts;
+    await this.save();
+    return number > 1;
   }
 
   /**
@@ -183,40 +277,47 @@ class ReportRun {
       "the swap's card is gone from Slack (deleted?): posting a new one",
     );
     delete this.state.cardTs;
-    await this.deps.store.reports.set(this.record.id, this.state);
+    await this.save();
+  }
+
+  /** A reply in the card's thread, once; `part` tells apart the messages of one event. */
+  private reply(part: string, msg: SlackMessage, broadcast = false): Promise<string> {
+    const threadTs = this.state.cardTs!;
+    return this.postOnce(`${this.state.cards}:${this.state.cursor}:${part}`, msg, { threadTs, broadcast });
   }
 
   private async show(event: StoredSwapEvent): Promise<void> {
-    const { poster } = this.deps;
-    const { channel } = this.record;
-    const threadTs = this.state.cardTs!;
     if (isApprovalEvent(event)) {
-      await postPlanEvent(event, this.record, this.state.plans, this.planOutlet(threadTs));
+      await postPlanEvent(event, this.record, this.state.plans, this.planOutlet());
       return;
     }
     if (event.type === "benchmarked") {
-      await poster.post(channel, renderBenchmarkComparison(event.current, event.previous), { threadTs });
-      await this.shareChart(event, threadTs);
+      await this.reply("table", renderBenchmarkComparison(event.current, event.previous));
+      if (this.state.posts[`${this.state.cards}:${this.state.cursor}:chart`] === undefined) {
+        await this.shareChart(event, this.state.cardTs!);
+        this.state.posts[`${this.state.cards}:${this.state.cursor}:chart`] = "uploaded";
+      }
       return;
     }
     const reply = threadReply(event, this.record);
     if (reply === undefined) return;
     try {
-      await poster.post(channel, reply.message, { threadTs, broadcast: reply.broadcast === true });
+      await this.reply("message", reply.message, reply.broadcast === true);
     } catch (error) {
       if (!isSlackApiError(error) || !error.badRequest) throw error;
       // a message Slack refuses as such would be refused forever: say so in its place and go on
       this.log.error({ event: event.type, err: error.slackError }, "Slack refused a thread message");
       const text = `⚠️ (a ${event.type} message could not be shown: Slack said ${error.slackError})`;
-      await poster.post(channel, message(text, [context(text)]), { threadTs });
+      await this.reply("refused", message(text, [context(text)]));
     }
   }
 
-  private planOutlet(threadTs: string): PlanOutlet {
+  private planOutlet(): PlanOutlet {
     const { poster, store } = this.deps;
     const { channel, id } = this.record;
+    let said = 0;
     return {
-      post: (msg) => poster.post(channel, msg, { threadTs }),
+      post: (msg) => this.reply("plan", msg),
       update: async (ts, msg) => {
         try {
           await poster.update(channel, ts, msg);
@@ -231,9 +332,10 @@ class ReportRun {
         await store.approvals.indexPlanMessage(channel, ts, { swapId: id, planHash }, ttl);
       },
       say: async (text) => {
-        await poster.post(channel, message(text, [context(text)]), { threadTs });
+        said += 1;
+        await this.reply(`say-${said}`, message(text, [context(text)]));
       },
-      remember: () => store.reports.set(id, this.state),
+      remember: () => this.save(),
     };
   }
 

@@ -9,6 +9,20 @@ export interface PostOptions {
   threadTs?: string;
   /** Also show a thread reply in the channel (used for a swap's final outcome only). */
   broadcast?: boolean;
+  /** Slack's message metadata: finds the message again later (a post whose answer was lost). */
+  metadata?: PostMetadata;
+}
+
+/** What modelswap marks its reports with (https://docs.slack.dev/messaging/message-metadata). */
+export interface PostMetadata {
+  event_type: string;
+  event_payload: Record<string, string | number | boolean>;
+}
+
+/** A message as conversations.history and conversations.replies give it back: its ts and metadata. */
+export interface FoundMessage {
+  ts: string;
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
 }
 
 export interface UploadFile {
@@ -51,16 +65,64 @@ export class SlackPoster {
       unfurl_media: false,
     };
     await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel);
+    const metadata = options.metadata === undefined ? {} : { metadata: options.metadata };
     const result = await this.call("chat.postMessage", () =>
       options.threadTs === undefined
-        ? this.client.chat.postMessage(base)
+        ? this.client.chat.postMessage({ ...base, ...metadata })
         : this.client.chat.postMessage({
             ...base,
+            ...metadata,
             thread_ts: options.threadTs,
             reply_broadcast: options.broadcast === true,
           }),
     );
-    return String(result.ts);
+    const ts = String(result.ts);
+    const threaded = (result as { message?: { thread_ts?: string } }).message?.thread_ts;
+    if (options.threadTs !== undefined && threaded === undefined && result.message !== undefined) {
+      // Slack posts a reply to a parent that is gone (deleted, nothing left of it) as a channel message
+      // (slack-go/slack#1571): take the stray message back, and say the thread is gone
+      await this.client.chat.delete({ channel, ts }).catch(() => undefined);
+      throw new SlackApiError("chat.postMessage", "thread_not_found", undefined);
+    }
+    return ts;
+  }
+
+  /**
+   * The messages of a channel since `oldest` (a Slack ts), newest first, or of one thread, with their
+   * metadata, in pages, at most `max` of them (conversations.history / conversations.replies; both need
+   * the channels:history scope, groups:history for a private channel).
+   */
+  async read(
+    channel: string,
+    where: { threadTs?: string; oldest?: string },
+    max = 1000,
+  ): Promise<FoundMessage[]> {
+    const found: FoundMessage[] = [];
+    let cursor: string | undefined;
+    do {
+      const method = where.threadTs === undefined ? "conversations.history" : "conversations.replies";
+      await this.pace(method, LIMITS.tier3);
+      const page = (await this.call(method, () =>
+        where.threadTs === undefined
+          ? this.client.conversations.history({
+              channel,
+              include_all_metadata: true,
+              limit: 200,
+              ...(where.oldest === undefined ? {} : { oldest: where.oldest }),
+              ...(cursor === undefined ? {} : { cursor }),
+            })
+          : this.client.conversations.replies({
+              channel,
+              ts: where.threadTs,
+              include_all_metadata: true,
+              limit: 200,
+              ...(cursor === undefined ? {} : { cursor }),
+            }),
+      )) as { messages?: FoundMessage[]; response_metadata?: { next_cursor?: string } };
+      found.push(...(page.messages ?? []));
+      cursor = page.response_metadata?.next_cursor || undefined;
+    } while (cursor !== undefined && found.length < max);
+    return found;
   }
 
   async update(channel: string, ts: string, msg: SlackMessage): Promise<void> {

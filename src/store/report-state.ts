@@ -12,6 +12,13 @@ export const reportStateSchema = z.object({
   cards: z.number().int().default(0),
   /** The events posted: the next one to post is at this index. */
   cursor: z.number().int().default(0),
+  /** The messages posted for the event at `cursor` so far (post key → ts): a retry posts only the rest. */
+  posts: z.record(z.string(), z.string()).default({}),
+  /**
+   * A post sent whose answer is not recorded yet. Found set at the next run, it means a reporter died
+   * in between: Slack is asked (by the post's metadata) whether the message is there before it is sent again.
+   */
+  inFlight: z.object({ key: z.string(), threadTs: z.string().optional() }).optional(),
   /** Plan hash → the message that shows that plan. */
   plans: z.record(z.string(), z.string()).default({}),
   /** What the card shows now (a hash of its rendering), when it was last edited, and its stage line. */

@@ -16,6 +16,10 @@ const SCOPE_OF: Record<string, string | null> = {
   "chat.postMessage": "chat:write",
   "chat.update": "chat:write",
   "chat.postEphemeral": "chat:write",
+  // the public channel's; a private channel's needs groups:history, granted as well
+  "chat.delete": "chat:write",
+  "conversations.history": "channels:history",
+  "conversations.replies": "channels:history",
   // WebClient's helper: files.getUploadURLExternal, then files.completeUploadExternal, both files:write
   "files.uploadV2": "files:write",
   "files.getUploadURLExternal": "files:write",

@@ -34,6 +34,7 @@ export const METHOD_TIERS: Record<string, RateTier | "postMessage"> = {
   "usergroups.users.list": "tier2",
   "conversations.info": "tier3",
   "conversations.replies": "tier3",
+  "conversations.history": "tier3",
   "files.getUploadURLExternal": "tier4",
   "files.completeUploadExternal": "tier4",
 };

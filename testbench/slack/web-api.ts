@@ -189,6 +189,42 @@ function userJson(ctx: ApiContext, id: string): JsonObject {
   };
 }
 
+/**
+ * One page of messages, as conversations.replies and .history answer: `limit` of them from the cursor on,
+ * `has_more` and the next cursor; a message's metadata only when `include_all_metadata` asked for it.
+ */
+function pageOf(
+  ctx: ApiContext,
+  args: JsonObject,
+  all: SlackMessage[],
+  max: number,
+  byDefault = max,
+): JsonObject {
+  const limit = Math.max(1, Math.min(max, Number(str(args, "limit") ?? String(byDefault)) || byDefault));
+  const cursor = str(args, "cursor");
+  let offset = 0;
+  if (cursor !== undefined && cursor !== "") {
+    const decoded = Buffer.from(cursor, "base64").toString("utf8");
+    const match = /^offset:(\d+)$/.exec(decoded);
+    if (match === null) throw new ApiError("invalid_cursor");
+    offset = Number(match[1]);
+  }
+  const withMetadata = bool(args, "include_all_metadata");
+  const page = all.slice(offset, offset + limit).map((m) => {
+    const json = ctx.ws.messageJson(m);
+    if (!withMetadata) delete json.metadata;
+    return json;
+  });
+  const hasMore = offset + limit < all.length;
+  return {
+    messages: page,
+    has_more: hasMore,
+    ...(hasMore
+      ? { response_metadata: { next_cursor: Buffer.from(`offset:${offset + limit}`).toString("base64") } }
+      : {}),
+  };
+}
+
 function channelJson(ctx: ApiContext, channel: ChannelState): JsonObject {
   return {
     id: channel.id,
@@ -441,29 +477,23 @@ const handlers: Record<string, Handler> = {
     if (ts === undefined) throw new ApiError("thread_not_found");
     const parent = ctx.ws.findMessage(channel.id, ts);
     if (parent === undefined) throw new ApiError("thread_not_found");
-    const all = [parent, ...ctx.ws.replies(channel.id, ts)];
-    const limit = Math.max(1, Math.min(1000, Number(str(args, "limit") ?? "1000") || 1000));
-    const cursor = str(args, "cursor");
-    let offset = 0;
-    if (cursor !== undefined && cursor !== "") {
-      const decoded = Buffer.from(cursor, "base64").toString("utf8");
-      const match = /^offset:(\d+)$/.exec(decoded);
-      if (match === null) throw new ApiError("invalid_cursor");
-      offset = Number(match[1]);
-    }
-    const page = all.slice(offset, offset + limit);
-    const hasMore = offset + limit < all.length;
-    return {
-      messages: page.map((m) => ctx.ws.messageJson(m)),
-      has_more: hasMore,
-      ...(hasMore
-        ? {
-            response_metadata: {
-              next_cursor: Buffer.from(`offset:${offset + limit}`).toString("base64"),
-            },
-          }
-        : {}),
-    };
+    return pageOf(ctx, args, [parent, ...ctx.ws.replies(channel.id, ts)], 1000);
+  },
+
+  // docs.slack.dev/reference/methods/conversations.history: newest first; `oldest`/`latest` bound the
+  // range (exclusive unless `inclusive`), `limit` default 100 (max 999), cursor paging; metadata only with
+  // include_all_metadata. Thread replies are not in a channel's history, but for those broadcast to it.
+  "conversations.history": (ctx, args) => {
+    const channel = channelArg(ctx, args);
+    const oldest = Number(str(args, "oldest") ?? "0");
+    const latest = Number(str(args, "latest") ?? "Infinity");
+    const inclusive = bool(args, "inclusive");
+    const inRange = (ts: number) => (inclusive ? ts >= oldest && ts <= latest : ts > oldest && ts < latest);
+    const all = ctx.ws
+      .topLevel(channel.id)
+      .filter((m) => inRange(Number(m.ts)))
+      .reverse();
+    return pageOf(ctx, args, all, 999, 100);
   },
 
   "files.getUploadURLExternal": (ctx, args) => {

@@ -1,0 +1,56 @@
+import type { Bench } from "../../testbench/bench.ts";
+import { CHANNEL } from "../../testbench/bench.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
+
+/**
+ * The milestones a succeeded swap's thread tells, in order, each once: its plan, the download, the
+ * engine build, the switch, the benchmark, and the outcome (DESIGN.md §4; the reporter's thread-messages).
+ */
+export const SUCCEEDED_STORY: readonly [string, RegExp][] = [
+  ["the plan", /^Swap plan:/],
+  ["the download", /^📦 Download complete/],
+  ["the engine build", /^🔧 Engine built/],
+  ["the switch", /^🔀 Switched/],
+  ["the benchmark table", /output tok\/s at /],
+  ["the outcome", /now serves/],
+];
+
+/** The thread's messages that are milestones of the story, as the story's names, in thread order. */
+export function storyOf(thread: readonly SlackMessage[], story = SUCCEEDED_STORY): string[] {
+  return thread.flatMap((m) => story.filter(([, pattern]) => pattern.test(m.text)).map(([name]) => name));
+}
+
+/**
+ * Waits until the swap's one live card reads `pattern` and its thread tells the whole story; then
+ * returns the card. Throws (naming what is missing) when Slack's thread is incomplete, out of order or
+ * repeats a milestone by the deadline.
+ */
+export async function untilThreadComplete(
+  bench: Bench,
+  swaps: SwapDriver,
+  swapId: string,
+  { card: pattern = /Swapped/, timeoutMs = 60_000, story = SUCCEEDED_STORY } = {},
+): Promise<SlackMessage> {
+  let last = "";
+  const wanted = story.map(([name]) => name);
+  try {
+    return await until(
+      () => {
+        const cards = swaps.cardsOf(swapId);
+        if (cards.length !== 1) {
+          last = `${cards.length} cards`;
+          return undefined;
+        }
+        const card = cards[0]!;
+        const told = storyOf(bench.slack.thread(CHANNEL, card.ts), story);
+        last = `card "${card.text}", thread ${JSON.stringify(told)}`;
+        return pattern.test(card.text) && JSON.stringify(told) === JSON.stringify(wanted) ? card : undefined;
+      },
+      { what: `the whole story of swap ${swapId} in one card's thread`, timeoutMs },
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; last seen: ${last}; wanted ${JSON.stringify(wanted)}`);
+  }
+}
