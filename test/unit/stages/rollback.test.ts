@@ -1,0 +1,277 @@
+import { describe, expect, it } from "vitest";
+import { rollback } from "../../../jobs/swap/stages/rollback.ts";
+import type { SwapRecord } from "../../../src/swap/swap-record.ts";
+import type { Fake } from "./fake-stage-context.ts";
+import {
+  ago,
+  approvedRecord,
+  healthAnswer,
+  healthPoll,
+  healthyJournal,
+  type LateOptions,
+  lateContext,
+  later,
+  loadingJournal,
+  NEW_UNIT,
+  OLD_UNIT,
+  qwenPlan,
+  T0,
+  unreachable,
+} from "./late-stage-fixtures.ts";
+
+const WHY = `${NEW_UNIT} failed: torch.OutOfMemoryError: CUDA out of memory.`;
+
+/** A swap whose new unit failed its health check after a complete switch (or the part of it given). */
+function failedAfterSwitch(options: LateOptions & { switch?: SwapRecord["switch"] } = {}): Fake {
+  const stages = approvedRecord().stages!;
+  return lateContext({
+    ...options,
+    record: {
+      step: "rollback",
+      reason: WHY,
+      switch: options.switch ?? {
+        startedAt: ago(130),
+        oldStoppedAt: ago(120),
+        newStartedAt: ago(119),
+        done: true,
+      },
+      stages: {
+        ...stages,
+        switch: { state: "done", startedAt: ago(130), finishedAt: ago(119) },
+        health: { state: "failed", startedAt: ago(119), finishedAt: ago(1), detail: WHY },
+      },
+      ...options.record,
+    },
+  });
+}
+
+/** The old unit's health: loading for `loadingPolls` polls, then serving. */
+function oldUnitComesBack(fake: Fake, loadingPolls = 2): { count: () => number } {
+  let n = 0;
+  fake.host.on(healthPoll(OLD_UNIT), () =>
+    n++ < loadingPolls
+      ? healthAnswer("activating", "000", loadingJournal(OLD_UNIT))
+      : healthAnswer("active", "200", healthyJournal(OLD_UNIT)),
+  );
+  return { count: () => n };
+}
+
+/** The commands run, health polls shown as "poll <unit>". */
+function commands(fake: Fake): string[] {
+  return fake.host.commands.map((c) => {
+    const polled = /^\s*systemctl is-active (\S+) \|\| true/.exec(c.text);
+    return polled ? `poll ${polled[1]}` : c.text;
+  });
+}
+
+const rollingBack = (fake: Fake) => fake.events().filter((e) => e.type === "rolling-back");
+
+describe("rollback", () => {
+  it("disables the new unit, enables the old one and waits for its health", async () => {
+    const fake = failedAfterSwitch();
+    const health = oldUnitComesBack(fake);
+
+    const result = await rollback(fake.ctx, WHY);
+
+    expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(commands(fake)).toEqual([
+      `systemctl disable --now ${NEW_UNIT}`,
+      `systemctl enable --now ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+    ]);
+    expect(health.count()).toBe(3);
+    expect(fake.swap.record.rollbackStartedAt).toBe(later(0));
+    expect(fake.events()).toEqual([
+      { type: "rolling-back", to: OLD_UNIT, stopping: NEW_UNIT, why: WHY, at: later(0) },
+    ]);
+  });
+
+  it("uses sudo -n for systemctl on a host configured with sudo", async () => {
+    const fake = failedAfterSwitch({ host: { sudo: true } });
+    oldUnitComesBack(fake, 0);
+
+    await rollback(fake.ctx, WHY);
+
+    expect(commands(fake)).toEqual([
+      `sudo -n systemctl disable --now ${NEW_UNIT}`,
+      `sudo -n systemctl enable --now ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+    ]);
+  });
+
+  it("announces itself once: a retried rollback does not emit rolling-back again", async () => {
+    const fake = failedAfterSwitch();
+    fake.host.on(/systemctl enable --now/, unreachable());
+
+    const first = await rollback(fake.ctx, WHY);
+    expect(first).toMatchObject({
+      ok: false,
+      unreachable: expect.objectContaining({ code: "HOST_UNREACHABLE" }),
+    });
+
+    fake.clock.time += 5_000;
+    fake.host.on(/systemctl enable --now/, {});
+    oldUnitComesBack(fake, 0);
+    const second = await rollback(fake.ctx, WHY);
+
+    expect(second).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(rollingBack(fake)).toHaveLength(1);
+    expect(fake.swap.record.rollbackStartedAt).toBe(later(0));
+    // every step is idempotent, and was simply run again
+    expect(fake.host.ran(/systemctl disable --now/)).toHaveLength(2);
+  });
+
+  it("only stops the new unit when nothing served before the swap", async () => {
+    const fake = failedAfterSwitch({ plan: qwenPlan({ servedNothing: true }) });
+
+    const result = await rollback(fake.ctx, WHY);
+
+    expect(result).toEqual({ ok: true, detail: `${NEW_UNIT} stopped; nothing served before` });
+    expect(commands(fake)).toEqual([`systemctl disable --now ${NEW_UNIT}`]);
+    // back to nothing: the announcement names no unit to go back to
+    expect(fake.events()).toEqual([{ type: "rolling-back", stopping: NEW_UNIT, why: WHY, at: later(0) }]);
+  });
+
+  it("does not restart the old unit when the switch failed before stopping it, and still checks it serves", async () => {
+    const fake = failedAfterSwitch({ switch: { startedAt: ago(5) }, host: { sudo: true } });
+    fake.host.on(new RegExp(`^systemctl is-active ${OLD_UNIT.replaceAll(".", "\\.")}$`), {
+      stdout: "active\n",
+    });
+    oldUnitComesBack(fake, 0);
+
+    const result = await rollback(fake.ctx, "writing the unit failed");
+
+    expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(commands(fake)).toEqual([
+      `sudo -n systemctl disable --now ${NEW_UNIT}`,
+      // not privileged: this may be what failed
+      `systemctl is-active ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+    ]);
+    expect(fake.host.ran(/enable --now/)).toEqual([]);
+  });
+
+  it("starts the old unit when the switch's record says nothing but the unit is not active (its stop was cut off)", async () => {
+    const fake = failedAfterSwitch({ switch: { startedAt: ago(5) } });
+    fake.host.on(/^systemctl is-active sglang-kimi\.service$/, { code: 3, stdout: "inactive\n" });
+    oldUnitComesBack(fake, 0);
+
+    expect(await rollback(fake.ctx, WHY)).toMatchObject({ ok: true });
+    expect(fake.host.ran(/systemctl enable --now/)).toEqual([`systemctl enable --now ${OLD_UNIT}`]);
+  });
+
+  it("puts the engine back at its previous commit before starting the old unit, when the build changed it", async () => {
+    const previousCommit = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
+    const fake = failedAfterSwitch({
+      record: { engine: { commit: "f".repeat(40), version: "0.5.6", previousCommit } },
+    });
+    oldUnitComesBack(fake, 0);
+
+    await rollback(fake.ctx, WHY);
+
+    expect(commands(fake)).toEqual([
+      `systemctl disable --now ${NEW_UNIT}`,
+      `git -C /opt/sglang checkout -q -f --detach ${previousCommit} && /opt/sglang/.venv/bin/pip install -q -e /opt/sglang/python --no-deps`,
+      `systemctl enable --now ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+    ]);
+  });
+
+  it("returns ok:false with a rollback-failed event when the old unit does not come back", async () => {
+    const fake = failedAfterSwitch();
+    const crash = [
+      ...loadingJournal(OLD_UNIT),
+      "[2026-12-01 12:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+      '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2968, in run_scheduler_process',
+      "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+      `${OLD_UNIT}: Main process exited, code=exited, status=1/FAILURE`,
+      `${OLD_UNIT}: Failed with result 'exit-code'.`,
+    ];
+    fake.host.on(healthPoll(OLD_UNIT), healthAnswer("failed", "000", crash));
+
+    const result = await rollback(fake.ctx, WHY);
+
+    const why = `${OLD_UNIT} failed: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.`;
+    expect(result).toEqual({ ok: false, detail: `${OLD_UNIT} did not come back: ${why}` });
+    expect(result.unreachable).toBeUndefined();
+    expect(fake.events().map((e) => e.type)).toEqual(["rolling-back", "rollback-failed"]);
+    expect(fake.events()[1]).toMatchObject({ type: "rollback-failed", unit: OLD_UNIT, why });
+    expect((fake.events()[1] as { journal: string[] }).journal).toContain(
+      "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    );
+  });
+
+  it("gives the old unit at least 10 minutes, or the plan's health limit when that is longer", async () => {
+    const fake = failedAfterSwitch();
+    fake.host.on(healthPoll(OLD_UNIT), healthAnswer("activating", "000", loadingJournal(OLD_UNIT)));
+
+    const result = await rollback(fake.ctx, WHY);
+
+    // the plan allows the 223 GB model 1320 s; the old unit gets as long
+    expect(result).toEqual({
+      ok: false,
+      detail: `${OLD_UNIT} did not come back: not healthy after 1321 s (limit 1320 s)`,
+    });
+    expect(fake.clock.now() - T0).toBe(1_320_500);
+    expect(fake.events().at(-1)).toMatchObject({ type: "rollback-failed", unit: OLD_UNIT });
+  });
+
+  it("gives the old unit the configured health limit (swaps.healthTimeoutSeconds) when the operator set one", async () => {
+    // The operator's hosts load slowly: they allow an hour. The old model is up after 30 minutes.
+    const fake = failedAfterSwitch({ settings: { healthTimeoutSeconds: 3600 } });
+    fake.host.on(healthPoll(OLD_UNIT), () =>
+      fake.clock.now() - T0 < 1800_000
+        ? healthAnswer("activating", "000", loadingJournal(OLD_UNIT))
+        : healthAnswer("active", "200", healthyJournal(OLD_UNIT)),
+    );
+
+    const result = await rollback(fake.ctx, WHY);
+
+    // Declaring "no healthy service" at 22 min would page the channel while the old model still loads.
+    expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(fake.events().map((e) => e.type)).toEqual(["rolling-back"]);
+  });
+
+  it("returns ok:false (not unreachable) when the old unit cannot be enabled", async () => {
+    const fake = failedAfterSwitch();
+    fake.host.on(/systemctl enable --now/, {
+      code: 1,
+      stderr: `Failed to enable unit: Unit file ${OLD_UNIT} does not exist.\n`,
+    });
+
+    const result = await rollback(fake.ctx, WHY);
+
+    expect(result.ok).toBe(false);
+    expect(result.detail).toContain(`Unit file ${OLD_UNIT} does not exist.`);
+    expect(result.unreachable).toBeUndefined();
+    expect(fake.host.ran(healthPoll(OLD_UNIT))).toEqual([]);
+  });
+
+  it("sets unreachable when the host cannot be reached, before or during the health wait", async () => {
+    const early = failedAfterSwitch();
+    early.host.on(/systemctl disable --now/, unreachable());
+    const atStart = await rollback(early.ctx, WHY);
+    expect(atStart).toMatchObject({ ok: false, detail: expect.stringContaining("(HOST_UNREACHABLE)") });
+    expect(atStart.unreachable).toMatchObject({ code: "HOST_UNREACHABLE" });
+    expect(early.host.ran(/enable --now/)).toEqual([]);
+
+    const late = failedAfterSwitch();
+    late.host.on(healthPoll(OLD_UNIT), unreachable());
+    const during = await rollback(late.ctx, WHY);
+    expect(during.ok).toBe(false);
+    expect(during.unreachable).toMatchObject({ code: "HOST_UNREACHABLE" });
+    expect(late.events().map((e) => e.type)).toEqual(["rolling-back"]);
+  });
+
+  it("hands over (SHUTTING_DOWN) when the process stops during the old unit's health wait", async () => {
+    const fake = failedAfterSwitch();
+    fake.host.on(healthPoll(OLD_UNIT), () => {
+      fake.abort.abort();
+      return healthAnswer("activating", "000", loadingJournal(OLD_UNIT));
+    });
+
+    await expect(rollback(fake.ctx, WHY)).rejects.toMatchObject({ code: "SHUTTING_DOWN" });
+  });
+});
