@@ -1,9 +1,9 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
 import type { Config } from "../../src/config/load-config.ts";
-import { CodedError } from "../../src/errors.ts";
 import { detachedStatus, readTaskFile, startDetached, stopDetached } from "../../src/host/detached-task.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
 import { sh } from "../../src/host/shell-quote.ts";
+import { commandFailed } from "../../src/host/transport.ts";
 import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
 import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
@@ -82,14 +82,7 @@ export function hostPort(hosts: HostRegistry, name: string): HostPort {
     exec: (command, options) => transport.exec(command, options),
     async must(command, what, options) {
       const result = await transport.exec(command, options);
-      if (result.code !== 0) {
-        const said = (result.stderr.trim() || result.stdout.trim()).split("\n").at(-1) ?? "";
-        throw new CodedError(
-          "HOST_COMMAND_FAILED",
-          `${what} failed on ${name} (exit ${result.code ?? result.signal}): ${said}`,
-          "the swap's thread has the output; fix the cause on the host and start the swap again",
-        );
-      }
+      if (result.code !== 0) throw commandFailed(name, what, result);
       return result;
     },
     privileged: (command) => (config.sudo ? sh`sudo -n ${command}` : command),

@@ -57,6 +57,16 @@ export class OutputBuffer {
   }
 }
 
+/** A command that had to succeed and did not: HOST_COMMAND_FAILED, with the last line it printed. */
+export function commandFailed(hostName: string, what: string, result: ExecResult): CodedError {
+  const said = (result.stderr.trim() || result.stdout.trim()).split("\n").at(-1) ?? "";
+  return new CodedError(
+    "HOST_COMMAND_FAILED",
+    `${what} failed on ${hostName} (exit ${result.code ?? result.signal}): ${said}`,
+    "the swap's thread has the output; fix the cause on the host and start the swap again",
+  );
+}
+
 /** The error of a command that outlived its time limit, the same for every transport. */
 export function commandTimeout(hostName: string, timeoutMs: number): CodedError {
   return new CodedError(

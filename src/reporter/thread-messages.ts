@@ -36,7 +36,9 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say("❌ Engine build failed:", event.log);
     case "switched":
       return say(
-        `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled, \`${escapeMrkdwn(event.to)}\` enabled and started. Downtime clock running.`,
+        event.from === undefined
+          ? `🔀 Switched: \`${escapeMrkdwn(event.to)}\` enabled and started (nothing served before).`
+          : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled, \`${escapeMrkdwn(event.to)}\` enabled and started. Downtime clock running.`,
       );
     case "health-failed":
       return say(

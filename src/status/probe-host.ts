@@ -197,7 +197,8 @@ async function readJournal(transport: HostTransport, unit: string, timeoutMs: nu
  * systemd's restart messages follow it), else the last 15 lines.
  */
 export function interestingTail(lines: readonly string[], max = 40): string[] {
-  const traceback = lines.findLastIndex((line) => line.startsWith("Traceback (most recent call last)"));
+  // SGLang's worker processes write a crash behind their log prefix ("[… TP3] Scheduler hit an exception: Traceback …")
+  const traceback = lines.findLastIndex((line) => line.includes("Traceback (most recent call last)"));
   if (traceback >= 0) return lines.slice(traceback, traceback + max);
   return lines.slice(-15);
 }

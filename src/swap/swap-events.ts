@@ -52,7 +52,8 @@ export const swapEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("download-failed"), log: lines }),
   z.object({ type: z.literal("built"), commit: z.string(), version: z.string() }),
   z.object({ type: z.literal("build-failed"), log: lines }),
-  z.object({ type: z.literal("switched"), from: z.string(), to: z.string() }),
+  /** The new unit started; `from` is the unit stopped for it (none when the host served nothing). */
+  z.object({ type: z.literal("switched"), from: z.string().optional(), to: z.string() }),
   z.object({ type: z.literal("health-failed"), unit: z.string(), why: z.string(), journal: lines }),
   z.object({ type: z.literal("healthy"), unit: z.string(), downtimeSeconds: z.number() }),
   z.object({

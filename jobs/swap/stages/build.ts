@@ -1,7 +1,7 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
 import { isoNow } from "../../../src/clock.ts";
-import { applyFlagSpellings, parseHelpFlags } from "../../../src/plan/flag-spellings.ts";
+import { applyFlagSpellings, parseHelpOptions } from "../../../src/plan/flag-spellings.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { buildScript } from "./build-task.ts";
@@ -59,7 +59,8 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
 
   // The flags are checked against this build's own --help: a spelling it lacks is caught now, not at start.
   const before = swap.record.planHash!;
-  const plan = applyFlagSpellings(swap.record.plan!, parseHelpFlags(help));
+  const options = parseHelpOptions(help);
+  const plan = applyFlagSpellings(swap.record.plan!, new Set(options.keys()), options);
   swap.set({ plan, planHash: planHash(plan) });
   const failing = plan.checks.filter((c) => !c.ok);
   if (failing.length > 0) {
@@ -70,11 +71,9 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
     };
   }
   if (swap.record.planHash !== before) {
-    requestApproval(ctx, {
-      planHash: before,
-      voided: swap.record.decision?.approved === true,
-      why: "flag spellings of this engine",
-    });
+    // an approval may have come in since the last look: the gate knows, the record may not yet
+    const approved = (await ctx.gate.decision(before))?.approved === true;
+    requestApproval(ctx, { planHash: before, voided: approved, why: "flag spellings of this engine" });
   }
   return undefined;
 }

@@ -24,7 +24,7 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
     // A worker died between starting the task and recording it: attach, never start a second `hf`.
     swap.set({ tasks: { ...record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
   }
-  if (swap.record.tasks.download === undefined) {
+  const writeLists = async () => {
     const files = verificationFiles(info);
     await host.must(sh`mkdir -p ${dir} && cat > ${`${dir}/sizes`}`, "writing the download's size list", {
       stdin: files.sizes,
@@ -32,6 +32,9 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
     await host.must(sh`cat > ${`${dir}/sha256sums`}`, "writing the download's checksums", {
       stdin: files.sums,
     });
+  };
+  if (swap.record.tasks.download === undefined) {
+    await writeLists();
     await start();
     swap.set({ tasks: { ...swap.record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
     swap.stage("download", "running", "starting");
@@ -69,6 +72,8 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
     return { fail: `the download failed (${status.logTail.at(-1) ?? "no output"})`, touched: false };
   }
   if (status.state === "missing") {
+    // its directory is gone (cleaned up on the host): the lists its verification reads go with it
+    await writeLists();
     await start();
     return undefined;
   }

@@ -39,7 +39,7 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
     if (previousCommit !== undefined && previousCommit !== swap.record.engine?.commit) {
       const src = host.config.engineSourceDir;
       await host.must(
-        sh`git -C ${src} checkout -q -f --detach ${previousCommit} && ${`${host.config.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
+        sh`git -C ${src} checkout -q -f --detach ${previousCommit} && git -C ${src} clean -q -f -d && ${`${host.config.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
         `restoring the engine at ${previousCommit.slice(0, 7)}`,
         { timeoutMs: 600_000 },
       );
@@ -64,7 +64,12 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   }
   let health: Awaited<ReturnType<typeof waitHealthy>>;
   try {
-    health = await waitHealthy(ctx, oldUnit, Math.max(600, plan.healthTimeoutSeconds));
+    // the operator's limit when set; else at least ten minutes (the plan's limit is the new model's)
+    health = await waitHealthy(
+      ctx,
+      oldUnit,
+      ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
+    );
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
     return { ok: false, detail: describeError(error), unreachable: error };

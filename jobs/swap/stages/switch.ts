@@ -47,7 +47,12 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     swap.stage("switch", "failed", describeError(error));
     return { fail: describeError(error), touched: true };
   }
-  swap.stage("switch", "done", `${oldUnit} stopped and disabled; ${plan.unitName} enabled and started`);
-  ctx.emit({ type: "switched", from: oldUnit, to: plan.unitName });
+  const stopped = plan.host.currentUnit.exists && oldUnit !== plan.unitName;
+  swap.stage(
+    "switch",
+    "done",
+    `${stopped ? `${oldUnit} stopped and disabled; ` : ""}${plan.unitName} enabled and started`,
+  );
+  ctx.emit({ type: "switched", ...(stopped ? { from: oldUnit } : {}), to: plan.unitName });
   return { next: "health" };
 }

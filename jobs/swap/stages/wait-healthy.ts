@@ -33,9 +33,10 @@ export async function waitHealthy(
       .trim()
       .split("\n")
       .map((l) => l.trim());
-    const journal = log.split("\n").filter((l) => l !== "" && l !== "-- No entries --");
+    // this run's lines only: an earlier run's crash of the same unit is not this run's
+    const journal = journalSince(log.split("\n").filter((l) => l !== "" && l !== "-- No entries --"));
     if (code === "200" && state === "active") return { healthy: true };
-    const fatal = findFatalLine(journalSince(journal));
+    const fatal = findFatalLine(journal);
     if (state === "failed")
       return { healthy: false, why: `${unit} failed${fatal ? `: ${fatal.line}` : ""}`, journal };
     if (fatal !== undefined)

@@ -4,7 +4,7 @@ import { fileSchema, type HostConfig } from "../../../src/config/file-schema.ts"
 import { shuttingDown } from "../../../src/errors.ts";
 import type { DetachedStatus } from "../../../src/host/detached-task.ts";
 import type { ShellCommand } from "../../../src/host/shell-quote.ts";
-import type { ExecOptions, ExecResult } from "../../../src/host/transport.ts";
+import { commandFailed, type ExecOptions, type ExecResult } from "../../../src/host/transport.ts";
 import type { ModelInfo, ModelRef } from "../../../src/hub/types.ts";
 import { createLogger } from "../../../src/log.ts";
 import { RECIPES } from "../../../src/plan/recipes.ts";
@@ -29,8 +29,10 @@ type Responder = (command: string, options: ExecOptions | undefined) => Answer;
 export class FakeHost {
   /** Every command run, in order (its text as the shell would get it), with its stdin. */
   readonly commands: { text: string; stdin?: string }[] = [];
-  /** Detached tasks started: directory → the script and the secrets it was given. */
+  /** Detached tasks started: directory → the script and the secrets it was given (the latest start). */
   readonly started = new Map<string, { script: string; secrets: Record<string, string> }>();
+  /** Every start, in order (a task started twice in one directory is here twice). */
+  readonly starts: { dir: string; script: string; secrets: Record<string, string> }[] = [];
   readonly stopped: string[] = [];
   /** What taskStatus answers per task directory (default: missing until started, then running). */
   readonly status = new Map<string, DetachedStatus>();
@@ -154,8 +156,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       exec: async (command, opts) => host.exec(command, opts),
       async must(command, what, opts) {
         const result = host.exec(command, opts);
-        if (result.code !== 0)
-          throw new Error(`${what} failed (exit ${result.code}): ${result.stderr || result.stdout}`);
+        if (result.code !== 0) throw commandFailed(config.name, what, result);
         return result;
       },
       privileged: (command) => (config.sudo ? { text: `sudo -n ${command.text}` } : command),

@@ -173,7 +173,7 @@ describe("rollback", () => {
 
     expect(commands(fake)).toEqual([
       `systemctl disable --now ${NEW_UNIT}`,
-      `git -C /opt/sglang checkout -q -f --detach ${previousCommit} && /opt/sglang/.venv/bin/pip install -q -e /opt/sglang/python --no-deps`,
+      `git -C /opt/sglang checkout -q -f --detach ${previousCommit} && git -C /opt/sglang clean -q -f -d && /opt/sglang/.venv/bin/pip install -q -e /opt/sglang/python --no-deps`,
       `systemctl enable --now ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
     ]);
