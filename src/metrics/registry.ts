@@ -93,12 +93,6 @@ export function histogramSamples(
   return samples;
 }
 
-/** The index of the bucket an observation falls in (`buckets.length` for above the last bound). */
-export function bucketIndex(buckets: readonly number[], value: number): number {
-  const i = buckets.findIndex((le) => value <= le);
-  return i === -1 ? buckets.length : i;
-}
-
 function checkNames(name: string, labelNames: readonly string[]): void {
   if (!METRIC_NAME.test(name)) throw new Error(`not a Prometheus metric name: ${name}`);
   for (const label of labelNames) {

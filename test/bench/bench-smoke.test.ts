@@ -24,7 +24,8 @@ it("the quick bench writes every figure of every section and prints the table", 
       ["--import", "tsx", "bench/run.ts", "--quick", "--out", out],
       {
         cwd: ROOT,
-        timeout: 58_000,
+        // about 45 s alone; the suite runs beside it on two cores, so its time is not what this test is about
+        timeout: 150_000,
         maxBuffer: 16 * 1024 * 1024,
       },
     );
@@ -47,4 +48,4 @@ it("the quick bench writes every figure of every section and prints the table", 
   } finally {
     await dir.remove();
   }
-}, 60_000);
+}, 160_000);
