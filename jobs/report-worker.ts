@@ -11,8 +11,11 @@ export interface ReportWorkerDeps extends ReporterDeps {
   queue: ReportQueue;
 }
 
-/** One reporter per swap at a time; the lock outlives a long Slack wait (Retry-After) and is renewed. */
-const LOCK_MS = 60_000;
+/**
+ * One reporter per swap at a time: a lock renewed every 5 s while the reporter waits on Slack (a
+ * Retry-After), and short, so a reporter that died holds back the next one for at most 15 s.
+ */
+const LOCK_MS = 15_000;
 /** How often a sweep looks for swaps the reporter has not caught up with. */
 export const SWEEP_EVERY_MS = 30_000;
 

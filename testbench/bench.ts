@@ -234,12 +234,15 @@ export class Bench {
     for (const bot of this.bots.splice(0)) await bot.stop();
   }
 
-  /** The Redis keys of the bot's queues, for "nothing was enqueued" checks. */
+  /**
+   * Jobs ever added to the queues a command fills (commands and swaps; the monitor's and the reporter's
+   * jobs come on their own), for "nothing was enqueued" checks.
+   */
   async queuedJobCount(): Promise<number> {
     const { Redis } = await import("ioredis");
     const redis = new Redis(this.redis.url);
     try {
-      const keys = await redis.keys("{modelswap}:*:id");
+      const keys = ["{modelswap}:commands:id", "{modelswap}:swaps:id"];
       let total = 0;
       for (const key of keys) total += Number((await redis.get(key)) ?? 0);
       return total;

@@ -34,8 +34,8 @@ export type ReportResult = { kind: "done" } | { kind: "later"; ms: number; why: 
 /** The metadata event type of every message the reporter posts (its payload names the swap and the post). */
 export const REPORT_EVENT_TYPE = "modelswap_report";
 
-/** Backoff after Slack refused: 1 s, doubling, at most a minute; the swap never waits for it. */
-const MAX_BACKOFF_MS = 60_000;
+/** Backoff after Slack refused: 1 s, doubling, at most half a minute; the swap never waits for it. */
+const MAX_BACKOFF_MS = 30_000;
 
 /**
  * Brings one swap's Slack up to date with its record and events: the card (posted once; edited as the
@@ -141,14 +141,14 @@ class ReportRun {
     await this.settleInFlight();
     // a new card (the first, or one after a deletion) starts its thread from the first event: read again
     if (await this.ensureCard()) return await this.once();
-    // the card first: it says where the swap is now; the thread then tells how it got there
-    const later = await this.withCard(() => this.refreshCard());
     for (const event of events) {
       await this.withCard(() => this.show(event));
       this.state.cursor += 1;
       this.state.posts = {};
       await this.save();
     }
+    // then the card: when it reads as the end, the thread already tells how it got there
+    const later = await this.withCard(() => this.refreshCard());
     if (later !== undefined) return later;
     if (this.record.outcome !== undefined && this.state.cursor >= (await store.swaps.eventCount(id))) {
       await store.reports.caughtUp(id);

@@ -67,9 +67,11 @@ async function requestSwap(host: string): Promise<Swap> {
 }
 
 /** Waits for the swap's outcome, broadcast to the channel (the last thing a swap posts); returns its card's text. */
+/** The card's text once it shows how the swap ended (the thread's final line comes just before it). */
 async function outcome(swap: Swap): Promise<string> {
   await swaps.finalLine(swap.card.ts, 60_000);
-  return swaps.card(swap.card.ts).text;
+  return (await swaps.outcome(swap.card.ts, /Swapped|Rolled back|Failed|Rejected|expired|Cancelled/, 30_000))
+    .text;
 }
 
 /** The `reaction_added` event Slack sends when `user` reacts `name` to a message. */

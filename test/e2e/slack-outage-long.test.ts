@@ -59,7 +59,7 @@ describe("a two-minute Slack outage from the switch on", () => {
       const refused = bench.slack.calls().filter((c) => c.status === 503).length;
       expect(refused).toBeGreaterThan(0);
 
-      // Slack is back: the card reads Swapped and the thread has it all (the reporter backs off at most a minute)
+      // Slack is back: the card reads Swapped and the thread has it all (the reporter backs off at most 30 s)
       await untilThreadComplete(bench, swaps, id, { timeoutMs: OUTAGE_MS + 90_000 });
       expect(Date.now()).toBeGreaterThanOrEqual(outageEnds);
     },

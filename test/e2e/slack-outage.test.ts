@@ -105,7 +105,8 @@ async function expectSwappedOnTheHost(host: string, id: string): Promise<void> {
   expect(await (await swaps.store()).locks.hostHolder(host)).toBeUndefined();
 }
 
-describe("Slack fails while a swap runs", () => {
+describe("Slack refuses once", () => {
+  // one after another: a refusal is Slack's next answer to whichever swap asks first
   for (const stage of STAGES) {
     it(`refuses the card's edit and a thread post once at ${stage}: the swap ends as the host says, the thread is complete`, async () => {
       const host = hostName("once", stage);
@@ -119,7 +120,10 @@ describe("Slack fails while a swap runs", () => {
       expect(bench.slack.calls("chat.update").some((c) => c.error === "internal_error")).toBe(true);
     }, 90_000);
   }
+});
 
+describe.concurrent("a card deleted", () => {
+  // side by side: each swap's card is its own
   for (const stage of STAGES) {
     it(`has its card deleted at ${stage} (message_not_found for good): a new card tells the whole story`, async () => {
       const host = hostName("gone", stage);

@@ -193,16 +193,18 @@ describe("/llm swap", () => {
     const callsBefore = (await bench.host("bw-gate").sim.calls()).length;
     expect((await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
     expect((await bench.slack.react(USERS.dave, CHANNEL, plan.ts, "white_check_mark")).status).toBe(200);
-    // the bot's answer to dave is the sign that it handled the late ✅s (bob's own gets no answer; his
-    // was delivered first, and the bot reads the swap for both in that order on one Redis connection)
-    await bench.slack.waitFor(
-      () =>
-        swaps
-          .toldAbout(id, USERS.dave)
-          .find((t) => /not waiting for a decision any more \(rejected\)/.test(t)),
-      { what: "the answer to dave's late ✅" },
-    );
-    expect(swaps.toldAbout(id, USERS.bob)).toEqual([]);
+    // each is told, privately, that the swap is over and who rejected it: the sign the bot handled both
+    for (const user of [USERS.bob, USERS.dave]) {
+      await bench.slack.waitFor(
+        () =>
+          swaps
+            .toldAbout(id, user)
+            .find((t) =>
+              t.includes(`not waiting for a decision any more: it was rejected by <@${USERS.bob}>`),
+            ),
+        { what: `the answer to ${user}'s late ✅` },
+      );
+    }
     expect(swaps.card(swap.ts).text).toContain("Rejected");
     expect(await swaps.record(id)).toEqual(rejected);
     expect(await swaps.decision(id)).toMatchObject({ approved: false, by: USERS.bob });

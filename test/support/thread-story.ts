@@ -17,9 +17,23 @@ export const SUCCEEDED_STORY: readonly [string, RegExp][] = [
   ["the outcome", /now serves/],
 ];
 
-/** The thread's messages that are milestones of the story, as the story's names, in thread order. */
+/** Milestones that happen side by side, so either may be told first (the download and the build run in parallel). */
+const SIDE_BY_SIDE = [["the download", "the engine build"]] as const;
+
+/**
+ * The thread's messages that are milestones of the story, as the story's names, in thread order (but for
+ * milestones of work that ran side by side, which are put in the story's order).
+ */
 export function storyOf(thread: readonly SlackMessage[], story = SUCCEEDED_STORY): string[] {
-  return thread.flatMap((m) => story.filter(([, pattern]) => pattern.test(m.text)).map(([name]) => name));
+  const told = thread.flatMap((m) =>
+    story.filter(([, pattern]) => pattern.test(m.text)).map(([name]) => name),
+  );
+  for (const [first, second] of SIDE_BY_SIDE) {
+    const a = told.indexOf(first);
+    const b = told.indexOf(second);
+    if (a >= 0 && b === a - 1) [told[b], told[a]] = [first, second];
+  }
+  return told;
 }
 
 /**
