@@ -9,7 +9,7 @@ import type { SwapRecord } from "../src/swap/swap-record.ts";
 export async function queueSwap(
   record: SwapRecord,
   detail: string,
-  { store, swaps }: Pick<CommandDeps, "store" | "swaps">,
+  { store, swaps, reports }: Pick<CommandDeps, "store" | "swaps" | "reports">,
   lockedHost: boolean,
 ): Promise<void> {
   try {
@@ -30,4 +30,6 @@ export async function queueSwap(
     if (lockedHost) await store.locks.unlockHost(record.host, record.id).catch(() => undefined);
     throw error;
   }
+  // the card, at once (a worker's first save would ask too): best effort, the reporter's sweep is behind it
+  await reports.soon(record.id).catch(() => undefined);
 }

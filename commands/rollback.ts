@@ -14,7 +14,7 @@ export const rollbackCommand: SubCommand = {
   name: "rollback",
   usage: "/llm rollback [host]",
   summary: "go back to the model a host served before its last swap (needs approval like a swap)",
-  async handle(request, { config, access, store, swaps }) {
+  async handle(request, { config, access, store, swaps, reports }) {
     if (!(await access.isRequester(request.user))) {
       return refusal(
         "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
@@ -69,7 +69,7 @@ export const rollbackCommand: SubCommand = {
       tasks: {},
     };
     try {
-      await queueSwap(record, `rollback to ${previous.unit}`, { store, swaps }, true);
+      await queueSwap(record, `rollback to ${previous.unit}`, { store, swaps, reports }, true);
     } catch (error) {
       return failure(error);
     }

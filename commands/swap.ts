@@ -15,7 +15,7 @@ export const swapCommand: SubCommand = {
   name: "swap",
   usage: SWAP_USAGE,
   summary: "swap the model a host serves (plan → approval → switch → checks, rolled back on failure)",
-  async handle(request, { config, access, store, swaps }) {
+  async handle(request, { config, access, store, swaps, reports }) {
     if (!(await access.isRequester(request.user))) {
       return refusal(
         "Only requesters may start swaps. Ask an admin to add you to the requesters in the config.",
@@ -69,7 +69,7 @@ export const swapCommand: SubCommand = {
       await queueSwap(
         record,
         `${swap.dryRun ? "dry run of " : ""}${model}${requestFlags(swap)}`,
-        { store, swaps },
+        { store, swaps, reports },
         !swap.dryRun,
       );
     } catch (error) {

@@ -156,7 +156,7 @@ export async function startModelswap({
     const reportQueue = botReports;
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
     app = createSlackApp({
-      deps: { config, access, queue, swaps, store },
+      deps: { config, access, queue, swaps, store, reports: reportQueue },
       decisions: {
         store,
         isApprover: (user) => access.isApprover(user),

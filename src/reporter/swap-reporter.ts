@@ -174,10 +174,20 @@ class ReportRun {
     if (done !== undefined) return done;
     this.state.inFlight = { key, ...(options.threadTs === undefined ? {} : { threadTs: options.threadTs }) };
     await this.save();
-    const ts = await this.deps.poster.post(this.record.channel, msg, {
-      ...options,
-      metadata: this.metadata(key),
-    });
+    let ts: string;
+    try {
+      ts = await this.deps.poster.post(this.record.channel, msg, {
+        ...options,
+        metadata: this.metadata(key),
+      });
+    } catch (error) {
+      // Slack said no: nothing was posted (a timeout or a 5xx may have posted it: that one is looked for)
+      if (isSlackApiError(error) && error.refused) {
+        delete this.state.inFlight;
+        await this.save();
+      }
+      throw error;
+    }
     this.state.posts[key] = ts;
     delete this.state.inFlight;
     await this.save();

@@ -1,4 +1,4 @@
-import type { WebClient } from "@slack/web-api";
+import { ErrorCode, type WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { redactSecretsInJson } from "../log.ts";
@@ -225,6 +225,17 @@ export class SlackApiError extends CodedError {
   ) {
     super("SLACK_API_ERROR", `Slack refused ${method}: ${slackError}`, slackFix(slackError), { cause });
     this.name = "SlackApiError";
+  }
+
+  /**
+   * Slack answered and said no (`ok: false`): the call did nothing. Otherwise (a timeout, a 5xx, a lost
+   * connection) it may have been done without the bot hearing so.
+   */
+  get refused(): boolean {
+    return (
+      (this.cause as { code?: unknown } | undefined)?.code === ErrorCode.PlatformError ||
+      this.cause === undefined
+    );
   }
 
   /** The message this call was about is gone (deleted, or never there). */

@@ -20,6 +20,8 @@ export interface CommandDeps {
   swaps: SwapQueue;
   /** Swap records, host locks, the audit stream (requests are written to it). */
   store: Store;
+  /** Asks the reporter to post a new swap's card now, whether or not a worker has taken the swap yet. */
+  reports: { soon(swapId: string): Promise<void> };
 }
 
 /**

@@ -105,19 +105,21 @@ async function expectSwappedOnTheHost(host: string, id: string): Promise<void> {
   expect(await (await swaps.store()).locks.hostHolder(host)).toBeUndefined();
 }
 
-describe("Slack refuses once", () => {
-  // one after another: a refusal is Slack's next answer to whichever swap asks first
+describe.concurrent("Slack refuses once", () => {
+  // side by side: each refusal is for its own swap's card and thread
   for (const stage of STAGES) {
     it(`refuses the card's edit and a thread post once at ${stage}: the swap ends as the host says, the thread is complete`, async () => {
       const host = hostName("once", stage);
-      const { id } = await swapWithFault(host, stage, async () => {
-        bench.slack.failNext("chat.update", "internal_error");
-        bench.slack.failNext("chat.postMessage", "internal_error");
+      const { id, cardTs } = await swapWithFault(host, stage, async (ts) => {
+        const ours = (args: { ts?: unknown; thread_ts?: unknown }) => args.ts === ts || args.thread_ts === ts;
+        bench.slack.failNext("chat.update", "internal_error", { where: ours });
+        bench.slack.failNext("chat.postMessage", "internal_error", { where: ours });
       });
       await expectSwappedOnTheHost(host, id);
       await untilThreadComplete(bench, swaps, id);
-      // the refusals did happen: Slack answered internal_error to the bot at least once
-      expect(bench.slack.calls("chat.update").some((c) => c.error === "internal_error")).toBe(true);
+      // the refusals did happen: Slack answered internal_error to this swap's card edits and thread posts
+      const refused = bench.slack.calls().filter((c) => c.error === "internal_error");
+      expect(refused.some((c) => c.method === "chat.update" && c.args.ts === cardTs)).toBe(true);
     }, 90_000);
   }
 });

@@ -679,6 +679,24 @@ describe("Slack outages (failFor)", () => {
     expect((await app.client.auth.test()).ok).toBe(true);
   });
 
+  it("fails only the calls a failNext's `where` accepts, each filter its own count", async () => {
+    slack.failNext("chat.postMessage", "internal_error", { where: (a) => a.text === "first" });
+    slack.failNext("chat.postMessage", "channel_not_found", { count: 2, where: (a) => a.text === "second" });
+    const other = await rawApi("chat.postMessage", { channel: OUTAGE, text: "other" });
+    expect(other.body.ok).toBe(true);
+    expect((await rawApi("chat.postMessage", { channel: OUTAGE, text: "second" })).body.error).toBe(
+      "channel_not_found",
+    );
+    expect((await rawApi("chat.postMessage", { channel: OUTAGE, text: "first" })).body.error).toBe(
+      "internal_error",
+    );
+    expect((await rawApi("chat.postMessage", { channel: OUTAGE, text: "first" })).body.ok).toBe(true);
+    expect((await rawApi("chat.postMessage", { channel: OUTAGE, text: "second" })).body.error).toBe(
+      "channel_not_found",
+    );
+    expect((await rawApi("chat.postMessage", { channel: OUTAGE, text: "second" })).body.ok).toBe(true);
+  });
+
   it("lets a retrying WebClient through once a 503 window closes; every attempt is a recorded call", async () => {
     const client = new WebClient(BOT_TOKEN, {
       slackApiUrl: slack.apiUrl,

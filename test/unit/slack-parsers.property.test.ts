@@ -129,6 +129,7 @@ function recordingDeps(): { deps: CommandDeps; admitted: Admitted[] } {
     queue: queue as unknown as CommandQueue,
     store: store as unknown as Store,
     swaps: { enqueue: async () => undefined, wake: async () => undefined } as unknown as SwapQueue,
+    reports: { soon: async () => undefined },
   };
   return { deps, admitted };
 }

@@ -1,12 +1,15 @@
+import type { JsonObject } from "./types.ts";
+
 /** A forced answer: the call fails with this error (and HTTP status) instead of running. */
 export interface ForcedAnswer {
   error: string;
   status: number;
 }
 
-/** failNext: the next `remaining` calls of a method fail. */
+/** failNext: the next `remaining` calls of a method (whose arguments `where` accepts) fail. */
 export interface ForcedFailure extends ForcedAnswer {
   remaining: number;
+  where?: (args: JsonObject) => boolean;
 }
 
 /** failFor: every call of these methods fails until `until` (ms since the epoch). */
@@ -23,16 +26,34 @@ export interface Outage extends ForcedAnswer {
  * (web-api.ts, handleApiCall).
  */
 export class ApiFaults {
-  /** The next calls of a method that fail, by method. */
-  readonly forced = new Map<string, ForcedFailure>();
+  /** The next calls of a method that fail, by method (several, each with its own filter). */
+  readonly forced = new Map<string, ForcedFailure[]>();
   /** Outage windows, oldest first; expired ones are dropped as calls come in. */
   readonly outages: Outage[] = [];
   /** Delay in ms before answering, by method ("*" for all). */
   readonly delays = new Map<string, number>();
 
-  /** The next `count` calls of `method` answer `{ok:false, error}` (with HTTP `status`, default 200). */
-  failNext(method: string, error: string, opts: { count?: number; status?: number } = {}): void {
-    this.forced.set(method, { error, status: opts.status ?? 200, remaining: opts.count ?? 1 });
+  /**
+   * The next `count` calls of `method` answer `{ok:false, error}` (with HTTP `status`, default 200); with
+   * `where`, only calls whose arguments it accepts (e.g. the edits of one message: side-by-side tests each
+   * fail their own). A second failNext of a method without `where` replaces the first.
+   */
+  failNext(
+    method: string,
+    error: string,
+    opts: { count?: number; status?: number; where?: (args: JsonObject) => boolean } = {},
+  ): void {
+    const failure: ForcedFailure = {
+      error,
+      status: opts.status ?? 200,
+      remaining: opts.count ?? 1,
+      ...(opts.where === undefined ? {} : { where: opts.where }),
+    };
+    const kept = (this.forced.get(method) ?? []).filter((f) => f.where !== undefined);
+    this.forced.set(
+      method,
+      opts.where === undefined ? [...kept, failure] : [...(this.forced.get(method) ?? []), failure],
+    );
   }
 
   /**
@@ -71,17 +92,22 @@ export class ApiFaults {
    * The forced answer for a call of `method` now, if any: an open outage window first, else the next of
    * `failNext`'s failures (which it uses up). A call during an outage uses up no failNext failure.
    */
-  take(method: string): ForcedAnswer | undefined {
+  take(method: string, args: JsonObject = {}): ForcedAnswer | undefined {
     const now = Date.now();
     for (let i = this.outages.length - 1; i >= 0; i--) {
       if (this.outages[i]!.until <= now) this.outages.splice(i, 1);
     }
     const outage = this.outages.find((o) => o.methods.has(method) || o.methods.has("*"));
     if (outage !== undefined) return { error: outage.error, status: outage.status };
-    const failure = this.forced.get(method);
-    if (failure === undefined || failure.remaining <= 0) return undefined;
+    const failures = this.forced.get(method) ?? [];
+    const failure = failures.find((f) => f.remaining > 0 && (f.where === undefined || f.where(args)));
+    if (failure === undefined) return undefined;
     failure.remaining -= 1;
-    if (failure.remaining === 0) this.forced.delete(method);
+    if (failure.remaining === 0)
+      this.forced.set(
+        method,
+        failures.filter((f) => f !== failure),
+      );
     return { error: failure.error, status: failure.status };
   }
 }

@@ -263,7 +263,11 @@ export class SlackEmulator {
   }
 
   /** The next `count` calls of `method` answer `{ok:false, error}` (with HTTP `status`, default 200). */
-  failNext(method: string, error: string, opts: { count?: number; status?: number } = {}): void {
+  failNext(
+    method: string,
+    error: string,
+    opts: { count?: number; status?: number; where?: (args: JsonObject) => boolean } = {},
+  ): void {
     this.state.faults.failNext(method, error, opts);
   }
 

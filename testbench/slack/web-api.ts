@@ -44,7 +44,7 @@ export interface ApiAnswer {
 
 /** The fault switches' forced answers (fault-switches.ts, ApiFaults): consulted once per call. */
 export interface ForcedAnswers {
-  take(method: string): { error: string; status: number } | undefined;
+  take(method: string, args: JsonObject): { error: string; status: number } | undefined;
 }
 
 const TEXT_LIMIT = MESSAGE_TEXT_LIMIT;
@@ -594,7 +594,7 @@ export function handleApiCall(ctx: ApiContext, req: ApiRequest, forced: ForcedAn
   if (handler === undefined)
     return { status: 200, body: { ok: false, error: "unknown_method" }, headers: {} };
 
-  const failure = forced.take(req.method);
+  const failure = forced.take(req.method, req.args);
   if (failure !== undefined) {
     return { status: failure.status, body: { ok: false, error: failure.error }, headers: {} };
   }
