@@ -22,7 +22,7 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
   const decided = await verdict(ctx);
   if (decided.kind === "rejected") {
     swap.set({ decision: decided.decision });
-    swap.stage("approval", "failed", "rejected");
+    swap.stage("approval", "failed", ""); // the card says "rejected by …" from the decision
     await stopTasks(ctx);
     return { end: "rejected", reason: "downloaded files are kept" };
   }
@@ -44,7 +44,7 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
   const built = ready(swap.record.stages.build.state);
   const approved = swap.record.decision?.approved === true;
   if (approved && downloaded && built) {
-    swap.stage("approval", "done", "approved");
+    swap.stage("approval", "done", ""); // the card says "approved by …" from the decision
     return { next: "switch" };
   }
   if (approved) {

@@ -63,7 +63,7 @@ describe("prepareStage", () => {
     expect(record.decision).toEqual(decision);
     expect(record.stages.download.state).toBe("done");
     expect(record.stages.build.state).toBe("done");
-    expect(record.stages.approval).toMatchObject({ state: "done", detail: "approved" });
+    expect(record.stages.approval).toMatchObject({ state: "done", detail: "" });
     expect(eventsOf(fake, "downloaded")).toHaveLength(1);
     expect(eventsOf(fake, "built")).toHaveLength(1);
     // nothing is stopped, nothing on the serving side is touched yet: the switch does that
@@ -114,7 +114,7 @@ describe("prepareStage", () => {
 
     const { record } = fake.swap;
     expect(record.decision).toEqual(decision);
-    expect(record.stages.approval).toMatchObject({ state: "failed", detail: "rejected" });
+    expect(record.stages.approval).toMatchObject({ state: "failed", detail: "" });
     expect(fake.host.stopped).toEqual([downloadDir(fake), buildDir(fake)]);
     expect(record.stages.download).toMatchObject({ state: "skipped", detail: "stopped" });
     expect(record.stages.build).toMatchObject({ state: "skipped", detail: "stopped" });
