@@ -30,6 +30,7 @@ export async function queueSwap(
     if (lockedHost) await store.locks.unlockHost(record.host, record.id).catch(() => undefined);
     throw error;
   }
-  // the card, at once (a worker's first save would ask too): best effort, the reporter's sweep is behind it
-  await reports.soon(record.id).catch(() => undefined);
+  // the card, at once (a worker's first save would ask too); not waited for: the ack goes out first, and
+  // the reporter's sweep is behind it should this ask be lost
+  void reports.soon(record.id).catch(() => undefined);
 }

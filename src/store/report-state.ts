@@ -78,7 +78,7 @@ export class ReportStates {
     );
   }
 
-  /** Caught up: the swap leaves the pending set unless a save put it back since `since` (ms). */
+  /** Caught up with a swap that has ended (or whose record is gone): the sweep need not look again. */
   async caughtUp(swapId: string): Promise<void> {
     await this.redis.zrem(keys.reportsPending, swapId);
   }

@@ -23,8 +23,8 @@ let swaps: SwapDriver;
 let model: string;
 useSwapBench(
   {
-    hosts: ["once", "gone"].flatMap((fault) =>
-      STAGES.map((stage) => ({
+    hosts: ["once", "gone", "limited"].flatMap((fault) =>
+      (fault === "limited" ? (["switch"] as const) : STAGES).map((stage) => ({
         name: hostName(fault, stage),
         gpus: "8x-rtx-pro-6000-blackwell" as const,
         serving: { preset: "qwen3-fp8-dense" as const },
@@ -143,4 +143,25 @@ describe.concurrent("a card deleted", () => {
       });
     }, 90_000);
   }
+});
+
+describe("Slack rate-limits the card", () => {
+  it("does not hold the switch back: a 429 with Retry-After 20 s on the card's edit delays only the card", async () => {
+    const host = hostName("limited", "switch");
+    const card = await swaps.request(model, host);
+    const id = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    // the next card edit answers 429, Retry-After 20 s (the WebClient waits it out, then retries)
+    bench.slack.forceRateLimit("chat.update", 1, 20);
+    const approvedAt = Date.now();
+    await swaps.approve(card.ts);
+    const record = await swaps.untilRecord(id, (r) => r.switch?.done === true, {
+      what: "the switch done",
+      timeoutMs: 60_000,
+    });
+    // the switch happened while Slack still held the card's edit back: nothing waited for Slack
+    expect(Date.parse(record.switch!.startedAt) - approvedAt).toBeLessThan(15_000);
+    await expectSwappedOnTheHost(host, id);
+    await untilThreadComplete(bench, swaps, id, { timeoutMs: 90_000 });
+  }, 150_000);
 });
