@@ -155,7 +155,7 @@ describe("rollbackPreflightStage", () => {
 
     expect(fake.host.started.size).toBe(0);
     expect(fake.swap.record.tasks).toEqual({});
-    expect(fake.swap.record.stages.approval).toMatchObject({ state: "done", detail: "approved" });
+    expect(fake.swap.record.stages.approval).toMatchObject({ state: "done", detail: "" });
   });
 
   it("refuses, reading nothing, when the host already serves that unit", async () => {
