@@ -201,12 +201,15 @@ export class Bench {
         stdio: ["ignore", out.fd, out.fd],
       },
     );
+    // the child has its own copy of the log's descriptor now
+    await out.close();
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     this.children.push(child);
     const lastSocket = this.slack.socketConnections().at(-1)?.id ?? 0;
     // The worker alone serves no HTTP: it is up once it has loaded (no port to wait for).
     if (role === "worker") await new Promise((resolve) => setTimeout(resolve, 2000));
-    else await waitForPort(port, "the modelswap child process", 30_000);
+    // tsx compiles the bot's modules as it starts: on two loaded cores that alone has taken half a minute
+    else await waitForPort(port, "the modelswap child process", 60_000);
     if (role !== "worker" && this.appToken !== undefined)
       await this.slack.waitForSocket({ after: lastSocket, timeoutMs: 30_000 });
     else if (role !== "worker") this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);
