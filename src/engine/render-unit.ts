@@ -12,6 +12,8 @@ export interface UnitSpec {
   repo: string;
   sha: string;
   swapId: string;
+  /** The unit serving now: the new one never takes its name. */
+  serving: string;
   /** Absolute path of the engine's venv. */
   venv: string;
   /** Flags in order; a flag the engine has no spelling for (`flag` undefined) is left out. */
@@ -25,22 +27,39 @@ const PREFIX = "sglang-";
 const SUFFIX = ".service";
 
 /**
- * `sglang-<slug>.service` from the model's name (the part after `org/`): lowercase letters, digits and
- * dashes, at most 60 characters in all (a long name is cut and keeps a short hash of the repo so two
- * long names stay apart); a name with nothing usable becomes `sglang-model-<hash>.service`.
+ * `sglang-<org>-<name>-<sha7>.service`: the whole repo id and the commit, so another org's model of the
+ * same name, or another revision of the same repo, never gets the same unit (it would overwrite the file
+ * of the unit serving it). Lowercase letters, digits and dashes, at most 60 characters in all (a long id
+ * is cut and keeps a short hash of it, so two long ids stay apart); an id with nothing usable becomes
+ * `sglang-model-<hash>-<sha7>.service`.
  */
-export function unitNameFor(repo: string): string {
-  const name = repo.slice(repo.lastIndexOf("/") + 1);
-  const slug = name
+export function unitNameFor(repo: string, sha: string): string {
+  const slug = repo
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "");
+  const commit = `-${
+    sha
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, "")
+      .slice(0, 7) || "local"
+  }`;
   const hash = createHash("sha256").update(repo).digest("hex").slice(0, 6);
-  const room = MAX_NAME - PREFIX.length - SUFFIX.length;
-  if (slug === "") return `${PREFIX}model-${hash}${SUFFIX}`;
-  if (slug.length <= room) return `${PREFIX}${slug}${SUFFIX}`;
+  const room = MAX_NAME - PREFIX.length - SUFFIX.length - commit.length;
+  if (slug === "") return `${PREFIX}model-${hash}${commit}${SUFFIX}`;
+  if (slug.length <= room) return `${PREFIX}${slug}${commit}${SUFFIX}`;
   const cut = slug.slice(0, room - hash.length - 1).replace(/-+$/, "");
-  return `${PREFIX}${cut}-${hash}${SUFFIX}`;
+  return `${PREFIX}${cut}-${hash}${commit}${SUFFIX}`;
+}
+
+/**
+ * The unit's name, never the one serving now: the same repo and commit served again (after a rollback,
+ * say) gets the swap's own suffix, so the serving unit's file is never rewritten under it.
+ */
+export function newUnitName(repo: string, sha: string, swapId: string, serving: string): string {
+  const name = unitNameFor(repo, sha);
+  if (name !== serving) return name;
+  return name.replace(SUFFIX, `-${swapId.slice(-6)}${SUFFIX}`);
 }
 
 const PLAIN_WORD = /^[A-Za-z0-9_@+=:,./-]+$/;
@@ -90,13 +109,13 @@ function flagWords(choice: FlagChoice): string | undefined {
 export function renderUnit(spec: UnitSpec): { name: string; text: string } {
   if (!spec.venv.startsWith("/"))
     throw new Error(`the engine venv must be an absolute path, got "${spec.venv}"`);
-  const name = unitNameFor(spec.repo);
+  const name = newUnitName(spec.repo, spec.sha, spec.swapId, spec.serving);
   const python = systemdWord(`${spec.venv.replace(/\/+$/, "")}/bin/python`, "executable");
   const args = spec.flags.map(flagWords).filter((w): w is string => w !== undefined);
   const execStart = [`${python} -m sglang.launch_server`, ...args].join(" \\\n    ");
   const timeout = Math.max(1, Math.ceil(spec.timeoutStartSeconds));
   const lines = [
-    `# Written by modelswap for swap ${oneLine(spec.swapId, false)}; the next swap replaces this file.`,
+    `# Written by modelswap for swap ${oneLine(spec.swapId, false)}; later swaps write units of their own.`,
     `# Model: ${oneLine(spec.repo, false)} at commit ${oneLine(spec.sha, false)}.`,
     "[Unit]",
     `Description=SGLang serving ${oneLine(spec.repo, true)}@${oneLine(spec.sha.slice(0, 7), true)} (modelswap)`,

@@ -11,6 +11,7 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
     repo: plan.model.repo,
     sha: plan.model.sha,
     swapId: plan.swapId,
+    serving: plan.host.currentUnit.name,
     venv: plan.venv,
     flags: plan.flags,
     timeoutStartSeconds: plan.healthTimeoutSeconds,

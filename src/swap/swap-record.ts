@@ -125,6 +125,8 @@ export const swapRecordSchema = z.object({
   switch: z
     .object({
       startedAt: isoTime,
+      /** The old unit's process when the switch began: the new unit must be served by another. */
+      oldMainPid: z.number().int().optional(),
       oldStoppedAt: isoTime.optional(),
       newStartedAt: isoTime.optional(),
       done: z.boolean().optional(),

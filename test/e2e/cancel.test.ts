@@ -134,7 +134,7 @@ describe("/llm rollback", () => {
     expect((await host.sim.calls()).filter((c) => c.cmd === "hf" || c.cmd === "pip").length).toBe(hfCalls);
     // and the model before is now what the host serves, so a second rollback goes forward again
     const again = await bench.slack.command(USERS.alice, "rollback late", { channel: CHANNEL });
-    expect(again.ackResponse?.text).toContain("sglang-qwen3-5-397b-a17b-nvfp4.service");
+    expect(again.ackResponse?.text).toContain("sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service");
     const id = /swap `(sw-[a-z0-9-]+)`/.exec(again.ackResponse?.text ?? "")?.[1];
     await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
   }, 150_000);

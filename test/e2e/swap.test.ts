@@ -64,7 +64,7 @@ describe("/llm swap", () => {
     expect(JSON.stringify(done.blocks)).toMatch(/downtime \d+/);
 
     const newUnit = (await host.sim.systemctl("list-unit-files", "--type=service", "--no-legend")).stdout;
-    const unitName = /sglang-qwen3[-.a-z0-9]*\.service/.exec(newUnit)?.[0];
+    const unitName = /sglang-nvidia-qwen3[-.a-z0-9]*\.service/.exec(newUnit)?.[0];
     expect(unitName).toBeDefined();
     const fresh = await host.sim.unitState(unitName!);
     expect(fresh).toMatchObject({ activeState: "active", unitFileState: "enabled" });

@@ -93,8 +93,8 @@ describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackw
   });
 
   it("renders the unit with these flags and diffs it against the unit serving now", () => {
-    expect(plan.unitName).toBe("sglang-qwen3-5-397b-a17b-nvfp4.service");
-    expect(plan.unitPath).toBe("/etc/systemd/system/sglang-qwen3-5-397b-a17b-nvfp4.service");
+    expect(plan.unitName).toBe("sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service");
+    expect(plan.unitPath).toBe("/etc/systemd/system/sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service");
     expect(plan.unitText).toContain("--moe-runner-backend flashinfer_cutlass \\\n");
     expect(plan.unitText).toContain("--fp4-gemm-backend flashinfer_cudnn \\\n");
     expect(plan.unitText).toContain(`TimeoutStartSec=${plan.healthTimeoutSeconds}\n`);

@@ -3,7 +3,13 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderUnit, systemdWord, type UnitSpec, unitNameFor } from "../../src/engine/render-unit.ts";
+import {
+  newUnitName,
+  renderUnit,
+  systemdWord,
+  type UnitSpec,
+  unitNameFor,
+} from "../../src/engine/render-unit.ts";
 import { makePlan } from "../../src/plan/make-plan.ts";
 import type { FlagChoice } from "../../src/plan/types.ts";
 import {
@@ -66,6 +72,7 @@ function spec(repo: string, overrides: Partial<UnitSpec> = {}): UnitSpec {
     repo,
     sha: "43da92d546abdfe33cded301c28224a774a893b9",
     swapId: "sw-1",
+    serving: "sglang-old.service",
     venv,
     flags: [
       choice("model-path", `/models/${repo.replace("/", "--")}--43da92d546ab`),
@@ -118,27 +125,54 @@ function expectWellFormed(text: string, repo: string, words: string[]): void {
 }
 
 describe("unitNameFor", () => {
-  it("slugs the model's name", () => {
-    expect(unitNameFor("nvidia/Qwen3.5-397B-A17B-NVFP4")).toBe("sglang-qwen3-5-397b-a17b-nvfp4.service");
-    expect(unitNameFor("moonshotai/Kimi-K2-Thinking")).toBe("sglang-kimi-k2-thinking.service");
+  const SHA = "43da92d546abdfe33cded301c28224a774a893b9";
+  it("slugs the whole repo id and adds the commit", () => {
+    expect(unitNameFor("nvidia/Qwen3.5-397B-A17B-NVFP4", SHA)).toBe(
+      "sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service",
+    );
+    expect(unitNameFor("moonshotai/Kimi-K2-Thinking", SHA)).toBe(
+      "sglang-moonshotai-kimi-k2-thinking-43da92d.service",
+    );
+  });
+
+  it("tells apart another org's model of the same name, and another revision of the same repo", () => {
+    const names = new Set([
+      unitNameFor("sim-org/open-llama-1B", SHA),
+      unitNameFor("other-org/open-llama-1B", SHA),
+      unitNameFor("other-org/open-llama-1B", "7ce29ad0d1b2c3d4e5f60718293a4b5c6d7e8f90"),
+    ]);
+    expect(names.size).toBe(3);
+  });
+
+  it("never names the new unit after the one serving now (the same repo and commit served again)", () => {
+    const serving = unitNameFor("org/model", SHA);
+    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", serving)).toBe(
+      "sglang-org-model-43da92d-34a1fc.service",
+    );
+    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", "sglang-other.service")).toBe(serving);
+    expect(renderUnit(spec("org/model", { serving })).name).not.toBe(serving);
   });
 
   it("keeps long names within 60 characters and apart", () => {
-    const a = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}A`);
-    const b = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}B`);
+    const a = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}A`, SHA);
+    const b = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}B`, SHA);
     expect(a.length).toBeLessThanOrEqual(60);
     expect(a).not.toBe(b);
-    expect(a).toMatch(/^sglang-very-long-model-name-.*-[0-9a-f]{6}\.service$/);
+    expect(a).toMatch(/^sglang-org-very-long-model-name-.*-[0-9a-f]{6}-43da92d\.service$/);
   });
 
   it("is never empty, and only [a-z0-9-] between prefix and suffix, for any name", () => {
-    expect(unitNameFor("org/!!!")).toMatch(/^sglang-model-[0-9a-f]{6}\.service$/);
+    expect(unitNameFor("!!!/!!!", SHA)).toMatch(/^sglang-model-[0-9a-f]{6}-43da92d\.service$/);
     fc.assert(
-      fc.property(fc.string({ unit: "binary", maxLength: 200 }), (name) => {
-        const unit = unitNameFor(`org/${name}`);
-        expect(unit).toMatch(/^sglang-[a-z0-9]+(-[a-z0-9]+)*\.service$/);
-        expect(unit.length).toBeLessThanOrEqual(60);
-      }),
+      fc.property(
+        fc.string({ unit: "binary", maxLength: 200 }),
+        fc.string({ maxLength: 50 }),
+        (name, sha) => {
+          const unit = unitNameFor(`org/${name}`, sha);
+          expect(unit).toMatch(/^sglang-[a-z0-9]+(-[a-z0-9]+)*\.service$/);
+          expect(unit.length).toBeLessThanOrEqual(60);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -168,6 +202,7 @@ describe("renderUnit", () => {
       repo: plan.model.repo,
       sha: plan.model.sha,
       swapId: plan.swapId,
+      serving: plan.host.currentUnit.name,
       venv,
       flags: plan.flags,
       timeoutStartSeconds: plan.healthTimeoutSeconds,

@@ -1,9 +1,43 @@
 import { isoNow } from "../../../src/clock.ts";
 import { formatSeconds } from "../../../src/format-duration.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { waitHealthy } from "./wait-healthy.ts";
+
+/**
+ * A healthy answer on the port is not yet the new model: the old process may still hold it (a unit that
+ * did not really start), or another server. The new unit must have a process of its own, not the old
+ * unit's, and the server must say it serves the new weights (SGLang's /get_model_info: model_path is the
+ * --model-path it was started with). Returns what is wrong, or undefined.
+ */
+export async function servesTheNewModel(
+  ctx: Pick<StageContext, "swap" | "host">,
+): Promise<string | undefined> {
+  const { record } = ctx.swap;
+  const plan = record.plan!;
+  const port = ctx.host.config.servingPort;
+  const result = await ctx.host.exec(sh`
+    systemctl show -p MainPID --value ${plan.unitName}
+    echo ---info---
+    curl -s --max-time 10 ${`http://127.0.0.1:${port}/get_model_info`} || true`);
+  const [pidText = "", infoText = ""] = result.stdout.split("---info---\n");
+  const pid = Number(pidText.trim()) || 0;
+  if (pid === 0) return `${plan.unitName} has no process, yet something answers on port ${port}`;
+  const oldPid = record.switch?.oldMainPid ?? 0;
+  if (oldPid !== 0 && pid === oldPid)
+    return `${plan.unitName} runs the old unit's process (MainPID ${pid}): nothing new was started`;
+  let modelPath: unknown;
+  try {
+    modelPath = (JSON.parse(infoText) as { model_path?: unknown }).model_path;
+  } catch {
+    return `the server on port ${port} does not say what it serves (/get_model_info: ${infoText.trim().slice(0, 80) || "no answer"})`;
+  }
+  if (modelPath !== plan.modelDir)
+    return `the server on port ${port} serves ${String(modelPath)}, not the new weights in ${plan.modelDir}`;
+  return undefined;
+}
 
 /** How often a long health wait saves its progress (the card shows it; the reporter paces the edits). */
 const PROGRESS_EVERY_MS = 5000;
@@ -41,6 +75,11 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
       journal: eventLines(interestingTail(result.journal)),
     });
     return { fail: result.why, touched: true };
+  }
+  const wrong = await servesTheNewModel(ctx);
+  if (wrong !== undefined) {
+    swap.stage("health", "failed", wrong);
+    return { fail: wrong, touched: true };
   }
   const healthyAt = isoNow(clock);
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;

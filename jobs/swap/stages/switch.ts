@@ -16,7 +16,8 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     // Reach the host before anything is marked as begun: a host that is away, or that presents another
     // host key, fails (or waits) here with the old service untouched, and needs no rollback.
     await host.must(sh`true`, "reaching the host");
-    swap.set({ switch: { startedAt: isoNow(clock) } });
+    const oldMainPid = plan.host.currentUnit.exists ? await mainPid(ctx, oldUnit) : 0;
+    swap.set({ switch: { startedAt: isoNow(clock), oldMainPid } });
     await swap.checkpoint();
   }
   await swap.begin("switch", `${oldUnit} → ${plan.unitName}`);
@@ -55,4 +56,10 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
   );
   ctx.emit({ type: "switched", ...(stopped ? { from: oldUnit } : {}), to: plan.unitName });
   return { next: "health" };
+}
+
+/** A unit's main process as systemd knows it (0: none). */
+export async function mainPid(ctx: Pick<StageContext, "host">, unit: string): Promise<number> {
+  const result = await ctx.host.exec(sh`systemctl show -p MainPID --value ${unit}`);
+  return Number(result.stdout.trim()) || 0;
 }

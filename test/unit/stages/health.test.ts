@@ -16,6 +16,9 @@ import {
   NEW_UNIT,
   OOM_LINE,
   oomJournal,
+  PLAN,
+  servesAnswer,
+  servesProbe,
   T0,
   unreachable,
 } from "./late-stage-fixtures.ts";
@@ -25,12 +28,13 @@ function switched(options: LateOptions & { stoppedAgo?: number; newStartedAgo?: 
   const stoppedAgo = options.stoppedAgo ?? 50;
   const newStartedAgo = options.newStartedAgo ?? stoppedAgo - 1;
   const stages = approvedRecord().stages!;
-  return lateContext({
+  const fake = lateContext({
     ...options,
     record: {
       step: "health",
       switch: {
         startedAt: ago(stoppedAgo + 12),
+        oldMainPid: OLD_PID,
         oldStoppedAt: ago(stoppedAgo),
         newStartedAt: ago(newStartedAgo),
         done: true,
@@ -42,7 +46,13 @@ function switched(options: LateOptions & { stoppedAgo?: number; newStartedAgo?: 
       ...options.record,
     },
   });
+  // by default the new unit has a process of its own and serves the plan's weights
+  fake.host.on(servesProbe, servesAnswer(NEW_PID, PLAN.modelDir));
+  return fake;
 }
+
+const OLD_PID = 4242;
+const NEW_PID = 5151;
 
 /** The health poll answers these, one per poll, the last one for ever after. */
 function polls(fake: Fake, unit: string, answers: Partial<ExecResult>[]): { count: () => number } {
@@ -55,6 +65,44 @@ const loading = healthAnswer("activating", "000", loadingJournal(NEW_UNIT));
 const serving = healthAnswer("active", "200", healthyJournal(NEW_UNIT));
 
 describe("healthStage", () => {
+  it("fails, for a rollback, when the healthy server is the old unit's process", async () => {
+    const fake = switched();
+    polls(fake, NEW_UNIT, [serving]);
+    fake.host.on(servesProbe, servesAnswer(OLD_PID, PLAN.modelDir));
+    expect(await healthStage(fake.ctx)).toEqual({
+      fail: `${NEW_UNIT} runs the old unit's process (MainPID ${OLD_PID}): nothing new was started`,
+      touched: true,
+    });
+    expect(fake.swap.record.healthyAt).toBeUndefined();
+    expect(fake.events().map((e) => e.type)).not.toContain("healthy");
+  });
+
+  it("fails when the server on the port serves other weights than the new ones, or says nothing", async () => {
+    const other = switched();
+    polls(other, NEW_UNIT, [serving]);
+    other.host.on(servesProbe, servesAnswer(NEW_PID, "/srv/models/the-old-model"));
+    expect(await healthStage(other.ctx)).toMatchObject({
+      fail: expect.stringContaining(
+        `serves /srv/models/the-old-model, not the new weights in ${PLAN.modelDir}`,
+      ),
+      touched: true,
+    });
+    const mute = switched();
+    polls(mute, NEW_UNIT, [serving]);
+    mute.host.on(servesProbe, { stdout: `${NEW_PID}\n---info---\n` });
+    expect(await healthStage(mute.ctx)).toMatchObject({
+      fail: expect.stringContaining("does not say what it serves"),
+      touched: true,
+    });
+    const none = switched();
+    polls(none, NEW_UNIT, [serving]);
+    none.host.on(servesProbe, servesAnswer(0, PLAN.modelDir));
+    expect(await healthStage(none.ctx)).toMatchObject({
+      fail: expect.stringContaining("has no process"),
+      touched: true,
+    });
+  });
+
   it("waits for /health_generate, then records the downtime from the old unit's stop and says healthy", async () => {
     const fake = switched({ stoppedAgo: 50 });
     const poll = polls(fake, NEW_UNIT, [loading, loading, serving]);

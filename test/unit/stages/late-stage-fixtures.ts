@@ -97,6 +97,15 @@ export const later = (seconds: number) => new Date(T0 + seconds * 1000).toISOStr
 export const healthPoll = (unit: string) =>
   new RegExp(`^\\s*systemctl is-active ${unit.replaceAll(".", "\\.")} \\|\\| true[\\s\\S]*health_generate`);
 
+/** The check after health: the new unit's MainPID, then what SGLang's /get_model_info says it serves. */
+export const servesProbe = /systemctl show -p MainPID --value [\s\S]*get_model_info/;
+
+export function servesAnswer(mainPid: number, modelPath: string): Partial<ExecResult> {
+  return {
+    stdout: `${mainPid}\n---info---\n${JSON.stringify({ model_path: modelPath, tokenizer_path: modelPath, is_generation: true })}`,
+  };
+}
+
 export function healthAnswer(
   state: string,
   httpCode: string,

@@ -19,7 +19,7 @@ import {
 } from "./stage-fixtures.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
-const QWEN_UNIT = "sglang-qwen3-5-397b-a17b-nvfp4.service";
+const QWEN_UNIT = "sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service";
 
 function swapOf(info = QWEN(), request: { dryRun?: boolean; tp?: number } = {}) {
   return fakeContext({ record: resolvedRecord(info, request) });

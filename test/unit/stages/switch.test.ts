@@ -39,12 +39,18 @@ function script(fake: Fake, answers: [RegExp, Answer][] = []): Seen[] {
     });
     if (/systemctl disable --now/.test(command)) fake.clock.time += 12_000;
     if (/systemctl enable --now/.test(command)) fake.clock.time += 1_000;
-    return answers.find(([pattern]) => pattern.test(command))?.[1] ?? {};
+    const answer = answers.find(([pattern]) => pattern.test(command))?.[1];
+    if (answer === undefined && /systemctl show -p MainPID --value /.test(command))
+      return { stdout: `${OLD_PID}\n` };
+    return answer ?? {};
   });
   return seen;
 }
 
 const commands = (seen: Seen[]) => seen.map((s) => s.command);
+
+/** The old unit's process as systemd shows it when the switch begins. */
+const OLD_PID = 4242;
 
 describe("switchStage", () => {
   it("writes the unit, reloads systemd, stops and disables the old unit, then enables and starts the new one", async () => {
@@ -56,15 +62,17 @@ describe("switchStage", () => {
     expect(result).toEqual({ next: "health" });
     expect(commands(seen)).toEqual([
       "true",
+      `systemctl show -p MainPID --value ${OLD_UNIT}`,
       `tee ${NEW_UNIT_PATH} > /dev/null`,
       "systemctl daemon-reload",
       `systemctl disable --now ${OLD_UNIT}`,
       `systemctl enable --now ${NEW_UNIT}`,
     ]);
     // the unit file's text goes on stdin, never on the command line
-    expect(fake.host.commands[1]?.stdin).toBe(PLAN.unitText);
+    expect(fake.host.commands[2]?.stdin).toBe(PLAN.unitText);
     expect(fake.swap.record.switch).toEqual({
       startedAt: later(0),
+      oldMainPid: OLD_PID,
       oldStoppedAt: later(12),
       newStartedAt: later(13),
       done: true,
@@ -92,10 +100,14 @@ describe("switchStage", () => {
     expect(when(/^true$/)).toMatchObject({ checkpoints: 0, switch: undefined });
     // Before the unit file is written, a save says the switch began (a restarted worker resumes it).
     expect(when(/tee /).checkpoints).toBeGreaterThanOrEqual(1);
-    expect(when(/tee /).switch).toEqual({ startedAt: later(0) });
+    expect(when(/tee /).switch).toEqual({ startedAt: later(0), oldMainPid: OLD_PID });
     // The old unit's stop is saved before the new unit starts: a crash in between never stops it again.
     expect(when(/enable --now/).checkpoints).toBeGreaterThan(when(/disable --now/).checkpoints);
-    expect(when(/enable --now/).switch).toEqual({ startedAt: later(0), oldStoppedAt: later(12) });
+    expect(when(/enable --now/).switch).toEqual({
+      startedAt: later(0),
+      oldMainPid: OLD_PID,
+      oldStoppedAt: later(12),
+    });
   });
 
   it("runs every systemctl command and the unit write with sudo -n on a host configured with sudo", async () => {
@@ -106,6 +118,7 @@ describe("switchStage", () => {
 
     expect(commands(seen)).toEqual([
       "true",
+      `systemctl show -p MainPID --value ${OLD_UNIT}`,
       `sudo -n tee ${NEW_UNIT_PATH} > /dev/null`,
       "sudo -n systemctl daemon-reload",
       `sudo -n systemctl disable --now ${OLD_UNIT}`,
@@ -202,9 +215,13 @@ describe("switchStage", () => {
       touched: true,
     });
     expect(result).toMatchObject({ fail: expect.stringContaining(`writing ${NEW_UNIT}`) });
-    expect(commands(seen)).toEqual(["true", `sudo -n tee ${NEW_UNIT_PATH} > /dev/null`]);
+    expect(commands(seen)).toEqual([
+      "true",
+      `systemctl show -p MainPID --value ${OLD_UNIT}`,
+      `sudo -n tee ${NEW_UNIT_PATH} > /dev/null`,
+    ]);
     // The old unit was never stopped: the rollback finds it serving.
-    expect(fake.swap.record.switch).toEqual({ startedAt: later(0) });
+    expect(fake.swap.record.switch).toEqual({ startedAt: later(0), oldMainPid: OLD_PID });
     expect(fake.swap.record.stages.switch).toMatchObject({
       state: "failed",
       finishedAt: later(0),
@@ -228,7 +245,11 @@ describe("switchStage", () => {
     const result = await switchStage(fake.ctx);
 
     expect(result).toMatchObject({ fail: expect.stringContaining(`starting ${NEW_UNIT}`), touched: true });
-    expect(fake.swap.record.switch).toEqual({ startedAt: later(0), oldStoppedAt: later(12) });
+    expect(fake.swap.record.switch).toEqual({
+      startedAt: later(0),
+      oldMainPid: OLD_PID,
+      oldStoppedAt: later(12),
+    });
     expect(fake.swap.record.stages.switch.state).toBe("failed");
     expect(fake.events().map((e) => e.type)).not.toContain("switched");
   });
@@ -252,7 +273,11 @@ describe("switchStage", () => {
     await expect(switchStage(fake.ctx)).rejects.toMatchObject({ code: "HOST_UNREACHABLE" });
     // not failed: the step is tried again
     expect(fake.swap.record.stages.switch.state).toBe("running");
-    expect(fake.swap.record.switch).toEqual({ startedAt: later(0), oldStoppedAt: later(12) });
+    expect(fake.swap.record.switch).toEqual({
+      startedAt: later(0),
+      oldMainPid: OLD_PID,
+      oldStoppedAt: later(12),
+    });
 
     script(fake); // the host is back
     expect(await switchStage(fake.ctx)).toEqual({ next: "health" });
