@@ -15,6 +15,8 @@ import { freePort } from "./free-port.ts";
 import {
   createEngineUpstream,
   createSimGpuHost,
+  DEFAULT_ENGINE_REFS,
+  type EngineRefSpec,
   type EngineUpstream,
   type GpuSetName,
   makeEnginePatch,
@@ -97,6 +99,8 @@ export interface BenchOptions {
    * directory (absolute, or inside the bench directory) that holds the SSH client keys.
    */
   secrets?: { botToken?: string; signingSecret?: string; hfToken?: string; keyDir?: string };
+  /** Refs the engine upstream has besides its default ones (tag v0.5.2, branch main), each a commit on the last. */
+  engineRefs?: EngineRefSpec[];
   /**
    * Socket Mode: the bot gets SLACK_APP_TOKEN (and no signing secret) and connects to the Slack emulator
    * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
@@ -457,7 +461,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ...(appToken === undefined ? {} : { appToken }),
     }),
     startSimHub(hfToken === undefined ? {} : { tokens: [hfToken] }),
-    createEngineUpstream(join(dir, "upstream")),
+    createEngineUpstream(join(dir, "upstream"), [...DEFAULT_ENGINE_REFS, ...(options.engineRefs ?? [])]),
   ]);
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
   bench.upstream = upstream;
