@@ -13,7 +13,14 @@ export interface SequentialInput {
   modelDir: string;
   /** A scratch directory on the host for the download's lists and the build's outputs. */
   workDir: string;
-  engine: { sourceDir: string; venv: string; upstream: string; ref: string; patches: readonly string[] };
+  engine: {
+    buildDir: string;
+    venv: string;
+    upstream: string;
+    fetchRef: string;
+    commit: string;
+    patches: readonly string[];
+  };
   unit: { dir: string; old: string; name: string; text: string };
   servingPort: number;
 }
@@ -41,10 +48,11 @@ export function sequentialScript(input: SequentialInput): string {
   const build = [
     sh`mkdir -p ${workDir}/build`.text,
     buildScript({
-      engineSourceDir: engine.sourceDir,
+      buildDir: engine.buildDir,
       venv: engine.venv,
       upstream: engine.upstream,
-      ref: engine.ref,
+      fetchRef: engine.fetchRef,
+      commit: engine.commit,
       patches: engine.patches,
       dir: `${workDir}/build`,
     }).text,

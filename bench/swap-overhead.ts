@@ -158,9 +158,13 @@ async function runSequentialScript(bench: Bench, record: SwapRecord) {
   const hub = new HubClient({ endpoint: bench.hub.url, log: createLogger({ level: "silent" }) });
   const model = await hub.resolve({ repo: SCRIPT_MODEL, revision: "main" });
   const plan = record.plan!;
+  const engine = plan.engine!;
   const modelDir = modelDirFor(host.modelsDir, SCRIPT_MODEL, model.sha);
+  const workDir = `${host.modelsDir}/.bench-script`;
+  const buildDir = `${workDir}/engine`;
   const rename = (text: string) =>
     text
+      .replaceAll(engine.buildDir, buildDir)
       .replaceAll(plan.modelDir, modelDir)
       .replaceAll(MODEL, SCRIPT_MODEL)
       .replaceAll("bench-swap-a", "bench-swap-b");
@@ -172,12 +176,13 @@ async function runSequentialScript(bench: Bench, record: SwapRecord) {
     timesFile,
     model,
     modelDir,
-    workDir: `${host.modelsDir}/.bench-script`,
+    workDir,
     engine: {
-      sourceDir: host.engineSourceDir,
+      buildDir,
       venv: host.venv,
-      upstream: host.engineUpstream,
-      ref: record.request.engineRef,
+      upstream: engine.upstream,
+      fetchRef: engine.fullRef ?? engine.commit,
+      commit: engine.commit,
       patches: host.enginePatches,
     },
     unit: { dir: host.unitDir, old: plan.unitName, name: unitName, text: rename(plan.unitText) },

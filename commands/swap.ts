@@ -1,4 +1,6 @@
-import { ACCEPTED_FORMS } from "../src/grammar/model-ref.ts";
+import type { Config } from "../src/config/load-config.ts";
+import { describeAllowedRefs, isPullOrForeignRef } from "../src/engine/engine-source.ts";
+import { ACCEPTED_FORMS, hubPullRequest, hubPullRequestRefusal } from "../src/grammar/model-ref.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
 import { parseSwapRequest, SWAP_USAGE, type SwapRequest } from "../src/grammar/swap-request.ts";
 import { escapeMrkdwn } from "../src/reporter/message.ts";
@@ -28,6 +30,8 @@ export const swapCommand: SubCommand = {
       );
     }
     const { request: swap } = parsed;
+    const source = refuseSource(swap, config.file);
+    if (source !== undefined) return reply(source);
     const known = knownHosts(config);
     const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
@@ -80,6 +84,28 @@ export const swapCommand: SubCommand = {
     );
   },
 };
+
+/**
+ * Sources that are anyone's code, known from the request alone: a Hub pull-request revision, and an
+ * engine pull request or a ref outside the upstream's branches and tags. Refused before anything is
+ * queued unless the config allows them (then the plan says so in its first lines). Refs that only the
+ * upstream can classify (an unlisted branch, a commit no listed ref points at) are refused in preflight.
+ */
+function refuseSource(swap: SwapRequest, file: Config["file"]): string | undefined {
+  const pullRequest = hubPullRequest(swap.model.revision);
+  if (pullRequest !== undefined && !file.hub.allowPullRequests) {
+    return `✋ Cannot swap: ${escapeMrkdwn(hubPullRequestRefusal(swap.model.repo, pullRequest))}.`;
+  }
+  const foreign = isPullOrForeignRef(swap.engineRef);
+  if (foreign !== undefined && file.engine.unlistedRefs === "refuse") {
+    const what =
+      foreign.pullRequest !== undefined
+        ? `is pull request #${foreign.pullRequest} to the engine upstream, anyone's code`
+        : "is outside the engine upstream's branches and tags";
+    return `✋ Cannot swap: \`--engine-ref ${escapeMrkdwn(swap.engineRef)}\` ${what}. modelswap builds only ${escapeMrkdwn(describeAllowedRefs(file.engine))} (engine.allowedRefs); an admin may set engine.unlistedRefs: build-after-approval to build such refs after an approval.`;
+  }
+  return undefined;
+}
 
 /** The options that shape a swap, for the audit stream: ` --tp 8 --engine-ref v0.5.2`. */
 function requestFlags(swap: SwapRequest): string {

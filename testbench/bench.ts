@@ -99,8 +99,15 @@ export interface BenchOptions {
    * directory (absolute, or inside the bench directory) that holds the SSH client keys.
    */
   secrets?: { botToken?: string; signingSecret?: string; hfToken?: string; keyDir?: string };
-  /** Refs the engine upstream has besides its default ones (tag v0.5.2, branch main), each a commit on the last. */
+  /**
+   * Refs the engine upstream has besides its default ones (tag v0.5.2, branch main), each a commit on the
+   * last; a ref `refs/pull/N/head` is a pull request (as GitHub publishes them), not a branch.
+   */
   engineRefs?: EngineRefSpec[];
+  /** The config's `engine:` section (allowedRefs, unlistedRefs). */
+  enginePolicy?: Record<string, unknown>;
+  /** The config's `hub:` section (allowPullRequests, remoteCodeOrgs). */
+  hubPolicy?: Record<string, unknown>;
   /**
    * Socket Mode: the bot gets SLACK_APP_TOKEN (and no signing secret) and connects to the Slack emulator
    * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
@@ -484,6 +491,8 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       health: { intervalSeconds: 3600, failureThreshold: 3, ...options.health },
       approvals: options.approvals ?? {},
       swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, ...options.swaps },
+      ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
+      ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
       hosts,
     };
     bench.configPath = join(dir, "modelswap.yaml");

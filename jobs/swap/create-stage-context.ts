@@ -63,6 +63,8 @@ export function createStageContext(
       healthTimeoutSeconds: swaps.healthTimeoutSeconds,
       approvalTtlMinutes: deps.config.file.approvals.ttlMinutes,
       downloadSecrets: deps.config.env.HF_TOKEN === undefined ? {} : { HF_TOKEN: deps.config.env.HF_TOKEN },
+      engine: deps.config.file.engine,
+      hub: deps.config.file.hub,
     },
     emit: (event) => swap.emit(event),
     clock,

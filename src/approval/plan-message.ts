@@ -1,5 +1,6 @@
 import type { KnownBlock } from "@slack/types";
 import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
+import { hubPullRequest } from "../grammar/model-ref.ts";
 import { mention as userMention } from "../grammar/slack-ids.ts";
 import { formatGB } from "../plan/byte-units.ts";
 import { describeGpus } from "../plan/make-plan.ts";
@@ -56,13 +57,10 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
   const repo = plan.model.repo;
   const title = `Swap plan: ${truncate(repo, 100)} → ${truncate(plan.host.host, 40)}`;
   const blocks: KnownBlock[] = [header(title), section(statusLine(plan, opts))];
+  blocks.push(section(sourceLines(plan).join("\n")));
 
   blocks.push(
     fields([
-      [
-        "Model",
-        plan.model.sha === "" ? code(repo) : `${code(repo)} @ \`${clean(plan.model.sha.slice(0, 7), 7)}\``,
-      ],
       ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
       ["License", clean(plan.model.license ?? "not stated", 80)],
       ["Recipe", code(plan.recipe, 120)],
@@ -144,7 +142,7 @@ function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
     case "awaiting-approval":
       if (!plan.ok)
         return `:no_entry: *Cannot be approved*: failing ${failed.join(", ")}. Nothing was touched.`;
-      return `:hourglass_flowing_sand: *Awaiting approval*${opts.waitingFor === undefined ? "" : ` from ${opts.waitingFor}`}. Nothing is touched until then; the download and engine build may already run.`;
+      return `:hourglass_flowing_sand: *Awaiting approval*${opts.waitingFor === undefined ? "" : ` from ${opts.waitingFor}`}. Nothing is touched until then; ${plan.engine?.buildAfterApproval === true ? "the download may already run, the engine build starts only after approval" : "the download and engine build may already run"}.`;
     case "approved":
       return `:white_check_mark: *Approved${by}*`;
     case "rejected":
@@ -160,6 +158,40 @@ function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
     case "dry-run":
       return ":memo: *Dry run*: this is the plan; nothing will be done.";
   }
+}
+
+/**
+ * What will run, first: the model's revision (a Hub pull request said so plainly), the engine's source
+ * exactly (remote, ref, commit; a pull request said so plainly), and whether the model runs its own Python.
+ */
+function sourceLines(plan: SwapPlan): string[] {
+  const { model } = plan;
+  const sha = `\`${clean(model.sha.slice(0, 7), 7)}\``;
+  const pr = hubPullRequest(model.revision);
+  const lines = [
+    pr !== undefined
+      ? `:warning: *Model: Hub pull request #${pr}, not the repo's main*: ${code(model.repo)} @ ${code(model.revision)} (${sha}); anyone can open one`
+      : model.revision === "main" || model.revision === model.sha
+        ? `*Model* ${code(model.repo)} ${model.revision === "main" ? "main" : "commit"} @ ${sha}`
+        : `*Model* ${code(model.repo)} @ ${code(model.revision)} (${sha})`,
+  ];
+  const engine = plan.engine;
+  if (engine !== undefined) {
+    const at = `\`${clean(engine.commit.slice(0, 7), 7)}\``;
+    const from = `of ${clean(engine.upstream, 300)}`;
+    const ref = code(engine.fullRef ?? engine.ref);
+    lines.push(
+      engine.kind === "pull-request"
+        ? `:warning: *Engine: pull request #${engine.pullRequest}* ${from} (${ref} at ${at}): anyone's code, fetched and built only after approval`
+        : !engine.listed
+          ? `:warning: *Engine: ${engine.kind} ${ref} at ${at}* ${from}: not a listed branch or tag (engine.allowedRefs), fetched and built only after approval`
+          : `*Engine* sglang ${engine.kind} ${code(engine.ref)} at ${at} ${from}, built in a directory of its own`,
+    );
+  }
+  if (plan.facts.needsRemoteCode) {
+    lines.push(":warning: *Runs Python from the model repo* (config.json auto_map → --trust-remote-code)");
+  }
+  return lines;
 }
 
 function checkLine(check: SwapPlan["checks"][number]): string {

@@ -100,6 +100,20 @@ const sshSchema = z.strictObject({
     .describe("concurrent channels on one connection; sshd's MaxSessions defaults to 10"),
 });
 
+const refGlob = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9._/*?-]{1,128}$/,
+    problem("engine.allowedRefs entries are branch or tag name globs", "use e.g. main, release/*, v*"),
+  );
+
+const hubOrg = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9_][A-Za-z0-9._-]{0,95}$/,
+    problem("hub.remoteCodeOrgs entries are Hub org or user names", "use e.g. moonshotai"),
+  );
+
 const hostSchema = z
   .strictObject({
     name: z
@@ -111,7 +125,11 @@ const hostSchema = z
     ssh: sshSchema.optional(),
     local: z.literal(true).optional(),
     modelsDir: absolutePath("modelsDir"),
-    engineSourceDir: absolutePath("engineSourceDir"),
+    /**
+     * Unused since each swap builds its engine in a directory of its own (under modelsDir): the source
+     * the serving unit runs is never touched. Accepted so that older configs still load.
+     */
+    engineSourceDir: absolutePath("engineSourceDir").optional(),
     venv: absolutePath("venv"),
     engineUpstream: z
       .string()
@@ -225,6 +243,33 @@ export const fileSchema = z
       .strictObject({
         /** Events kept in the audit stream (XADD MAXLEN ~): only older events beyond this many are trimmed. */
         maxEntries: z.number().int().min(1000).max(1_000_000_000).default(1_000_000),
+      })
+      .prefault({}),
+    engine: z
+      .strictObject({
+        /**
+         * Which refs of each host's engineUpstream `--engine-ref` may name: globs over branch and tag names
+         * (`*` any run of characters). Default: every branch and tag, never a pull request.
+         */
+        allowedRefs: z
+          .strictObject({ branches: z.array(refGlob).default(["*"]), tags: z.array(refGlob).default(["*"]) })
+          .prefault({}),
+        /**
+         * A ref outside the list (a pull request, a commit no listed branch or tag points at): refused, or
+         * fetched and built only after approval, the plan saying so in its first lines.
+         */
+        unlistedRefs: z.enum(["refuse", "build-after-approval"]).default("refuse"),
+      })
+      .prefault({}),
+    hub: z
+      .strictObject({
+        /** Hub pull-request revisions (`org/name@refs/pr/N`): anyone can open one on any public repo. */
+        allowPullRequests: z.boolean().default(false),
+        /**
+         * Orgs whose models may run their own Python (config.json auto_map → --trust-remote-code). Default:
+         * none; a model that needs it is refused, naming its org.
+         */
+        remoteCodeOrgs: z.array(hubOrg).default([]),
       })
       .prefault({}),
     hosts: z

@@ -16,6 +16,11 @@ export interface UnitSpec {
   serving: string;
   /** Absolute path of the engine's venv. */
   venv: string;
+  /**
+   * The engine build this unit runs: its directory (the unit imports `sglang` from `<dir>/python`, ahead
+   * of whatever the venv has installed) and, for the comment, where it came from. Absent: the venv's own.
+   */
+  engine?: { buildDir: string; describe: string };
   /** Flags in order; a flag the engine has no spelling for (`flag` undefined) is left out. */
   flags: readonly FlagChoice[];
   /** TimeoutStartSec (the plan's health timeout, which scales with the weights' size). */
@@ -114,6 +119,16 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
   const args = spec.flags.map(flagWords).filter((w): w is string => w !== undefined);
   const execStart = [`${python} -m sglang.launch_server`, ...args].join(" \\\n    ");
   const timeout = Math.max(1, Math.ceil(spec.timeoutStartSeconds));
+  const engine: string[] = [];
+  if (spec.engine !== undefined) {
+    const path = `${spec.engine.buildDir.replace(/\/+$/, "")}/python`;
+    // Environment= splits on spaces and expands specifiers, not variables: a plain path needs no quoting.
+    if (!PLAIN_WORD.test(path)) throw new Error(`the engine build directory is not a plain path: "${path}"`);
+    engine.push(
+      `# Engine: ${oneLine(spec.engine.describe, false)}, built in a directory of its own.`,
+      `Environment=PYTHONPATH=${path.replaceAll("%", "%%")}`,
+    );
+  }
   const lines = [
     `# Written by modelswap for swap ${oneLine(spec.swapId, false)}; later swaps write units of their own.`,
     `# Model: ${oneLine(spec.repo, false)} at commit ${oneLine(spec.sha, false)}.`,
@@ -127,6 +142,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     "# Start from the local files only: a restart never waits on (or fails because of) the Hub.",
     "Environment=HF_HUB_OFFLINE=1",
     "Environment=PYTHONUNBUFFERED=1",
+    ...engine,
     `ExecStart=${execStart}`,
     "Restart=on-failure",
     "RestartSec=10",

@@ -19,6 +19,20 @@ const modelRef = z
   .object({ org: z.string().regex(PART), name: z.string().regex(PART), revision: z.string().regex(REVISION) })
   .refine((r) => !r.revision.includes("..") && !r.revision.endsWith("/") && !r.revision.endsWith(".lock"));
 
+/**
+ * The number of a Hub pull-request revision (`refs/pr/N`), or undefined for the repo's own branches,
+ * tags and commits. Anyone can open a pull request on any public repo.
+ */
+export function hubPullRequest(revision: string): number | undefined {
+  const m = /^refs\/pr\/(\d{1,9})$/.exec(revision);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/** Why a Hub pull-request revision is refused while hub.allowPullRequests is off. */
+export function hubPullRequestRefusal(repo: string, pullRequest: number): string {
+  return `${repo}@refs/pr/${pullRequest} is Hub pull request #${pullRequest}, not the repo's own: anyone can open one on any public repo, so modelswap serves only its branches, tags and commits (an admin may set hub.allowPullRequests: true)`;
+}
+
 /** A repo id (`org/name`) as the Hub spells it. */
 export function isRepoId(text: string): boolean {
   const [org, name, ...rest] = text.split("/");

@@ -1,3 +1,5 @@
+import type { EngineSource } from "../engine/engine-source.ts";
+import { hubPullRequest } from "../grammar/model-ref.ts";
 import type { ModelSummary } from "../hub/types.ts";
 import { weightFiles } from "../hub/weight-files.ts";
 import { formatGB, formatGiB } from "./byte-units.ts";
@@ -35,6 +37,10 @@ export interface PlanInput {
   swapId: string;
   /** The recipe table (default RECIPES); injectable so tests can plan with a broken one. */
   recipes?: readonly Recipe[];
+  /** The engine source to build (resolved on the host: resolveEngineSource). */
+  engine: EngineSource;
+  /** Orgs whose models may run their own Python (hub.remoteCodeOrgs). */
+  remoteCodeOrgs: readonly string[];
 }
 
 /** Parallel downloads of `hf download` (its --max-workers default). */
@@ -134,6 +140,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     diskCheck(model, host, hostConfig.modelsDir),
     venvCheck(host, hostConfig.venv),
     hubCliCheck(host),
+    ...remoteCodeCheck(model, facts, input.remoteCodeOrgs),
   ];
 
   return withRenderedUnit({
@@ -153,6 +160,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes),
     swapId: input.swapId,
+    engine: input.engine,
     venv: hostConfig.venv,
     unitDir: hostConfig.unitDir,
     unitPath: "",
@@ -188,13 +196,49 @@ function diskCheck(model: ModelSummary, host: HostFacts, modelsDir: string): Pla
   };
 }
 
+/**
+ * A model whose config.json has auto_map runs Python from its own repo (--trust-remote-code): only for
+ * orgs an admin trusts (hub.remoteCodeOrgs), and never from a Hub pull request, which anyone can open.
+ */
+function remoteCodeCheck(
+  model: ModelSummary,
+  facts: ModelFacts,
+  allowedOrgs: readonly string[],
+): PlanCheck[] {
+  if (!facts.needsRemoteCode) return [];
+  const org = model.repo.split("/")[0] ?? "";
+  const what = "runs Python from the model repo (config.json auto_map needs --trust-remote-code)";
+  const pullRequest = hubPullRequest(model.revision);
+  if (pullRequest !== undefined) {
+    return [
+      {
+        id: "remote-code",
+        ok: false,
+        detail: `${what}, and this revision is Hub pull request #${pullRequest}: anyone's code`,
+        fix: "ask the repo's owner to merge it, then swap to main",
+      },
+    ];
+  }
+  if (allowedOrgs.some((o) => o.toLowerCase() === org.toLowerCase())) {
+    return [{ id: "remote-code", ok: true, detail: `${what}; ${org} is trusted in hub.remoteCodeOrgs` }];
+  }
+  return [
+    {
+      id: "remote-code",
+      ok: false,
+      detail: `${what}, and ${org} is not in hub.remoteCodeOrgs`,
+      fix: `read the repo's .py files; if you trust ${org} to run code on the host, an admin adds it to hub.remoteCodeOrgs`,
+    },
+  ];
+}
+
 function venvCheck(host: HostFacts, venv: string): PlanCheck {
   if (host.venvOk) return { id: "venv", ok: true, detail: `${venv}/bin/python runs` };
   return {
     id: "venv",
     ok: false,
     detail: `${venv}/bin/python is missing or does not run`,
-    fix: `create the venv on the host (python3 -m venv ${venv}) with the CUDA torch stack the engine needs; modelswap installs the engine into it with --no-deps and never replaces torch`,
+    fix: `create the venv on the host (python3 -m venv ${venv}) with the CUDA torch stack the engine needs; each engine build runs from a directory of its own on this venv's packages, and modelswap never installs into it`,
   };
 }
 

@@ -1,3 +1,4 @@
+import { describeEngineSource } from "../engine/engine-source.ts";
 import { renderUnit } from "../engine/render-unit.ts";
 import type { SwapPlan } from "./types.ts";
 import { unifiedDiff } from "./unit-diff.ts";
@@ -13,6 +14,9 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
     swapId: plan.swapId,
     serving: plan.host.currentUnit.name,
     venv: plan.venv,
+    ...(plan.engine === undefined
+      ? {}
+      : { engine: { buildDir: plan.engine.buildDir, describe: describeEngineSource(plan.engine) } }),
     flags: plan.flags,
     timeoutStartSeconds: plan.healthTimeoutSeconds,
   });

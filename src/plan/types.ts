@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { engineSourceSchema } from "../engine/engine-source.ts";
 import { gpuInfoSchema } from "../gpu/nvidia-smi.ts";
 import { modelSummarySchema } from "../hub/types.ts";
 
@@ -104,6 +105,11 @@ export const swapPlanSchema = z.object({
   healthTimeoutSeconds: z.number(),
   /** The swap this plan belongs to (named in the unit file). */
   swapId: z.string(),
+  /**
+   * The engine source this swap builds and the unit runs (from its own build directory). Absent only in
+   * plans made before engine sources were resolved.
+   */
+  engine: engineSourceSchema.optional(),
   /** The engine's Python venv on the host (ExecStart runs `<venv>/bin/python`). */
   venv: z.string(),
   /** Where serving units are installed on the host, and the new unit's path there. */

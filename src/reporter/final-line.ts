@@ -11,8 +11,6 @@ import { by } from "./words.ts";
 export function finalLine(record: SwapRecord): string {
   const model = `${escapeMrkdwn(record.request.model.repo)}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
   const reason = record.reason === undefined ? "" : escapeMrkdwn(record.reason);
-  const engine = record.engineRestore === undefined ? "" : ` ${escapeMrkdwn(record.engineRestore)}`;
-  const then = engine === "" ? "" : ` Then${engine}.`;
   const host = record.host;
   switch (record.outcome ?? "failed") {
     case "succeeded":
@@ -22,13 +20,13 @@ export function finalLine(record: SwapRecord): string {
     case "failed":
       return record.rollback !== undefined && !record.rollback.ok
         ? `<!channel> 🚨 *${host} serves nothing*: the swap to ${model} failed (${reason}) and the rollback failed too: ${escapeMrkdwn(record.rollback.detail)}. Act now: \`/llm status ${host}\`, then restart \`${record.previous?.unit}\` by hand.`
-        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. ${engine === "" ? "Nothing on the host was changed." : `The serving unit was not touched;${engine}.`}`;
+        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. Nothing on the host was changed.`;
     case "rejected":
-      return `🚫 Swap to ${model} on ${host} rejected${by(record.decision?.by)}${reason === "" ? "" : `: ${reason}`}.${then}`;
+      return `🚫 Swap to ${model} on ${host} rejected${by(record.decision?.by)}${reason === "" ? "" : `: ${reason}`}.`;
     case "expired":
-      return `⌛ Swap to ${model} on ${host} expired: ${reason}.${then}`;
+      return `⌛ Swap to ${model} on ${host} expired: ${reason}.`;
     case "cancelled":
-      return `✋ Swap to ${model} on ${host} cancelled${by(record.cancel?.by)}${reason === "" ? "" : `: ${reason}`}.${then}`;
+      return `✋ Swap to ${model} on ${host} cancelled${by(record.cancel?.by)}${reason === "" ? "" : `: ${reason}`}.`;
     case "planned":
       return `📝 Dry run: the plan for ${model} on ${host} is above. Nothing was downloaded or changed.`;
   }

@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../config/file-schema.ts";
+import type { EnginePolicy } from "../engine/engine-source.ts";
 import type { DetachedStatus } from "../host/detached-task.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
@@ -84,6 +85,10 @@ export interface StageSettings {
   approvalTtlMinutes: number;
   /** Secrets the download task gets in its environment (HF_TOKEN for gated models). */
   downloadSecrets: Readonly<Record<string, string>>;
+  /** Which engine refs may be built, and when (engine.*). */
+  engine: EnginePolicy;
+  /** hub.allowPullRequests and hub.remoteCodeOrgs. */
+  hub: { allowPullRequests: boolean; remoteCodeOrgs: readonly string[] };
 }
 
 export interface StageContext {

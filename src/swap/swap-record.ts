@@ -117,9 +117,7 @@ export const swapRecordSchema = z.object({
   /** Who cancelled it, once the swap has acted on it. */
   cancel: z.object({ by: z.string(), at: isoTime }).optional(),
   tasks: z.object({ download: taskHandleSchema.optional(), build: taskHandleSchema.optional() }),
-  engine: z
-    .object({ commit: z.string(), version: z.string(), previousCommit: z.string().optional() })
-    .optional(),
+  engine: z.object({ commit: z.string(), version: z.string() }).optional(),
   /** What served before: the unit to roll back to. */
   previous: z.object({ unit: z.string(), repo: z.string().optional() }).optional(),
   switch: z
@@ -137,8 +135,6 @@ export const swapRecordSchema = z.object({
   sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
   benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),
   rollback: z.object({ ok: z.boolean(), detail: z.string() }).optional(),
-  /** What a swap that ended before its switch did to the engine the build had changed (put back, or why not). */
-  engineRestore: z.string().optional(),
   /** When the rollback began (its announcement is emitted once, however often it is retried). */
   rollbackStartedAt: isoTime.optional(),
   /**

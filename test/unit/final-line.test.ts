@@ -43,24 +43,6 @@ describe("the final line of a swap", () => {
     expect(cancelled).toContain("cancelled by <@U0ALICE001>");
   });
 
-  it("says what happened to the engine when a swap ended before its switch", () => {
-    const line = finalLine(
-      aRecord({
-        outcome: "rejected",
-        step: "done",
-        decision: {
-          approved: false,
-          by: "U0BOB00001",
-          at: new Date().toISOString(),
-          planHash: "x",
-          via: "button",
-        },
-        engineRestore: "the engine is back at commit 1a2b3c4, as before the swap",
-      }),
-    );
-    expect(line).toMatch(/rejected by <@U0BOB00001>\. Then the engine is back at commit 1a2b3c4/);
-  });
-
   it("pages the channel when the rollback failed too, naming the unit to restart", () => {
     const line = finalLine(
       aRecord({

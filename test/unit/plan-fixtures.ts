@@ -1,3 +1,4 @@
+import type { EngineSource } from "../../src/engine/engine-source.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
 import type { ModelInfo } from "../../src/hub/types.ts";
 import { weightFiles } from "../../src/hub/weight-files.ts";
@@ -146,7 +147,12 @@ export function hostFactsOf(set: string, overrides: Partial<HostFacts> = {}): Ho
 export function planInput(
   preset: "qwen3.5-moe-nvfp4" | "kimi-k2-int4" | "llama-bf16-small",
   set: string,
-  extra: { host?: Partial<HostFacts>; requestedTp?: number; facts?: Partial<ModelFacts> } = {},
+  extra: {
+    host?: Partial<HostFacts>;
+    requestedTp?: number;
+    facts?: Partial<ModelFacts>;
+    remoteCodeOrgs?: string[];
+  } = {},
 ): PlanInput {
   const host = hostFactsOf(set, extra.host);
   return {
@@ -163,5 +169,20 @@ export function planInput(
     },
     ...(extra.requestedTp === undefined ? {} : { requestedTp: extra.requestedTp }),
     swapId: "sw-20261129-0001",
+    engine: ENGINE_MAIN,
+    // the presets' own orgs are trusted here; the remote-code check has tests of its own
+    remoteCodeOrgs: extra.remoteCodeOrgs ?? [modelInfoOf(preset).repo.split("/")[0]!],
   };
 }
+
+/** The engine source of a plan: branch main of the upstream, built in a directory of its own. */
+export const ENGINE_MAIN: EngineSource = {
+  upstream: "https://github.com/sgl-project/sglang.git",
+  ref: "main",
+  kind: "branch",
+  fullRef: "refs/heads/main",
+  commit: "43da92d5c0ffee00112233445566778899aabbcc",
+  listed: true,
+  buildAfterApproval: false,
+  buildDir: "/models/.modelswap/engines/sglang-43da92d5c0ff-sw-20261129-0001",
+};

@@ -49,7 +49,20 @@ function refDate(index: number): string {
 }
 
 function isTag(spec: EngineRefSpec): boolean {
-  return spec.tag ?? /^v\d/.test(spec.ref);
+  return !isPull(spec) && (spec.tag ?? /^v\d/.test(spec.ref));
+}
+
+/**
+ * `refs/pull/N/head`: a pull request, as GitHub publishes every one under refs/pull/ (fetchable by
+ * anyone; not a branch). GitHub docs, "Checking out pull requests locally".
+ */
+function isPull(spec: EngineRefSpec): boolean {
+  return spec.ref.startsWith("refs/pull/");
+}
+
+/** The local branch a pull request's commit is made on before it is pushed to refs/pull/N/head. */
+function localName(spec: EngineRefSpec): string {
+  return isPull(spec) ? spec.ref.replace(/^refs\/pull\/(\d+)\/head$/, "pr-$1") : spec.ref;
 }
 
 /**
@@ -84,12 +97,15 @@ export async function createEngineUpstream(
       );
       commits[spec.ref] = await git(work, ["rev-parse", "HEAD"], date);
       if (isTag(spec)) await git(work, ["tag", "-a", "-f", "-m", spec.ref, spec.ref], date);
-      else await git(work, ["branch", "-f", spec.ref, "HEAD"], date);
+      else await git(work, ["branch", "-f", localName(spec), "HEAD"], date);
     }
-    const branches = refs.filter((s) => !isTag(s)).map((s) => `refs/heads/${s.ref}:refs/heads/${s.ref}`);
+    const branches = refs
+      .filter((s) => !isTag(s) && !isPull(s))
+      .map((s) => `refs/heads/${s.ref}:refs/heads/${s.ref}`);
+    const pulls = refs.filter(isPull).map((s) => `refs/heads/${localName(s)}:${s.ref}`);
     const tags = refs.filter(isTag).map((s) => `refs/tags/${s.ref}:refs/tags/${s.ref}`);
-    await git(work, ["push", "-q", "-f", bare, ...branches, ...tags]);
-    const head = refs.find((s) => s.ref === "main" && !isTag(s)) ?? refs.find((s) => !isTag(s));
+    await git(work, ["push", "-q", "-f", bare, ...branches, ...pulls, ...tags]);
+    const head = refs.find((s) => s.ref === "main" && !isTag(s)) ?? refs.find((s) => !isTag(s) && !isPull(s));
     if (head) await git(bare, ["symbolic-ref", "HEAD", `refs/heads/${head.ref}`]);
   } finally {
     await rm(work, { recursive: true, force: true });

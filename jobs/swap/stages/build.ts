@@ -1,11 +1,26 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
 import { isoNow } from "../../../src/clock.ts";
+import { describeEngineSource } from "../../../src/engine/engine-source.ts";
 import { applyFlagSpellings, parseHelpOptions } from "../../../src/plan/flag-spellings.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { buildScript } from "./build-task.ts";
 import { taskDir } from "./download-task.ts";
+
+/**
+ * A ref engine.allowedRefs does not list (a pull request, say) is fetched and built only once an
+ * approver has approved the plan that says so: until then none of its code is on the host, let alone run.
+ */
+export function waitsForApproval(ctx: Pick<StageContext, "swap">): boolean {
+  const { record } = ctx.swap;
+  if (record.plan?.engine?.buildAfterApproval !== true || record.tasks.build !== undefined) return false;
+  if (record.decision?.approved === true) return false;
+  if (record.stages.build.state === "pending" && record.stages.build.detail === undefined) {
+    ctx.swap.stage("build", "pending", "starts after approval: the engine ref is not a listed branch or tag");
+  }
+  return true;
+}
 
 /**
  * Stage 4b, one look: start the detached engine build (once), and when it is done check every flag of
@@ -14,6 +29,7 @@ import { taskDir } from "./download-task.ts";
  * the plan, with nothing on the serving side touched. Returns a failure, or undefined to go on.
  */
 export async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
+  if (waitsForApproval(ctx)) return undefined;
   const { swap, host, clock } = ctx;
   const { record } = swap;
   if (record.stages.build.state === "done" || record.stages.build.state === "skipped") return undefined;
@@ -22,20 +38,29 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
     swap.set({ tasks: { ...record.tasks, build: { dir, startedAt: isoNow(clock), attempts: 1 } } });
   }
   if (swap.record.tasks.build === undefined) {
-    // No HF_TOKEN here: the build runs the engine's own install code, which has no use for it.
+    const engine = record.plan?.engine;
+    if (engine === undefined) {
+      swap.stage("build", "failed", "the plan names no engine source");
+      return {
+        fail: "the plan was made by an older modelswap, which built the engine in place: request the swap again",
+        touched: false,
+      };
+    }
+    // No HF_TOKEN here: the build runs the engine's own code, which has no use for it.
     await host.startTask(
       dir,
       buildScript({
-        engineSourceDir: host.config.engineSourceDir,
+        upstream: engine.upstream,
+        fetchRef: engine.fullRef ?? engine.commit,
+        commit: engine.commit,
+        buildDir: engine.buildDir,
         venv: host.config.venv,
-        upstream: host.config.engineUpstream,
-        ref: record.request.engineRef,
         patches: host.config.enginePatches,
         dir,
       }),
     );
     swap.set({ tasks: { ...swap.record.tasks, build: { dir, startedAt: isoNow(clock), attempts: 1 } } });
-    swap.stage("build", "running", `fetching ${record.request.engineRef}`);
+    swap.stage("build", "running", `fetching ${describeEngineSource(engine)}`);
     await swap.checkpoint();
     return undefined;
   }
@@ -51,9 +76,8 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
   }
   const commit = (await host.readTaskFile(`${dir}/commit`))?.trim() ?? "";
   const version = (await host.readTaskFile(`${dir}/version`))?.trim() ?? "";
-  const previousCommit = (await host.readTaskFile(`${dir}/previous-commit`))?.trim() || undefined;
   const help = (await host.readTaskFile(`${dir}/help.txt`)) ?? "";
-  swap.set({ engine: { commit, version, ...(previousCommit === undefined ? {} : { previousCommit }) } });
+  swap.set({ engine: { commit, version } });
   swap.stage("build", "done", `commit ${commit.slice(0, 7)} · sglang ${version}`);
   ctx.emit({ type: "built", commit, version });
 

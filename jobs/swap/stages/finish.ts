@@ -3,7 +3,6 @@ import { formatSeconds } from "../../../src/format-duration.ts";
 import type { LastBenchmark, ServingState } from "../../../src/store/host-state.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapOutcome } from "../../../src/swap/swap-record.ts";
-import { restoreEngine } from "./restore-engine.ts";
 
 /** What the swap's final save writes besides its record: what the host serves now, and its benchmark. */
 export interface Finished {
@@ -12,8 +11,7 @@ export interface Finished {
 }
 
 /**
- * Stage 11: record the outcome (with the engine put back when a swap that built one ended before its
- * switch), audit it, and say it. The run's final save writes it together with what the host serves
+ * Stage 11: record the outcome, audit it, and say it. The run's final save writes it together with what the host serves
  * now and the host's release, in one transaction; the reporter broadcasts the outcome.
  */
 export async function finishSwap(
@@ -36,10 +34,6 @@ export async function finishSwap(
   );
   for (const name of Object.keys(swap.record.stages) as (keyof typeof swap.record.stages)[]) {
     if (swap.record.stages[name].state === "running") swap.stage(name, "skipped");
-  }
-  if (outcome !== "succeeded" && swap.record.engineRestore === undefined) {
-    const restored = await restoreEngine(ctx);
-    if (restored !== undefined) swap.set({ engineRestore: restored });
   }
   auditOutcome(ctx, outcome);
   ctx.emit({ type: "finished", outcome });

@@ -1,6 +1,14 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
+import {
+  type EngineSourceResult,
+  engineBuildDir,
+  lsRemoteArgs,
+  parseLsRemote,
+  resolveEngineSource,
+} from "../../../src/engine/engine-source.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
@@ -25,6 +33,12 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   });
   let plan: SwapPlan;
   try {
+    const engine = await resolveEngine(ctx);
+    if (!engine.ok) {
+      const why = `${engine.problem} (${engine.fix})`;
+      swap.stage("preflight", "failed", why);
+      return { fail: why, touched: false };
+    }
     const modelDir = modelDirFor(config.modelsDir, info.repo, info.sha);
     const hostFacts = await readHostFacts(host, {
       host: host.name,
@@ -48,6 +62,8 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       requestedTp: swap.record.request.tp,
       swapId: swap.record.id,
       recipes: ctx.recipes,
+      engine: engine.source,
+      remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
@@ -67,6 +83,29 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   }
   requestApproval(ctx);
   return { next: "prepare" };
+}
+
+/**
+ * What the requested engine ref is in the upstream, asked of the host (it fetches from there, and the
+ * bot may have no route to it), and whether engine.allowedRefs lets it be built.
+ */
+async function resolveEngine(ctx: StageContext): Promise<EngineSourceResult> {
+  const { host, swap } = ctx;
+  const ref = swap.record.request.engineRef;
+  const upstream = host.config.engineUpstream;
+  const args = lsRemoteArgs(ref);
+  const listing = await host.must(
+    sh`git ls-remote ${args.options} ${upstream} ${args.patterns}`,
+    `listing the refs of ${upstream}`,
+    { timeoutMs: 60_000 },
+  );
+  return resolveEngineSource({
+    ref,
+    upstream,
+    remoteRefs: parseLsRemote(listing.stdout),
+    policy: ctx.settings.engine,
+    buildDirFor: (commit) => engineBuildDir(host.config.modelsDir, commit, swap.record.id),
+  });
 }
 
 /** Ends the swap here, nothing touched, when its plan fails a check: the plan is shown as refused. */

@@ -1,7 +1,7 @@
 import { verdict } from "../../../src/approval/gate.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
-import { buildStep } from "./build.ts";
+import { buildStep, waitsForApproval } from "./build.ts";
 import { downloadStep } from "./download.ts";
 import { taskDir } from "./download-task.ts";
 
@@ -19,7 +19,17 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
     return failure;
   }
 
-  const decided = await verdict(ctx);
+  let decided = await verdict(ctx);
+  if (decided.kind === "approved" && waitsForApproval(ctx)) {
+    // the approval lets the unlisted engine ref be fetched and built now, not a look later
+    swap.set({ decision: decided.decision });
+    const buildFailure = await buildStep(ctx);
+    if (buildFailure !== undefined) {
+      await stopTasks(ctx);
+      return buildFailure;
+    }
+    decided = await verdict(ctx);
+  }
   if (decided.kind === "rejected") {
     swap.set({ decision: decided.decision });
     swap.stage("approval", "failed", ""); // the card says "rejected by …" from the decision

@@ -1,4 +1,5 @@
 import { describeError } from "../../../src/errors.ts";
+import { hubPullRequest, hubPullRequestRefusal } from "../../../src/grammar/model-ref.ts";
 import { summarize } from "../../../src/hub/types.ts";
 import { formatGB } from "../../../src/plan/byte-units.ts";
 import { modelFacts } from "../../../src/plan/model-facts.ts";
@@ -12,6 +13,13 @@ export async function resolveStage(ctx: StageContext): Promise<StepResult> {
   const { swap } = ctx;
   const { model } = swap.record.request;
   await swap.begin("resolve", `${model.repo}@${model.revision}`);
+  const pullRequest = hubPullRequest(model.revision);
+  if (pullRequest !== undefined && !ctx.settings.hub.allowPullRequests) {
+    // /llm swap refuses it already; a request queued before the config changed is refused here.
+    const why = hubPullRequestRefusal(model.repo, pullRequest);
+    swap.stage("resolve", "failed", why);
+    return { fail: why, touched: false };
+  }
   try {
     const info = await ctx.hub.resolve(model);
     const facts = modelFacts(info);

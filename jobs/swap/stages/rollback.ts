@@ -15,8 +15,9 @@ export interface RollbackResult {
 
 /**
  * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
- * engine checked out at its previous commit when the build changed it, the old unit enabled and started,
- * and its health awaited. Returns whether the host serves again.
+ * old unit enabled and started, and its health awaited. The old unit's file was never rewritten and its
+ * engine never touched (each build has a directory of its own), so it runs exactly what it ran before.
+ * Returns whether the host serves again.
  */
 export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
   const { swap, host } = ctx;
@@ -34,15 +35,6 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   try {
     if (oldUnit !== plan.unitName) {
       await host.exec(host.privileged(sh`systemctl disable --now ${plan.unitName}`));
-    }
-    const previousCommit = swap.record.engine?.previousCommit;
-    if (previousCommit !== undefined && previousCommit !== swap.record.engine?.commit) {
-      const src = host.config.engineSourceDir;
-      await host.must(
-        sh`git -C ${src} checkout -q -f --detach ${previousCommit} && git -C ${src} clean -q -f -d && ${`${host.config.venv}/bin/pip`} install -q -e ${`${src}/python`} --no-deps`,
-        `restoring the engine at ${previousCommit.slice(0, 7)}`,
-        { timeoutMs: 600_000 },
-      );
     }
     // Nothing served before this swap: back to that is the new unit stopped (done above).
     if (!plan.host.currentUnit.exists)

@@ -46,14 +46,29 @@ describe("buildStep", () => {
     expect(starts).toHaveLength(1);
     expect(starts[0]!.dir).toBe(dir);
     const script = starts[0]!.script;
+    const engine = fake.swap.record.plan!.engine!;
+    // the tag's commit (v0.5.2 is annotated: the commit it tags), in a directory of this swap's own
+    expect(engine).toMatchObject({ kind: "tag", fullRef: "refs/tags/v0.5.2", commit: "5e".repeat(20) });
+    const build = `/srv/models/.modelswap/engines/sglang-5e5e5e5e5e5e-${fake.swap.record.id}`;
+    expect(engine.buildDir).toBe(build);
     expect(script).toContain(
-      "git -C /srv/sglang fetch -q --depth 1 https://github.com/sgl-project/sglang.git v0.5.2",
+      `git -C ${build}.partial fetch -q --depth 1 https://github.com/sgl-project/sglang.git refs/tags/v0.5.2`,
     );
-    expect(script).toContain("/srv/venv/bin/pip install -e /srv/sglang/python --no-deps");
-    expect(script).toContain(`/srv/venv/bin/python -m sglang.launch_server --help > ${dir}/help.txt`);
+    expect(script).toContain(`if [ "$got" != ${"5e".repeat(20)} ]; then`);
+    expect(script).toContain(`mv ${build}.partial ${build}`);
+    expect(script).toContain(
+      `PYTHONPATH=${build}/python /srv/venv/bin/python -m sglang.launch_server --help > ${dir}/help.txt`,
+    );
+    // the engine source the serving unit runs and the venv's packages are never touched
+    expect(script).not.toContain("/srv/sglang");
+    expect(script).not.toMatch(/pip install|git clean/);
+    expect(fake.swap.record.plan!.unitText).toContain(`Environment=PYTHONPATH=${build}/python`);
     expect(fake.host.started.get(dir)?.secrets).toEqual({});
     expect(fake.swap.record.tasks.build).toEqual({ dir, startedAt: "2026-12-01T12:00:00.000Z", attempts: 1 });
-    expect(fake.swap.record.stages.build).toMatchObject({ state: "running", detail: "fetching v0.5.2" });
+    expect(fake.swap.record.stages.build).toMatchObject({
+      state: "running",
+      detail: "fetching tag v0.5.2 at 5e5e5e5 of https://github.com/sgl-project/sglang.git",
+    });
     expect(fake.checkpoints()).toBe(checkpoints + 1);
 
     // while it runs: its last log line on the card, and no second start
@@ -127,7 +142,7 @@ describe("buildStep", () => {
     const approval = fake.swap.record.approval;
     await buildStep(ctx);
     fake.clock.time += 5 * 60_000;
-    finishBuild(fake.host, buildDir(fake), { previousCommit: "0f0e0d0c0b0a09080706050403020100ffeeddcc" });
+    finishBuild(fake.host, buildDir(fake));
 
     expect(await buildStep(ctx)).toBeUndefined();
 
@@ -135,7 +150,6 @@ describe("buildStep", () => {
     expect(record.engine).toEqual({
       commit: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
       version: "0.5.2",
-      previousCommit: "0f0e0d0c0b0a09080706050403020100ffeeddcc",
     });
     expect(record.stages.build).toMatchObject({ state: "done", detail: "commit 1a2b3c4 · sglang 0.5.2" });
     expect(eventsOf(fake, "built")).toEqual([

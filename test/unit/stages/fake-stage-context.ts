@@ -201,6 +201,8 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       healthTimeoutSeconds: undefined,
       approvalTtlMinutes: 240,
       downloadSecrets: {},
+      engine: { allowedRefs: { branches: ["*"], tags: ["*"] }, unlistedRefs: "refuse" },
+      hub: { allowPullRequests: false, remoteCodeOrgs: [] },
       ...options.settings,
     },
     emit: (event) => swap.emit(event),

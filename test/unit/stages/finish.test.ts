@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { taskDir } from "../../../jobs/swap/stages/download-task.ts";
 import { finishSwap } from "../../../jobs/swap/stages/finish.ts";
-import { restoreEngine } from "../../../jobs/swap/stages/restore-engine.ts";
 import { parseBenchSummary } from "../../../src/engine/bench-serving.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import type { Fake } from "./fake-stage-context.ts";
@@ -27,9 +26,7 @@ const BENCHMARK = {
   loaded: parseBenchSummary(benchOutput(LOADED_NUMBERS).stdout!),
 };
 const BUILD_DIR = taskDir("/models", SWAP_ID, "build");
-const PREVIOUS = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
 const BUILT = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
-const REV_PARSE = /^git -C \/opt\/sglang rev-parse/;
 
 const done = (startedAgo: number, finishedAgo: number, detail?: string) => ({
   state: "done" as const,
@@ -46,7 +43,7 @@ function benchmarked(options: LateOptions = {}): Fake {
     record: {
       step: "finish",
       tasks: { build: { dir: BUILD_DIR, startedAt: ago(4000), attempts: 1 } },
-      engine: { commit: BUILT, version: "0.5.6", previousCommit: PREVIOUS },
+      engine: { commit: BUILT, version: "0.5.6" },
       switch: { startedAt: ago(500), oldStoppedAt: ago(490), newStartedAt: ago(489), done: true },
       healthyAt: ago(65),
       downtimeSeconds: 425,
@@ -64,14 +61,14 @@ function benchmarked(options: LateOptions = {}): Fake {
   });
 }
 
-/** A swap that ends before its switch, at the approval, with the engine built (and checked out in place). */
+/** A swap that ends before its switch, at the approval, with the engine built (in a directory of its own). */
 function beforeSwitch(record: Partial<SwapRecord> = {}): Fake {
   const stages = approvedRecord().stages!;
   return lateContext({
     record: {
       step: "prepare",
       tasks: { build: { dir: BUILD_DIR, startedAt: ago(4000), attempts: 1 } },
-      engine: { commit: BUILT, version: "0.5.6", previousCommit: PREVIOUS },
+      engine: { commit: BUILT, version: "0.5.6" },
       stages: {
         ...stages,
         approval: { state: "running", startedAt: ago(3600), detail: "waiting for an approver" },
@@ -79,12 +76,6 @@ function beforeSwitch(record: Partial<SwapRecord> = {}): Fake {
       ...record,
     },
   });
-}
-
-/** The engine source's HEAD now, and the commit the build found there (its previous-commit file). */
-function engineSource(fake: Fake, now: string, previous: string | undefined): void {
-  fake.host.on(REV_PARSE, { stdout: now === "" ? "" : `${now}\n` });
-  if (previous !== undefined) fake.host.files.set(`${BUILD_DIR}/previous-commit`, previous);
 }
 
 describe("finishSwap", () => {
@@ -114,9 +105,8 @@ describe("finishSwap", () => {
       ["stage", "finish done: succeeded"],
       ["outcome", `succeeded: ${MODEL}, downtime 7 min`],
     ]);
-    // the new engine serves: nothing is put back
+    // finishing runs nothing on the host
     expect(fake.host.commands).toEqual([]);
-    expect(record.engineRestore).toBeUndefined();
   });
 
   it("returns no benchmark for a succeeded swap whose benchmark could not run, and keeps that stage failed", async () => {
@@ -203,7 +193,6 @@ describe("finishSwap", () => {
         approval: { state: "pending" },
       },
     });
-    engineSource(fake, PREVIOUS, PREVIOUS);
 
     await finishSwap(fake.ctx, "cancelled", "downloaded files are kept in /models/…");
 
@@ -226,9 +215,8 @@ describe("finishSwap", () => {
     ).toEqual(["finish"]);
   });
 
-  it("audits an expiry, skips the waiting approval, and puts the engine back", async () => {
+  it("audits an expiry and skips the waiting approval; nothing on the host is run to undo the build", async () => {
     const fake = beforeSwitch();
-    engineSource(fake, BUILT, `${PREVIOUS}\n`);
 
     await finishSwap(fake.ctx, "expired", "no decision within 240 min");
 
@@ -238,77 +226,18 @@ describe("finishSwap", () => {
       ["expiry", `no decision on the plan for ${MODEL} — no decision within 240 min`],
       ["outcome", `expired: ${MODEL} — no decision within 240 min`],
     ]);
-    expect(fake.swap.record.engineRestore).toBe("the engine is back at commit a1b2c3d, as before the swap");
+    // the build is in a directory of its own: the engine the serving unit runs was never touched
+    expect(fake.host.commands).toEqual([]);
     expect(fake.events()).toEqual([{ type: "finished", outcome: "expired", at: later(0) }]);
   });
 
-  it("puts the engine back when a swap that built one fails before its switch", async () => {
+  it("runs nothing on the host when a swap that built an engine fails before its switch", async () => {
     const fake = beforeSwitch();
-    engineSource(fake, BUILT, `${PREVIOUS}\n`);
 
     const finished = await finishSwap(fake.ctx, "failed", "the download failed");
 
     expect(finished).toEqual({});
-    expect(fake.host.commands.map((c) => c.text)).toEqual([
-      "git -C /opt/sglang rev-parse -q --verify HEAD 2>/dev/null || true",
-      `git -C /opt/sglang checkout -q -f --detach ${PREVIOUS} && git -C /opt/sglang clean -q -f -d && /opt/sglang/.venv/bin/pip install -q -e /opt/sglang/python --no-deps`,
-    ]);
-    expect(fake.swap.record.engineRestore).toBe("the engine is back at commit a1b2c3d, as before the swap");
-  });
-
-  it("does not put the engine back twice when finishing again", async () => {
-    const fake = beforeSwitch({ engineRestore: "the engine is back at commit a1b2c3d, as before the swap" });
-    engineSource(fake, BUILT, `${PREVIOUS}\n`);
-
-    await finishSwap(fake.ctx, "failed", "the download failed");
-
     expect(fake.host.commands).toEqual([]);
-  });
-});
-
-describe("restoreEngine", () => {
-  it("says so when the engine source was no git checkout before the swap", async () => {
-    const fake = beforeSwitch();
-    engineSource(fake, BUILT, "");
-
-    expect(await restoreEngine(fake.ctx)).toBe(
-      "the engine source in /opt/sglang now holds commit 9f8e7d6: it was no git checkout before this swap, so the old engine cannot be put back, and the serving unit runs the new one at its next restart",
-    );
-    expect(fake.host.ran(/checkout/)).toEqual([]);
-  });
-
-  it("does nothing when the source is still at the commit the build found", async () => {
-    const fake = beforeSwitch();
-    engineSource(fake, PREVIOUS, `${PREVIOUS}\n`);
-
-    expect(await restoreEngine(fake.ctx)).toBeUndefined();
-    expect(fake.host.ran(/checkout/)).toEqual([]);
-  });
-
-  it("warns when the engine cannot be put back", async () => {
-    const fake = beforeSwitch();
-    engineSource(fake, BUILT, `${PREVIOUS}\n`);
-    fake.host.on(/checkout -q -f --detach/, {
-      code: 128,
-      stderr: `fatal: reference is not a tree: ${PREVIOUS}\n`,
-    });
-
-    const said = await restoreEngine(fake.ctx);
-
-    expect(said).toMatch(/^⚠️ the engine could not be put back \(/);
-    expect(said).toContain(`fatal: reference is not a tree: ${PREVIOUS}`);
-    expect(said).toContain("the serving unit runs at its next restart");
-  });
-
-  it("leaves the engine alone once the switch began, and when no build ran", async () => {
-    const switched = beforeSwitch({ switch: { startedAt: ago(10) } });
-    engineSource(switched, BUILT, `${PREVIOUS}\n`);
-    expect(await restoreEngine(switched.ctx)).toBeUndefined();
-    expect(switched.host.commands).toEqual([]);
-
-    const unbuilt = beforeSwitch({ tasks: {} });
-    engineSource(unbuilt, BUILT, `${PREVIOUS}\n`);
-    expect(await restoreEngine(unbuilt.ctx)).toBeUndefined();
-    expect(unbuilt.host.commands).toEqual([]);
+    expect(fake.swap.record.reason).toBe("the download failed");
   });
 });

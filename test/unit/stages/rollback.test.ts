@@ -162,18 +162,14 @@ describe("rollback", () => {
     expect(fake.host.ran(/systemctl enable --now/)).toEqual([`systemctl enable --now ${OLD_UNIT}`]);
   });
 
-  it("puts the engine back at its previous commit before starting the old unit, when the build changed it", async () => {
-    const previousCommit = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
-    const fake = failedAfterSwitch({
-      record: { engine: { commit: "f".repeat(40), version: "0.5.6", previousCommit } },
-    });
+  it("touches no engine: the old unit starts on the engine it ran before (the build had a directory of its own)", async () => {
+    const fake = failedAfterSwitch({ record: { engine: { commit: "f".repeat(40), version: "0.5.6" } } });
     oldUnitComesBack(fake, 0);
 
     await rollback(fake.ctx, WHY);
 
     expect(commands(fake)).toEqual([
       `systemctl disable --now ${NEW_UNIT}`,
-      `git -C /opt/sglang checkout -q -f --detach ${previousCommit} && git -C /opt/sglang clean -q -f -d && /opt/sglang/.venv/bin/pip install -q -e /opt/sglang/python --no-deps`,
       `systemctl enable --now ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
     ]);

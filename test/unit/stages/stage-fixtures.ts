@@ -86,14 +86,27 @@ export interface HostShape {
   hubCli?: "hf" | "huggingface-cli" | "none";
   /** The serving unit (default sglang-old.service, loaded and active, with OLD_UNIT as its file). */
   unit?: { name: string; text: string; active?: boolean };
+  /** What `git ls-remote` of the engine upstream prints (default: UPSTREAM_REFS). */
+  upstreamRefs?: string;
 }
+
+/** The engine upstream's branches and tags as `git ls-remote --heads --tags` prints them (an annotated tag peeled). */
+export const ENGINE_MAIN_COMMIT = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
+export const UPSTREAM_REFS = [
+  `${ENGINE_MAIN_COMMIT}\trefs/heads/main`,
+  "0f0e0d0c0b0a09080706050403020100ffeeddcc\trefs/tags/v0.5.2",
+  "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e\trefs/tags/v0.5.2^{}",
+  "",
+].join("\n");
 
 /**
  * Answers every command of preflight's host read, as the real tools print: nvidia-smi's CSV, `df -B1
  * --output=avail | tail -n 1` then the bytes already there, `free -b`'s total, `python --version`,
- * `command -v hf`, and `systemctl show` of the serving unit followed by its unit file.
+ * `command -v hf`, `systemctl show` of the serving unit followed by its unit file, and the engine
+ * upstream's `git ls-remote`.
  */
 export function scriptGpuHost(host: FakeHost, shape: HostShape = {}): FakeHost {
+  host.on(/^git ls-remote /, { stdout: shape.upstreamRefs ?? UPSTREAM_REFS });
   const gpus = shape.gpus ?? gpuQueryCsv("8x-rtx-pro-6000-blackwell");
   host.on(/^nvidia-smi --query-gpu=/, typeof gpus === "string" ? { stdout: gpus } : gpus);
   host.on(/df -B1 --output=avail/, {
@@ -207,7 +220,6 @@ export function finishBuild(
     help?: string;
     commit?: string;
     version?: string;
-    previousCommit?: string;
     exitCode?: number;
   } = {},
 ): void {
@@ -219,8 +231,6 @@ export function finishBuild(
   });
   host.files.set(`${dir}/commit`, `${build.commit ?? "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"}\n`);
   host.files.set(`${dir}/version`, `${build.version ?? "0.5.2"}\n`);
-  if (build.previousCommit !== undefined)
-    host.files.set(`${dir}/previous-commit`, `${build.previousCommit}\n`);
   host.files.set(`${dir}/help.txt`, build.help ?? engineHelp());
 }
 

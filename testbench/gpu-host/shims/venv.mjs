@@ -139,10 +139,18 @@ export function editableInstall(name, root = sandboxRoot()) {
  * The importable SGLang: the newest `__editable__.sglang-*.pth` whose directory holds `sglang/`.
  * `version` is `__version__` of `<projectDir>/sglang/version.py` (null when that file has none).
  * @param {string} [root]
- * @returns {{ projectDir: string; packageDir: string; version: string | null; installedVersion: string } | null}
+ * @returns {{ projectDir: string; packageDir: string; version: string | null; installedVersion: string | null } | null}
  */
-export function importableSglang(root = sandboxRoot()) {
-  const install = editableInstall("sglang", root);
+export function importableSglang(root = sandboxRoot(), env = process.env) {
+  // PYTHONPATH's directories come before site-packages on sys.path, so a `sglang/` package there wins
+  // over the venv's editable install (Python docs, "The initialization of the sys.path module search
+  // path"; an editable install's finder is appended to sys.meta_path, after the path-based finder).
+  const onPath = (env.PYTHONPATH ?? "")
+    .split(":")
+    .filter((dir) => dir !== "")
+    .find((dir) => existsSync(join(dir, "sglang")));
+  const install =
+    onPath === undefined ? editableInstall("sglang", root) : { projectDir: onPath, version: null };
   if (install === null) return null;
   const packageDir = join(install.projectDir, "sglang");
   if (!existsSync(packageDir)) return null;
