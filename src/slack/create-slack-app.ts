@@ -8,6 +8,7 @@ import type { EventDeliveries } from "../store/event-deliveries.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { handleEachEventOnce } from "./event-deliveries.ts";
+import { guardAgainstReplays } from "./replay-guard.ts";
 import { routeCommand } from "./route-command.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
@@ -64,12 +65,7 @@ export function createSlackApp({
           // always to slack.com; `port` is where the custom routes listen
           installerOptions: { port: env.PORT, clientOptions: { slackApiUrl: env.SLACK_API_URL } },
         })
-      : new HTTPReceiver({
-          signingSecret: requireSigningSecret(env.SLACK_SIGNING_SECRET),
-          endpoints: "/slack/events",
-          logger,
-          customRoutes,
-        });
+      : httpReceiver(requireSigningSecret(env.SLACK_SIGNING_SECRET), deps, log, logger, customRoutes);
   const app = new App({
     token: env.SLACK_BOT_TOKEN,
     receiver,
@@ -100,6 +96,25 @@ export function createSlackApp({
     log.error({ err: error }, "unhandled error in the Slack layer");
   });
   return app;
+}
+
+/** Bolt's HTTP receiver on /slack/events, each signed request accepted once (replay-guard.ts). */
+function httpReceiver(
+  signingSecret: string,
+  deps: CommandDeps,
+  log: Logger,
+  logger: ReturnType<typeof boltLogger>,
+  customRoutes: CustomRoute[],
+): HTTPReceiver {
+  const endpoints = ["/slack/events"];
+  const receiver = new HTTPReceiver({ signingSecret, endpoints, logger, customRoutes });
+  guardAgainstReplays(receiver, {
+    signingSecret,
+    requests: deps.store.signedRequests,
+    log: log.child({ name: "slack-requests" }),
+    endpoints,
+  });
+  return receiver;
 }
 
 /**
