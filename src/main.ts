@@ -171,6 +171,7 @@ export async function startModelswap({
       commands: allCommands(),
       log,
       routes: ops.boltRoutes(config.env.PORT),
+      redact: (msg) => poster.redact(msg),
     });
     port = await startSlackApp(app, config.env);
   }

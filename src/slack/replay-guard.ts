@@ -15,6 +15,8 @@ export interface ReplayGuardOptions {
   log: Logger;
   /** The Request URL's path(s) Bolt answers. */
   endpoints: readonly string[];
+  /** Takes the secrets out of a text the guard answers with. */
+  redact: (text: string) => string;
   /** Unix milliseconds (tests). */
   now?: () => number;
 }
@@ -49,7 +51,7 @@ export function guardAgainstReplays(receiver: HTTPReceiver, options: ReplayGuard
         );
         if (res.headersSent) return;
         // a slash command gets the reason as its answer (the user sees it); Slack retries an event later
-        if (isSlashCommand(req)) answer(res, `⚠️ ${describeError(error)}`);
+        if (isSlashCommand(req)) answer(res, options.redact(`⚠️ ${describeError(error)}`));
         else respond(res, 503);
       },
     );
