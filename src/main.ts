@@ -154,12 +154,15 @@ export async function startModelswap({
     if (!roles.worker) await migrateOnStart(store, log);
     botReports = new ReportQueue(connection);
     const reportQueue = botReports;
-    const access = new AccessControl(config.file.requesters, config.file.approvers, client, log);
+    const access = new AccessControl(config.file.requesters, config.file.approvers, client, log, {
+      groupStalenessMs: config.file.access.groupStalenessMinutes * 60_000,
+    });
     app = createSlackApp({
       deps: { config, access, queue, swaps, store, reports: reportQueue },
       decisions: {
         store,
-        isApprover: (user) => access.isApprover(user),
+        // who is an approver now, not when the plan was posted: Slack is asked again at each decision
+        isApprover: (user) => access.isApprover(user, { fresh: true }),
         allowSelfApproval: config.file.approvals.allowSelfApproval,
         wake: (id) => swapQueue.wake(id),
         reportSoon: (id) => reportQueue.soon(id),
@@ -171,6 +174,7 @@ export async function startModelswap({
       commands: allCommands(),
       log,
       routes: ops.boltRoutes(config.env.PORT),
+      redact: (msg) => poster.redact(msg),
     });
     port = await startSlackApp(app, config.env);
   }

@@ -38,9 +38,12 @@ export const USERS = {
   carol: "U0CAROL001", // requester through the S0MLOPS001 user group
   mallory: "U0MALLORY1", // nobody
   dave: "U0DAVE0001", // requester and approver (for self-approval)
+  erin: "U0ERIN0001", // approver through the S0APPROVE1 user group, in benches that give it members
 } as const;
 export const CHANNEL = "C0LLMOPS01";
 export const MLOPS_GROUP = "S0MLOPS001";
+/** The approvers' user group: listed under approvers.groups only when a bench gives it members. */
+export const APPROVERS_GROUP = "S0APPROVE1";
 
 export interface BenchHostSpec {
   name: string;
@@ -85,6 +88,13 @@ export interface BenchOptions {
   swaps?: Record<string, number>;
   /** The config's `approvals:` section. */
   approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
+  /**
+   * Members of the approvers' user group APPROVERS_GROUP (e.g. `[USERS.erin]`); when given, the group is
+   * listed under `approvers.groups`. Default: no such group in the config.
+   */
+  approverGroup?: string[];
+  /** The config's `access:` section (e.g. `groupStalenessMinutes`). */
+  access?: { groupStalenessMinutes?: number };
   /** Overrides in the config's `health:` section. The bench checks hourly unless a test asks for more, so
    * alerts never land in tests that are not about them (the monitor's tests use a 1 s interval). */
   health?: {
@@ -462,8 +472,12 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
         { id: USERS.carol, name: "carol" },
         { id: USERS.mallory, name: "mallory" },
         { id: USERS.dave, name: "dave" },
+        { id: USERS.erin, name: "erin" },
       ],
-      userGroups: [{ id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] }],
+      userGroups: [
+        { id: MLOPS_GROUP, handle: "mlops", users: [USERS.carol] },
+        { id: APPROVERS_GROUP, handle: "llm-approvers", users: [...(options.approverGroup ?? [])] },
+      ],
       channels: [{ id: CHANNEL, name: "llm-ops" }],
       ...(appToken === undefined ? {} : { appToken }),
     }),
@@ -487,7 +501,11 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
     const config = {
       slack: { channel: CHANNEL },
       requesters: { users: [USERS.alice, USERS.dave], groups: [MLOPS_GROUP] },
-      approvers: { users: [USERS.bob, USERS.dave] },
+      approvers: {
+        users: [USERS.bob, USERS.dave],
+        ...(options.approverGroup === undefined ? {} : { groups: [APPROVERS_GROUP] }),
+      },
+      ...(options.access === undefined ? {} : { access: options.access }),
       health: { intervalSeconds: 3600, failureThreshold: 3, ...options.health },
       approvals: options.approvals ?? {},
       swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, ...options.swaps },

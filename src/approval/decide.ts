@@ -1,11 +1,17 @@
 import { type Clock, isoNow } from "../clock.ts";
+import { describeError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { escapeMrkdwn } from "../reporter/message.ts";
 import type { PlanMessageRef } from "../store/approvals.ts";
 import type { Store } from "../store/store.ts";
 import type { Decision, SwapRecord } from "../swap/swap-record.ts";
 
 export interface DecideDeps {
   store: Pick<Store, "swaps" | "approvals">;
+  /**
+   * Whether the user is an approver at the moment of the decision (user groups asked again then). Throws
+   * a coded error when that cannot be known (SLACK_GROUP_UNAVAILABLE): the decision then counts for nothing.
+   */
   isApprover(user: string): Promise<boolean>;
   allowSelfApproval: boolean;
   /** Wakes the swap's parked job, so it acts on the decision at once. */
@@ -64,7 +70,17 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
     );
     return;
   }
-  if (!(await deps.isApprover(input.user))) {
+  let approver: boolean;
+  try {
+    approver = await deps.isApprover(input.user);
+  } catch (error) {
+    deps.log.warn({ swap: record.id, user: input.user, err: describeError(error) }, "decision not counted");
+    await tell(
+      `Your decision on swap \`${record.id}\` was not counted: ${escapeMrkdwn(describeError(error))}`,
+    );
+    return;
+  }
+  if (!approver) {
     await tell("Only approvers can approve or reject swaps.");
     return;
   }

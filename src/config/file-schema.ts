@@ -170,6 +170,22 @@ export const fileSchema = z
       (p) => p.users.length + p.groups.length > 0,
       problem("nobody may approve swaps", "list at least one user id or group id under approvers"),
     ),
+    access: z
+      .strictObject({
+        /**
+         * How old a user group's members may be when Slack cannot be asked for them again: past this,
+         * nobody is admitted through the group (refused, saying it could not be checked) until Slack answers.
+         */
+        groupStalenessMinutes: z
+          .number(problem("access.groupStalenessMinutes is not a number", "use minutes, e.g. 10"))
+          .min(
+            0,
+            problem("access.groupStalenessMinutes is negative", "use 0 (never use old members) or more"),
+          )
+          .max(24 * 60, problem("access.groupStalenessMinutes is over a day", "use at most 1440 minutes"))
+          .default(10),
+      })
+      .prefault({}),
     health: z
       .strictObject({
         /** Below 5 s only makes sense for tests (the monitor's end-to-end tests use 1 s). */

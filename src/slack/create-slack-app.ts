@@ -4,10 +4,13 @@ import type { DecideDeps } from "../approval/decide.ts";
 import type { Config } from "../config/load-config.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { SlackMessage } from "../reporter/message.ts";
 import type { EventDeliveries } from "../store/event-deliveries.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { handleEachEventOnce } from "./event-deliveries.ts";
+import { guardAgainstReplays } from "./replay-guard.ts";
+import { reply } from "./reply.ts";
 import { routeCommand } from "./route-command.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
@@ -22,6 +25,11 @@ export interface SlackAppOptions {
   slashCommand?: string;
   /** The HTTP routes served beside Slack's (the ops endpoints: /healthz, /metrics); default a bare /healthz. */
   routes?: CustomRoute[];
+  /**
+   * Takes the secrets out of an answer before it goes to Slack (the poster's redact): a slash command's
+   * answer is the ack's body, which does not go through the poster.
+   */
+  redact: (msg: SlackMessage) => SlackMessage;
 }
 
 /** The Slack app as the composition root holds it (Bolt stays inside the Slack layer). */
@@ -40,6 +48,7 @@ export function createSlackApp({
   log,
   slashCommand = "/llm",
   routes,
+  redact,
 }: SlackAppOptions): App {
   const { env } = deps.config;
   const logger = boltLogger(log);
@@ -64,12 +73,7 @@ export function createSlackApp({
           // always to slack.com; `port` is where the custom routes listen
           installerOptions: { port: env.PORT, clientOptions: { slackApiUrl: env.SLACK_API_URL } },
         })
-      : new HTTPReceiver({
-          signingSecret: requireSigningSecret(env.SLACK_SIGNING_SECRET),
-          endpoints: "/slack/events",
-          logger,
-          customRoutes,
-        });
+      : httpReceiver(requireSigningSecret(env.SLACK_SIGNING_SECRET), deps, log, logger, customRoutes, redact);
   const app = new App({
     token: env.SLACK_BOT_TOKEN,
     receiver,
@@ -87,7 +91,8 @@ export function createSlackApp({
       commands,
       deps,
     );
-    await ack({ response_type: "ephemeral", text: answer.text, blocks: answer.blocks });
+    const clean = redact(answer);
+    await ack({ response_type: "ephemeral", text: clean.text, blocks: clean.blocks });
     log.info(
       { user: command.user_id, sub: command.text.split(/\s+/)[0] ?? "", ms: Date.now() - started },
       "command acked",
@@ -100,6 +105,27 @@ export function createSlackApp({
     log.error({ err: error }, "unhandled error in the Slack layer");
   });
   return app;
+}
+
+/** Bolt's HTTP receiver on /slack/events, each signed request accepted once (replay-guard.ts). */
+function httpReceiver(
+  signingSecret: string,
+  deps: CommandDeps,
+  log: Logger,
+  logger: ReturnType<typeof boltLogger>,
+  customRoutes: CustomRoute[],
+  redact: (msg: SlackMessage) => SlackMessage,
+): HTTPReceiver {
+  const endpoints = ["/slack/events"];
+  const receiver = new HTTPReceiver({ signingSecret, endpoints, logger, customRoutes });
+  guardAgainstReplays(receiver, {
+    signingSecret,
+    requests: deps.store.signedRequests,
+    log: log.child({ name: "slack-requests" }),
+    endpoints,
+    redact: (text) => redact(reply(text)).text,
+  });
+  return receiver;
 }
 
 /**

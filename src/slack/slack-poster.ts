@@ -1,7 +1,7 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { redactSecretsInJson } from "../log.ts";
+import { redactStrings } from "../log.ts";
 import type { SlackMessage } from "../reporter/message.ts";
 import { Pacer } from "./pacer.ts";
 
@@ -195,14 +195,15 @@ export class SlackPoster {
   }
 
   private redactStrings<T extends Record<string, string>>(strings: T): T {
-    if (this.secrets.length === 0) return strings;
-    return JSON.parse(redactSecretsInJson(JSON.stringify(strings), this.secrets)) as T;
+    return redactStrings(strings, this.secrets);
   }
 
-  /** Redacts secrets from a message (text and blocks alike). */
+  /**
+   * Redacts secrets from a message (text and blocks alike): each string as it will be sent, before JSON
+   * encodes it, with each secret also as mrkdwn escaped it (src/log.ts, secretVariants).
+   */
   redact(msg: SlackMessage): SlackMessage {
-    if (this.secrets.length === 0) return msg;
-    return JSON.parse(redactSecretsInJson(JSON.stringify(msg), this.secrets)) as SlackMessage;
+    return redactStrings(msg, this.secrets);
   }
 
   private async call<T>(method: string, send: () => Promise<T>): Promise<T> {

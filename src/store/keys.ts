@@ -50,6 +50,8 @@ export const keys = {
   planMessage: (channel: string, ts: string) => `${STORE}:plan-message:${channel}:${ts}`,
   /** An Events API delivery already taken. */
   delivery: (eventId: string) => `${STORE}:delivery:${eventId}`,
+  /** A signed HTTP request from Slack already accepted (its timestamp and signature), for its window. */
+  signedRequest: (timestamp: number, signature: string) => `${STORE}:slack-request:${timestamp}:${signature}`,
   /** Swaps whose events or card the reporter has not caught up with yet (score: since when). */
   reportsPending: `${STORE}:reports:pending`,
 

@@ -5,6 +5,7 @@ import { EventDeliveries } from "./event-deliveries.ts";
 import { HostState } from "./host-state.ts";
 import { IncidentTracker, type Thresholds } from "./incidents.ts";
 import { ReportStates } from "./report-state.ts";
+import { SignedRequests } from "./signed-requests.ts";
 import { SwapLocks } from "./swap-locks.ts";
 import { DEFAULT_RETENTION, type Retention, SwapRecords } from "./swap-records.ts";
 
@@ -23,7 +24,7 @@ export interface StoreOptions {
  * Every piece of state modelswap keeps, in one Redis, behind one object: swap records and their events
  * and the ledger, host locks and swap leases, the approval gate's decisions and plan messages, what each
  * host serves, the reporter's progress, the health monitor's incidents, the audit stream, the swap
- * tally and the Events API deliveries already handled. Each part owns its keys (src/store/keys.ts) and
+ * tally, the Events API deliveries already handled and the signed requests already accepted. Each part owns its keys (src/store/keys.ts) and
  * parses what it reads with its schema.
  */
 export class Store {
@@ -35,6 +36,7 @@ export class Store {
   readonly reports: ReportStates;
   readonly incidents: IncidentTracker;
   readonly deliveries: EventDeliveries;
+  readonly signedRequests: SignedRequests;
 
   constructor(
     readonly redis: Redis,
@@ -56,5 +58,6 @@ export class Store {
       options.health ?? { failureThreshold: 3, recoveryThreshold: 2, claimTimeoutMs: 60_000 },
     );
     this.deliveries = new EventDeliveries(redis);
+    this.signedRequests = new SignedRequests(redis);
   }
 }

@@ -1,5 +1,5 @@
 import { signSlackRequest } from "./sign-slack-request.ts";
-import type { DeliveryResult } from "./types.ts";
+import type { DeliveryResult, SignedRequest } from "./types.ts";
 
 export interface DeliveryOptions {
   endpoint: string;
@@ -19,10 +19,9 @@ export interface DeliveryOptions {
  */
 export async function deliver(opts: DeliveryOptions): Promise<DeliveryResult> {
   const timestamp = opts.timestamp ?? Math.floor(Date.now() / 1000);
-  const started = performance.now();
-  try {
-    const response = await fetch(opts.endpoint, {
-      method: "POST",
+  return await send(
+    {
+      endpoint: opts.endpoint,
       headers: {
         "content-type": opts.contentType,
         "user-agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
@@ -32,18 +31,34 @@ export async function deliver(opts: DeliveryOptions): Promise<DeliveryResult> {
         ...(opts.headers ?? {}),
       },
       body: opts.body,
-      signal: AbortSignal.timeout(opts.deadlineMs),
+    },
+    opts.deadlineMs,
+  );
+}
+
+/**
+ * POSTs a signed request exactly as given (headers and body untouched): a delivery, or the replay of a
+ * captured one. The result carries the request, so a test can capture it and send it again.
+ */
+export async function send(request: SignedRequest, deadlineMs: number): Promise<DeliveryResult> {
+  const started = performance.now();
+  try {
+    const response = await fetch(request.endpoint, {
+      method: "POST",
+      headers: request.headers,
+      body: request.body,
+      signal: AbortSignal.timeout(deadlineMs),
     });
     const body = await response.text();
-    return { status: response.status, body, ackMs: performance.now() - started, timedOut: false };
+    return { status: response.status, body, ackMs: performance.now() - started, timedOut: false, request };
   } catch (error) {
     const ackMs = performance.now() - started;
     const name = error instanceof Error ? error.name : "";
     if (name === "TimeoutError" || name === "AbortError") {
-      return { status: 0, body: "", ackMs, timedOut: true };
+      return { status: 0, body: "", ackMs, timedOut: true, request };
     }
     const cause =
       error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
-    return { status: 0, body: "", ackMs, timedOut: false, networkError: cause };
+    return { status: 0, body: "", ackMs, timedOut: false, networkError: cause, request };
   }
 }

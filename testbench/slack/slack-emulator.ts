@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { handleRequest, handleUpgrade } from "./api-server.ts";
+import { send } from "./deliver.ts";
 import { BotDeliveries, type CommandOptions, type EventOptions, type Transport } from "./deliveries.ts";
 import { createEmulatorState, type EmulatorState } from "./emulator-state.ts";
 import { sendText } from "./http-body.ts";
@@ -18,6 +19,7 @@ import type {
   RateLimitSettings,
   RateLimitSettingsInput,
   ResponseUrlPost,
+  SignedRequest,
   SlackEmulatorOptions,
   SlackFile,
   SlackMessage,
@@ -115,6 +117,15 @@ export class SlackEmulator {
     opts: { retries?: number; delayMs?: number } = {},
   ): Promise<EventResult[]> {
     return await this.deliveries.eventWithRetries(event, opts);
+  }
+
+  /**
+   * Sends a request captured earlier (a delivery result's `request`) again, byte for byte: its body,
+   * timestamp and signature unchanged — what someone who captured a real request from Slack (a proxy's
+   * log, a leaked capture) can do within the signature's window. Nothing is recorded as a user action.
+   */
+  async resend(request: SignedRequest): Promise<DeliveryResult> {
+    return await send(request, this.state.ackDeadlineMs);
   }
 
   /** Slack's Request URL check: `url_verification`; `ok` when the bot echoed the challenge. */
@@ -304,6 +315,18 @@ export class SlackEmulator {
     const message = ch === undefined ? undefined : this.workspace.findLiveMessage(ch.id, ts);
     if (message === undefined) throw new Error(`SlackEmulator: no message ${ts} in ${channel} to delete`);
     return this.workspace.remove(message);
+  }
+
+  /**
+   * A workspace admin changes who is in a user group (Slack's usergroups.users.update replaces the whole
+   * member list: https://docs.slack.dev/reference/methods/usergroups.users.update). From now on
+   * usergroups.users.list answers the new members. No event is sent: modelswap subscribes to none
+   * (`subteam_members_changed` would need the usergroups:read event subscription). Throws for an unknown group.
+   */
+  setUserGroupMembers(groupId: string, users: readonly string[]): void {
+    const group = this.workspace.userGroups.find((g) => g.id === groupId);
+    if (group === undefined) throw new Error(`SlackEmulator: no user group ${groupId}`);
+    group.users = [...users];
   }
 
   /** Every response_url issued so far answers 404 `expired_url` from now on. */

@@ -220,6 +220,15 @@ export interface DeliveryResult {
   networkError?: string;
   /** Over Socket Mode: the envelope that carried it. */
   envelopeId?: string;
+  /** Over HTTP: the signed request exactly as it was sent (for `resend`, a replay by whoever captured it). */
+  request?: SignedRequest;
+}
+
+/** One signed HTTP request to the bot, byte for byte: where it went, its headers and its body. */
+export interface SignedRequest {
+  endpoint: string;
+  headers: Record<string, string>;
+  body: string;
 }
 
 export interface CommandResult extends DeliveryResult {
