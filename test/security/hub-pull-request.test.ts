@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { defaultSha, makeModel } from "../../testbench/hub/index.ts";
+import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
+
+/**
+ * Where an admin allows Hub pull requests (hub.allowPullRequests) and trusts an org's remote code
+ * (hub.remoteCodeOrgs), issue #12 item 2: the plan's first line says "Hub pull request #N, not the
+ * repo's main", and a pull request's Python is still never run, whoever the org.
+ */
+let bench: Bench;
+let swaps: SwapDriver;
+
+const REPO = "sim-org/hub-pr";
+const PR_SHA = "c".repeat(40);
+const KIMI = "moonshotai/Kimi-K2-Thinking";
+
+useSwapBench(
+  {
+    hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+    hubPolicy: { allowPullRequests: true, remoteCodeOrgs: ["moonshotai"] },
+    startBot: true,
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+    bench.hub.addModel(
+      makeModel("llama-bf16-small", {
+        id: REPO,
+        gated: false,
+        revisions: { main: defaultSha(REPO), "refs/pr/1": PR_SHA },
+      }),
+    );
+    bench.hub.addModel(
+      makeModel("kimi-k2-int4", { revisions: { main: defaultSha(KIMI), "refs/pr/3": "d".repeat(40) } }),
+    );
+  },
+);
+
+function topOf(blocks: unknown): string {
+  return (blocks as { text?: { text: string } }[])
+    .slice(0, 3)
+    .map((b) => b.text?.text ?? "")
+    .join("\n");
+}
+
+/** A dry run's plan (no buttons: it is shown, never approved), once its swap has ended. */
+async function dryRunPlan(cardTs: string) {
+  await swaps.untilRecord(swaps.swapId(cardTs), (r) => r.step === "done", { what: "the dry run's end" });
+  return await until(() => swaps.plansOf(cardTs).at(-1), {
+    what: `the dry run's plan (${swaps.card(cardTs).text})`,
+  });
+}
+
+describe("a Hub pull request the config allows", () => {
+  it("is planned with the plan's first lines saying it is a pull request, not the repo's main", async () => {
+    const card = await swaps.request(`${REPO}@refs/pr/1 --dry-run`, "gpu-1");
+    const plan = await dryRunPlan(card.ts);
+    expect(topOf(plan.blocks)).toContain(
+      `:warning: *Model: Hub pull request #1, not the repo's main*: \`${REPO}\` @ \`refs/pr/1\` (\`ccccccc\`); anyone can open one`,
+    );
+  }, 60_000);
+
+  it("never runs a pull request's Python, even from a trusted org; the org's own main may", async () => {
+    const pr = await dryRunPlan((await swaps.request(`${KIMI}@refs/pr/3 --dry-run`, "gpu-1")).ts);
+    expect(JSON.stringify(pr.blocks)).toContain(
+      "✗ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code), and this revision is Hub pull request #3: anyone's code",
+    );
+    const main = await dryRunPlan((await swaps.request(`${KIMI} --dry-run`, "gpu-1")).ts);
+    expect(JSON.stringify(main.blocks)).toContain(
+      "✓ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code); moonshotai is trusted in hub.remoteCodeOrgs",
+    );
+  }, 90_000);
+});
