@@ -157,10 +157,25 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
  * the switch had begun. Called by the worker when BullMQ gives the job up.
  */
 export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): Promise<void> {
-  const run = await openRun(swapId, deps, async () => undefined);
-  if (run === undefined) return;
-  const { record } = run.swap;
-  await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
+  // Its job is failed now, so only the lease tells that this swap is still being ended (its rollback may
+  // take minutes): held, it keeps the host lock from being judged stuck (src/store/host-lock-check.ts).
+  const token = randomBytes(8).toString("hex");
+  const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
+  const { locks } = deps.store;
+  const held = await locks.takeLease(swapId, token, leaseMs).catch(() => false);
+  const renew = setInterval(() => {
+    void locks.renewLease(swapId, token, leaseMs).catch(() => undefined);
+  }, leaseMs / 3);
+  renew.unref();
+  try {
+    const run = await openRun(swapId, deps, async () => undefined);
+    if (run === undefined) return;
+    const { record } = run.swap;
+    await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
+  } finally {
+    clearInterval(renew);
+    if (held) await locks.releaseLease(swapId, token).catch(() => undefined);
+  }
 }
 
 /** Notes one more failed try to reach the host; the backoff before the next, or undefined once out of time. */
