@@ -54,7 +54,7 @@ export const cancelCommand: SubCommand = {
       const known = knownHosts(config);
       if (!known.includes(id)) {
         return reply(
-          `${echo(id)} is neither a swap id (they look like \`${SWAP_ID_EXAMPLE}\`) nor a host (${known.join(", ")}). Active swaps: ${active.join(", ") || "none"}.`,
+          `${echo(id)} is not a swap id (they look like \`${SWAP_ID_EXAMPLE}\`) or a known host (${known.join(", ")}). Active swaps: ${active.join(", ") || "none"}.`,
         );
       }
       host = id;
