@@ -39,6 +39,7 @@ useSwapBench(
       { name: "gpu-3", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-4", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-5", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "gpu-6", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
     startBot: true,
   },
@@ -207,5 +208,37 @@ describe("the lock of a live swap", () => {
     expect(answer).not.toContain("lock is cleared");
     await swaps.untilRecord(live.id, (r) => r.outcome === "cancelled", { what: "the live swap cancelled" });
     await until(async () => (await holder("gpu-1")) === undefined, { what: "gpu-1 given back by its swap" });
+  }, 120_000);
+});
+
+describe("a swap that lost its lock while it was being queued", () => {
+  it("never runs on a host another swap holds; on a free host it takes the lock again", async () => {
+    // its request stalled past the grace: its lock was judged stuck and cleared, another swap took gpu-6
+    const late = await crashedRequest("gpu-6");
+    const store = await swaps.store();
+    await store.locks.unlockHost("gpu-6", late.id);
+    const other = newSwapId();
+    expect(await store.locks.lockHost("gpu-6", other)).toEqual({ ok: true });
+    await swapQueue().enqueue(late.id);
+    const ended = await swaps.untilRecord(late.id, (r) => r.outcome !== undefined, {
+      what: "the late swap ended",
+    });
+    expect(ended).toMatchObject({ outcome: "failed" });
+    expect(ended.reason).toContain(`gpu-6 is locked by swap ${other}: this swap lost its host lock`);
+    expect(ended.plan).toBeUndefined();
+    expect(await holder("gpu-6")).toBe(other);
+
+    // the host free again: a late swap takes it back and runs as any swap
+    await store.locks.unlockHost("gpu-6", other);
+    const again = await crashedRequest("gpu-6");
+    await store.locks.unlockHost("gpu-6", again.id);
+    await swapQueue().enqueue(again.id);
+    await swaps.untilRecord(again.id, (r) => r.stages.approval.state === "running", {
+      what: "the late swap waiting for approval",
+    });
+    expect(await holder("gpu-6")).toBe(again.id);
+    expect(await ack(USERS.alice, `cancel ${again.id}`)).toContain("Cancelling swap");
+    await swaps.untilRecord(again.id, (r) => r.outcome === "cancelled", { what: "the late swap cancelled" });
+    expect(await holder("gpu-6")).toBeUndefined();
   }, 120_000);
 });
