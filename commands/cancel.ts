@@ -73,13 +73,12 @@ export const cancelCommand: SubCommand = {
     if ("error" in lock) return failure(lock.error);
     const held = lock.holder === id ? lock : await orphan(id, record, deps);
     if (held !== undefined && isStuck(held)) {
-      const mayClear =
-        held.record === undefined || held.record.outcome !== undefined
-          ? await access.isApprover(request.user)
-          : held.record.requester === request.user || (await access.isApprover(request.user));
+      // a lock with no running record to name its requester: only an approver may clear it
+      const requester = held.record?.outcome === undefined ? held.record?.requester : undefined;
+      const mayClear = requester === request.user || (await access.isApprover(request.user));
       if (!mayClear) {
         return refusal(
-          `Only ${held.record === undefined ? "an approver" : `<@${held.record.requester}>, who requested swap \`${id}\`, or an approver`} may clear the lock of *${held.host}*.`,
+          `Only ${requester === undefined ? "an approver" : `<@${requester}>, who requested swap \`${id}\`, or an approver`} may clear the lock of *${held.host}*.`,
         );
       }
       const why = deadReason(held.liveness.why, held.liveness.job);
