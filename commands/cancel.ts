@@ -1,16 +1,29 @@
-import { isSwapId, SWAP_ID_EXAMPLE } from "../src/grammar/swap-id.ts";
+import { isSwapId, SWAP_ID_EXAMPLE, swapIdTime } from "../src/grammar/swap-id.ts";
+import { clearedLockLine, deadReason, sinceWhen } from "../src/reporter/host-lock-message.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
-import type { SubCommand } from "../src/slack/sub-command.ts";
+import type { CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
+import {
+  checkHostLock,
+  clearStuckLock,
+  type HeldLock,
+  type HostLockCheckDeps,
+  isStuck,
+  swapLiveness,
+} from "../src/store/host-lock-check.ts";
+import type { SwapRecord } from "../src/swap/swap-record.ts";
+import { knownHosts } from "./host-arg.ts";
 
 /**
- * `/llm cancel [swap-id]`: before the switch the swap stops (detached download and build ended, files
+ * `/llm cancel [swap-id | host]`: before the switch the swap stops (detached download and build ended, files
  * kept); after it, the old service is put back as for a failed swap. The requester or an approver may
- * cancel. Without an id: the caller's one active swap.
+ * cancel. Without an id: the caller's one active swap; with a host: the swap that holds it. A swap that
+ * can never run again (no job: the bot stopped before queueing it) is ended here and its host lock
+ * cleared, saying so; one whose job is alive is only ever asked to stop (src/store/host-lock-check.ts).
  */
 export const cancelCommand: SubCommand = {
   name: "cancel",
-  usage: "/llm cancel [swap-id]",
-  summary: "stop a swap (before the switch: files kept; after it: rolled back)",
+  usage: "/llm cancel [swap-id | host]",
+  summary: "stop a swap (before the switch: files kept; after it: rolled back); clears a stuck host lock",
   async handle(request, { config, access, store, swaps }) {
     if (!(await access.isMember(request.user))) {
       return refusal(
@@ -36,14 +49,56 @@ export const cancelCommand: SubCommand = {
       }
       id = mine[0]!;
     }
+    let host: string | undefined;
     if (!isSwapId(id)) {
-      return reply(
-        `${echo(id)} is not a swap id (they look like \`${SWAP_ID_EXAMPLE}\`). Active swaps: ${active.join(", ") || "none"}.`,
-      );
+      const known = knownHosts(config);
+      if (!known.includes(id)) {
+        return reply(
+          `${echo(id)} is not a swap id (they look like \`${SWAP_ID_EXAMPLE}\`) or a known host (${known.join(", ")}). Active swaps: ${active.join(", ") || "none"}.`,
+        );
+      }
+      host = id;
+      const holder = await store.locks.hostHolder(host);
+      if (holder === undefined) return reply(`No swap holds *${host}*: nothing to cancel there.`);
+      id = holder;
     }
     const record = await store.swaps.get(id);
-    if (record === undefined)
+    host ??= record?.host ?? (await hostLockedBy(id, config, store));
+    if (record === undefined && host === undefined)
       return reply(`No swap ${echo(id)}. Active swaps: ${active.join(", ") || "none"}.`);
+    // A swap that can never run again is ended here, at once: a cancel request would wait for a job that
+    // does not exist ("✋ Cancelling…", and the lock stays for good). A live one is never touched here.
+    const deps = { store, jobState: (swapId: string) => swaps.jobState(swapId) };
+    const lock = await checkHostLock(host ?? record!.host, deps).catch((error: unknown) => ({ error }));
+    if ("error" in lock) return failure(lock.error);
+    const held = lock.holder === id ? lock : await orphan(id, record, deps);
+    if (held !== undefined && isStuck(held)) {
+      // a lock with no running record to name its requester: only an approver may clear it
+      const requester = held.record?.outcome === undefined ? held.record?.requester : undefined;
+      const mayClear = requester === request.user || (await access.isApprover(request.user));
+      if (!mayClear) {
+        return refusal(
+          `Only ${requester === undefined ? "an approver" : `<@${requester}>, who requested swap \`${id}\`, or an approver`} may clear the lock of *${held.host}*.`,
+        );
+      }
+      const why = deadReason(held.liveness.why, held.liveness.job);
+      try {
+        const cleared = await clearStuckLock(
+          held,
+          { by: request.user, outcome: "cancelled", reason: `cancelled by <@${request.user}>: it ${why}` },
+          deps,
+        );
+        if (!cleared) return reply(`Swap \`${id}\` no longer holds *${held.host}*: nothing to clear.`);
+      } catch (error) {
+        return failure(error);
+      }
+      return reply(clearedLockLine(held, "the swap marked cancelled"));
+    }
+    if (record === undefined) {
+      return reply(
+        `Swap \`${id}\` on *${host}* is being queued right now (requested ${sinceWhen(new Date(swapIdTime(id) ?? Date.now()).toISOString())}); look again in a moment.`,
+      );
+    }
     if (record.outcome !== undefined) {
       return reply(
         `Swap \`${id}\` already finished: ${record.outcome.replace("_", " ")}. Nothing to cancel.`,
@@ -67,3 +122,33 @@ export const cancelCommand: SubCommand = {
     );
   },
 };
+
+/** The configured host whose lock `id` holds, if any (a swap without a record is known only by its lock). */
+async function hostLockedBy(
+  id: string,
+  config: CommandDeps["config"],
+  store: CommandDeps["store"],
+): Promise<string | undefined> {
+  for (const h of config.file.hosts) if ((await store.locks.hostHolder(h.name)) === id) return h.name;
+  return undefined;
+}
+
+/**
+ * A swap that holds no lock but whose record never ended (it lost its lock, or never had one): judged
+ * like a holder, so a dead one can be ended too. Undefined for a finished one.
+ */
+async function orphan(
+  id: string,
+  record: SwapRecord | undefined,
+  deps: HostLockCheckDeps,
+): Promise<HeldLock | undefined> {
+  if (record === undefined || record.outcome !== undefined) return undefined;
+  return {
+    host: record.host,
+    holder: id,
+    record,
+    since: record.createdAt,
+    liveness: await swapLiveness(id, record, deps),
+    touched: record.switch !== undefined,
+  };
+}

@@ -4,6 +4,7 @@ import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
+import { takeHost } from "./take-host.ts";
 
 /**
  * `/llm rollback [host]`: a swap back to the unit that served before the last swap — its unit file and
@@ -41,15 +42,9 @@ export const rollbackCommand: SubCommand = {
       (r) => r.outcome === "succeeded" && r.plan?.unitName === previous.unit,
     );
     const id = newSwapId();
-    const lock = await store.locks
-      .lockHost(host, id)
-      .catch((error: unknown) => ({ ok: false as const, error }));
-    if (!lock.ok) {
-      if ("error" in lock) return failure(lock.error);
-      const running = await store.swaps.get(lock.holder).catch(() => undefined);
-      const where = running === undefined ? "was requested just now" : `is at stage *${running.step}*`;
-      return reply(`🚧 ${host} is busy: swap \`${lock.holder}\` ${where}.`);
-    }
+    const taken = await takeHost(host, id, { store, swaps });
+    if (!taken.ok) return "error" in taken ? failure(taken.error) : reply(taken.busy);
+    const note = taken.note === undefined ? "" : `\n${taken.note}`;
     const record: SwapRecord = {
       id,
       host,
@@ -74,7 +69,7 @@ export const rollbackCommand: SubCommand = {
       return failure(error);
     }
     return reply(
-      `↩️ Rollback queued: *${host}* back to \`${previous.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.`,
+      `↩️ Rollback queued: *${host}* back to \`${previous.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
     );
   },
 };

@@ -9,6 +9,7 @@ import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
+import { takeHost } from "./take-host.ts";
 
 const FORMS = ACCEPTED_FORMS.map((f) => `• \`${escapeMrkdwn(f)}\``).join("\n");
 
@@ -40,22 +41,11 @@ export const swapCommand: SubCommand = {
     if (unknown !== undefined) return reply(unknown);
 
     const id = newSwapId();
+    let note: string | undefined;
     if (!swap.dryRun) {
-      const lock = await store.locks
-        .lockHost(host, id)
-        .catch((error: unknown) => ({ ok: false as const, error }));
-      if (!lock.ok) {
-        if ("error" in lock) return failure(lock.error);
-        const running = await store.swaps.get(lock.holder).catch(() => undefined);
-        // A swap requested in the same instant (a double submit) holds the lock before its record is saved.
-        const where =
-          running === undefined
-            ? "was requested just now"
-            : `(${running.request.model.repo}) is at stage *${running.step}*`;
-        return reply(
-          `🚧 ${host} is busy: swap \`${lock.holder}\` ${where}. One swap per host at a time; wait for it to finish or cancel it.`,
-        );
-      }
+      const taken = await takeHost(host, id, { store, swaps });
+      if (!taken.ok) return "error" in taken ? failure(taken.error) : reply(taken.busy);
+      note = taken.note;
     }
     const record: SwapRecord = {
       id,
@@ -80,7 +70,7 @@ export const swapCommand: SubCommand = {
       return failure(error);
     }
     return reply(
-      `${swap.dryRun ? "📝 Planning (dry run)" : "🔄 Swap queued"}: \`${model}\` → *${host}* (swap \`${id}\`). Follow its card in <#${config.file.slack.channel}>.`,
+      `${swap.dryRun ? "📝 Planning (dry run)" : "🔄 Swap queued"}: \`${model}\` → *${host}* (swap \`${id}\`). Follow its card in <#${config.file.slack.channel}>.${note === undefined ? "" : `\n${note}`}`,
     );
   },
 };

@@ -1,24 +1,30 @@
+import { describeError } from "../src/errors.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
 import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
 import { type FleetRow, renderFleet } from "../src/reporter/fleet-message.ts";
+import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
 import { escapeMrkdwn, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
 import { probeHost } from "../src/status/probe-host.ts";
+import { checkHostLock, isStuck } from "../src/store/host-lock-check.ts";
 import type { Store } from "../src/store/store.ts";
 
 export interface StatusJobDeps {
   hosts: HostRegistry;
   poster: SlackPoster;
   store: Store;
+  /** The state of a swap's BullMQ job (SwapQueue.jobState): tells a live swap from a stuck lock. */
+  swapJobs: { jobState(swapId: string): Promise<string | undefined> };
   log: Logger;
 }
 
 /**
  * Probes the requested hosts concurrently — each bounded by its command timeout, so an unreachable host
  * answers in time — and posts to the channel the command came from: the detailed view of one host (with
- * the swap running there), or, for `/llm status` without a host, one compact table of the fleet.
+ * the swap running there), or, for `/llm status` without a host, one compact table of the fleet. A lock
+ * whose swap can never run again is shown as stuck, with the command that clears it; status clears nothing.
  */
 export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<void> {
   const { poster, store, log } = deps;
@@ -26,14 +32,21 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
     job.hosts.map(async (name): Promise<FleetRow> => {
       const status = await probe(name, deps);
       log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
-      const holder = await store.locks.hostHolder(name);
-      const running = holder === undefined ? undefined : await store.swaps.get(holder).catch(() => undefined);
+      const lock = await checkHostLock(name, {
+        store,
+        jobState: (id) => deps.swapJobs.jobState(id),
+      }).catch((error: unknown) => {
+        log.warn({ host: name, err: describeError(error) }, "could not check the host lock");
+        return undefined;
+      });
+      const running = lock?.holder === undefined ? undefined : lock.record;
       const [last] = (await store.swaps.history({ host: name, limit: 5 })).records.filter(
         (r) => r.outcome !== undefined,
       );
       return {
         status,
-        ...(running === undefined || running.outcome !== undefined
+        ...(lock !== undefined && isStuck(lock) ? { stuck: stuckLockLine(lock) } : {}),
+        ...(running === undefined || running.outcome !== undefined || (lock !== undefined && isStuck(lock))
           ? {}
           : { active: { id: running.id, step: running.step, repo: running.request.model.repo } }),
         ...(last?.outcome === undefined
@@ -49,6 +62,7 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
   await Promise.all(
     rows.map(async (row) => {
       const msg = renderHostStatus(row.status);
+      if (row.stuck !== undefined) msg.blocks.push(section(row.stuck));
       if (row.active !== undefined) {
         msg.blocks.push(
           section(

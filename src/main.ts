@@ -77,6 +77,7 @@ export async function startModelswap({
   let queue: CommandQueue | undefined;
   const workers: Worker[] = [];
   let swaps: SwapQueue | undefined;
+  let workerSwaps: SwapQueue | undefined;
   let reports: ReportQueue | undefined;
   let botReports: ReportQueue | undefined;
   const createStore = (connection: Redis) =>
@@ -104,8 +105,10 @@ export async function startModelswap({
     await migrateOnStart(store, workerLog);
     reports = new ReportQueue(connection);
     const reportQueue = reports;
+    // /llm status asks BullMQ whether the swap that holds a host lock still has a job
+    workerSwaps = new SwapQueue(connection);
     workers.push(
-      createCommandWorker(connection, { hosts, poster, store, log: workerLog }),
+      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }),
       createSwapWorker(connection, {
         config,
         store,
@@ -217,6 +220,7 @@ export async function startModelswap({
       await monitor?.close();
       await queue?.close();
       await swaps?.close();
+      await workerSwaps?.close();
       await reports?.close();
       await botReports?.close();
       await hosts.closeAll();

@@ -59,7 +59,10 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
         );
       }
     });
-    return run === undefined ? { done: true } : await advanceHeld(run, deps);
+    if (run === undefined) return { done: true };
+    const hostLost = await ownHost(run, deps);
+    if (hostLost !== undefined) return await failSwap(run, deps, hostLost, false);
+    return await advanceHeld(run, deps);
   } finally {
     clearInterval(renew);
     await locks.releaseLease(swapId, token).catch(() => undefined);
@@ -99,6 +102,34 @@ async function openRun(swapId: string, deps: SwapDeps, guard: () => Promise<void
   };
   const { ctx, swap } = createStageContext(record, deps, (s) => save(s));
   return { ctx, swap, save: (finished) => save(swap, finished) };
+}
+
+/**
+ * A swap advances only while it holds its host's lock. It can be without it only when its request stalled
+ * between taking the lock and queueing the job for longer than the grace after which a lock with no job
+ * is judged stuck (src/store/host-lock-check.ts), and the lock was cleared meanwhile. Then it takes the
+ * host again if it is free. If another swap holds it, a swap that has not switched fails (nothing was
+ * touched); one that has goes on, since leaving the host half-switched would be worse. The reason to fail
+ * with, or undefined to go on.
+ */
+async function ownHost(run: Run, deps: SwapDeps): Promise<string | undefined> {
+  const { record } = run.swap;
+  if (record.request.dryRun) return undefined;
+  const { locks } = deps.store;
+  if ((await locks.hostHolder(record.host)) === record.id) return undefined;
+  const taken = await locks.lockHost(record.host, record.id);
+  if (taken.ok) {
+    run.ctx.log.warn({ host: record.host }, "the swap's host lock was gone; taken again");
+    return undefined;
+  }
+  if (record.switch !== undefined) {
+    run.ctx.log.error(
+      { host: record.host, holder: taken.holder },
+      "the host is locked by another swap after this one's switch; going on",
+    );
+    return undefined;
+  }
+  return `${record.host} is locked by swap ${taken.holder}: this swap lost its host lock (it was queued long after taking it, and the lock was cleared as stuck meanwhile); nothing was changed on the host. Swap again once ${taken.holder} has ended`;
 }
 
 async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
@@ -157,10 +188,25 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
  * the switch had begun. Called by the worker when BullMQ gives the job up.
  */
 export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): Promise<void> {
-  const run = await openRun(swapId, deps, async () => undefined);
-  if (run === undefined) return;
-  const { record } = run.swap;
-  await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
+  // Its job is failed now, so only the lease tells that this swap is still being ended (its rollback may
+  // take minutes): held, it keeps the host lock from being judged stuck (src/store/host-lock-check.ts).
+  const token = randomBytes(8).toString("hex");
+  const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
+  const { locks } = deps.store;
+  const held = await locks.takeLease(swapId, token, leaseMs).catch(() => false);
+  const renew = setInterval(() => {
+    void locks.renewLease(swapId, token, leaseMs).catch(() => undefined);
+  }, leaseMs / 3);
+  renew.unref();
+  try {
+    const run = await openRun(swapId, deps, async () => undefined);
+    if (run === undefined) return;
+    const { record } = run.swap;
+    await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
+  } finally {
+    clearInterval(renew);
+    if (held) await locks.releaseLease(swapId, token).catch(() => undefined);
+  }
 }
 
 /** Notes one more failed try to reach the host; the backoff before the next, or undefined once out of time. */

@@ -16,3 +16,10 @@ export function newSwapId(now: number = Date.now()): string {
 export function isSwapId(text: string): boolean {
   return SWAP_ID.test(text);
 }
+
+/** When a swap was created, from its id (milliseconds); undefined for what is not a swap id. */
+export function swapIdTime(id: string): number | undefined {
+  if (!isSwapId(id)) return undefined;
+  const ms = Number.parseInt(id.slice(3, id.lastIndexOf("-")), 36);
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}

@@ -39,6 +39,26 @@ export class SwapQueue {
     }
   }
 
+  /**
+   * The state of the swap's job (`waiting`, `delayed`, `active`, `prioritized`, `completed`, `failed`, …),
+   * or undefined when it has none: the swap was never queued, or its job was removed.
+   */
+  async jobState(swapId: string): Promise<string | undefined> {
+    try {
+      const job = await this.queue.getJob(swapId);
+      if (job === undefined) return undefined;
+      const state = await job.getState();
+      return state === "unknown" ? undefined : state;
+    } catch (error) {
+      throw new CodedError(
+        "QUEUE_UNAVAILABLE",
+        `the job queue is unavailable (${(error as Error).message})`,
+        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server, then try again",
+        { cause: error },
+      );
+    }
+  }
+
   /** Wakes a parked swap now (after a decision); harmless when it is already running. */
   async wake(swapId: string): Promise<void> {
     const job = await this.queue.getJob(swapId);

@@ -6,6 +6,8 @@ export interface FleetRow {
   status: HostStatus;
   /** The swap running on the host now, if any. */
   active?: { id: string; step: string; repo: string };
+  /** A lock nothing will ever release: the line that says who holds it and how to clear it. */
+  stuck?: string;
   /** The host's last finished swap. */
   last?: { outcome: string; repo: string };
 }
@@ -39,11 +41,13 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
                 s.gpus.reduce((n, g) => n + g.memoryTotalMiB, 0),
               ),
           )}% mem`;
-    const swap = row.active
-      ? `swapping to ${truncate(row.active.repo, 30)} (${row.active.step})`
-      : row.last
-        ? `last: ${row.last.outcome.replace("_", " ")}`
-        : "";
+    const swap = row.stuck
+      ? "🔒 stuck lock (below)"
+      : row.active
+        ? `swapping to ${truncate(row.active.repo, 30)} (${row.active.step})`
+        : row.last
+          ? `last: ${row.last.outcome.replace("_", " ")}`
+          : "";
     return [truncate(s.host, 20), STATE[s.verdict], model, truncate(s.unitName, 36), gpus, swap];
   });
   const head = ["HOST", "STATE", "MODEL", "UNIT", "GPUS", "SWAP"];
@@ -54,8 +58,8 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
       .join("  ")
       .trimEnd();
   const blocks = [header(title)];
-  // Header, the tables, a line for the hosts left out and the context line: at most 50 blocks.
-  const maxTables = LIMITS.blocks - 3;
+  // Header, the tables, a line for the hosts left out, the stuck locks and the context line: at most 50.
+  const maxTables = LIMITS.blocks - 4;
   let chunk: string[] = [format(head)];
   let shown = 0;
   const flush = () => {
@@ -81,6 +85,9 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
       ),
     );
   }
+  const stuck = rows.filter((r) => r.stuck !== undefined).slice(0, 5);
+  if (stuck.length > 0)
+    blocks.push(section(truncate(stuck.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
   blocks.push(
     context(
       `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC · \`/llm status <host>\` for details`,

@@ -6,7 +6,9 @@ const RENEW_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redi
 
 /**
  * Who may work on what: the host lock (one active swap per host, held from the request to the end of
- * the swap) and the swap lease (one run of a swap at a time). BullMQ's job lock alone is not enough: a
+ * the swap) and the swap lease (one run of a swap at a time). The host lock has no TTL on purpose: a
+ * swap may wait days for a worker (all of them stopped) and must keep its host; a lock whose swap can
+ * no longer run is found and cleared by src/store/host-lock-check.ts instead. BullMQ's job lock alone is not enough: a
  * process whose event loop stalls past the lock sees its step run again elsewhere while it still runs;
  * the lease makes the late one stop instead of overwriting the record the run that took over wrote.
  */
@@ -26,9 +28,9 @@ export class SwapLocks {
     return (await this.redis.get(keys.hostLock(host))) ?? undefined;
   }
 
-  /** Releases the host only if this swap holds it. */
-  async unlockHost(host: string, swapId: string): Promise<void> {
-    await this.redis.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId);
+  /** Releases the host only if this swap holds it (compare and delete); true when it did. */
+  async unlockHost(host: string, swapId: string): Promise<boolean> {
+    return (await this.redis.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId)) === 1;
   }
 
   /** The same, inside the MULTI that saves the swap's final record. */
@@ -44,6 +46,11 @@ export class SwapLocks {
   /** Extends the lease if `token` still holds it; false when it was lost. */
   async renewLease(swapId: string, token: string, ms: number): Promise<boolean> {
     return (await this.redis.eval(RENEW_IF_HELD, 1, keys.swapLease(swapId), token, String(ms))) === 1;
+  }
+
+  /** Whether some run holds the swap's lease now: a process is advancing (or ending) that swap. */
+  async leaseHeld(swapId: string): Promise<boolean> {
+    return (await this.redis.exists(keys.swapLease(swapId))) === 1;
   }
 
   async holdsLease(swapId: string, token: string): Promise<boolean> {
