@@ -93,9 +93,7 @@ export function describeAllowedRefs(policy: EnginePolicy): string {
   const parts = [
     list("branch", "branches", policy.allowedRefs.branches),
     list("tag", "tags", policy.allowedRefs.tags),
-  ].filter(
-    (p): p is string => p !== undefined,
-  );
+  ].filter((p): p is string => p !== undefined);
   return parts.length === 0 ? "no refs" : parts.join(" and ");
 }
 

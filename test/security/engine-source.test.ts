@@ -78,7 +78,9 @@ describe("the engine source of a swap", () => {
     const card = await swaps.request("sim-org/src-rejected --engine-ref no-such-branch", "gpu-1");
     const final = await swaps.finalLine(card.ts);
     expect(final.text).toMatch(/engine ref no-such-branch is not a branch, tag or commit of file:\/\//);
-    expect(final.text).toContain("name any branch and any tag the upstream has (git ls-remote --heads --tags");
+    expect(final.text).toContain(
+      "name any branch and any tag the upstream has (git ls-remote --heads --tags",
+    );
     const record = await swaps.record(swaps.swapId(card.ts));
     expect(record?.tasks.build).toBeUndefined();
   }, 60_000);

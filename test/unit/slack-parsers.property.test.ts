@@ -153,7 +153,8 @@ const EXPLAINS: Record<string, RegExp> = {
   swap: /Accepted model forms|Known hosts: gpu-1, h200/,
   status: /Known hosts: gpu-1, h200/,
   history: /Usage: `\/llm history \[host\] \[--limit N\]`|Known hosts: gpu-1, h200/,
-  cancel: /\/llm cancel \[swap-id \| host\]|they look like `sw-|^No swap holds \*[a-z0-9-]+\*: nothing to cancel/,
+  cancel:
+    /\/llm cancel \[swap-id \| host\]|they look like `sw-|^No swap holds \*[a-z0-9-]+\*: nothing to cancel/,
   rollback: /Known hosts: gpu-1, h200/,
 };
 
