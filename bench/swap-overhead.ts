@@ -20,7 +20,7 @@ const run = promisify(execFile);
 export interface SwapOptions {
   /** The weights' download time, set with the Hub's throttle. */
   downloadSeconds: number;
-  /** The engine build (`pip install -e`), set with the host's pip fault. */
+  /** The engine build (its first `import sglang`), set with the host's python import fault. */
   buildSeconds: number;
   /** The model's load time in the engine, set with the simulated SGLang's loadSeconds. */
   loadSeconds: number;
@@ -75,7 +75,7 @@ export async function benchSwap(
     );
     const { sim } = bench.host(HOST);
     bench.hub.setThrottle(Math.round((model.totalBytes ?? WEIGHT_BYTES) / options.downloadSeconds));
-    await sim.setFault("pip", { seconds: options.buildSeconds });
+    await sim.setFault("import", { seconds: options.buildSeconds });
     await sim.setFault("sglang", { ...options.speed.engine, loadSeconds: options.loadSeconds });
 
     const bot = await spawnBot(bench);

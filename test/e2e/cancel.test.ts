@@ -38,7 +38,7 @@ describe("/llm cancel", () => {
     const host = bench.host("early");
     // a slow download and build, so there is something running to stop
     bench.hub.setThrottle(200_000);
-    await host.sim.setFault("pip", { seconds: 30 });
+    await host.sim.setFault("import", { seconds: 30 });
     const { card, id } = await swapOn("early");
     await bench.slack.waitFor(
       () => /Download — \d+ %/.test(JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks)),
@@ -56,7 +56,7 @@ describe("/llm cancel", () => {
     expect(blocks).toMatch(/downloaded files are kept in \S+--43da92d546ab \(\d/);
     // nothing of the swap still runs on the host, and the old service was never touched
     const running = await host.sim.exec(
-      `ps -eo stat=,args= | grep -E 'hf download|pip install' | grep -v grep | grep -v '^Z' || true`,
+      `ps -eo stat=,args= | grep -E 'hf download|import sglang' | grep -v grep | grep -v '^Z' || true`,
     );
     expect(running.stdout.trim()).toBe("");
     expect(await host.sim.unitState(host.unit)).toMatchObject({

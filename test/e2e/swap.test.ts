@@ -1,4 +1,6 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
@@ -92,8 +94,12 @@ describe("/llm swap", () => {
     );
     expect(status.text).toContain("healthy");
     expect(JSON.stringify(status.blocks)).toContain(unitName!);
-    // the host's CUDA stack was never replaced by the engine's pins
-    expect(JSON.stringify(await host.sim.calls())).toContain("--no-deps");
+    // nothing was installed into the venv: the host's CUDA stack is as it was, the unit runs its own build
+    expect((await host.sim.calls()).filter((c) => c.cmd === "pip")).toEqual([]);
+    expect(host.sim.cudaStack().replaced).toBe(false);
+    expect(await readFile(join(host.sim.unitDir, unitName!), "utf8")).toMatch(
+      /^Environment=PYTHONPATH=\S+\/\.modelswap\/engines\/sglang-[0-9a-f]{12}-sw-[a-z0-9-]+\/python$/m,
+    );
   }, 120_000);
 
   it("catches NaN output from a healthy server and rolls back to the old service", async () => {

@@ -100,23 +100,29 @@ describe("a worker killed before the switch, then restarted", () => {
     expect(served).toBe(weightBytes);
   }, 150_000);
 
-  it("mid-build: the detached pip keeps going, the new process re-attaches, the engine is built once", async () => {
+  it("mid-build: the detached build keeps going, the new process re-attaches, the engine is built once", async () => {
     const model = addModel("crash-at-build");
     const sim = bench.host(HOST).sim;
-    const pipInstalls = async () =>
-      (await sim.calls()).filter((c) => c.cmd === "pip" && c.argv.includes("install")).length;
-    const before = await pipInstalls();
-    await sim.setFault("pip", { seconds: 6 });
+    // the build's import check (`python -c 'import sglang; …'`), slowed with the host's import fault
+    const importChecks = async () =>
+      (await sim.calls()).filter(
+        (c) => c.cmd === "python" && c.argv.some((a) => a.startsWith("import sglang")),
+      ).length;
+    const before = await importChecks();
+    await sim.setFault("import", { seconds: 6 });
     await bench.spawnBot();
     const card = await swaps.request(model, HOST);
     const swapId = swaps.swapId(card.ts);
-    await until(async () => (await pipInstalls()) > before, { what: "the pip install", timeoutMs: 60_000 });
+    await until(async () => (await importChecks()) > before, {
+      what: "the build's import check",
+      timeoutMs: 60_000,
+    });
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.approve(card.ts);
     await expectFinishedOnce(card.ts, swapId);
-    await sim.setFault("pip", null);
-    expect((await pipInstalls()) - before).toBe(1);
+    await sim.setFault("import", null);
+    expect((await importChecks()) - before).toBe(1);
   }, 150_000);
 
   it("while waiting for approval: the new process takes the ✅ given after the restart", async () => {
