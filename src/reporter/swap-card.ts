@@ -1,4 +1,6 @@
+import { describeEngineSource } from "../engine/engine-source.ts";
 import { formatSeconds } from "../format-duration.ts";
+import { hubPullRequest } from "../grammar/model-ref.ts";
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
 import {
   context,
@@ -67,6 +69,8 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   });
   const blocks = [header(`${outcome}: ${shortModel} → ${host}`)];
   if (shortModel !== model) blocks.push(context(`model \`${escapeMrkdwn(model)}\``));
+  const source = sourceLine(record);
+  if (source !== undefined) blocks.push(context(source));
   blocks.push(section(lines.join("\n")));
   if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}`));
   blocks.push(
@@ -77,6 +81,23 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const current = (Object.keys(LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
   const text = `${title}${current ? ` (${LABEL[current]}${record.stages[current].detail ? `: ${truncate(record.stages[current].detail, STAGE_DETAIL_MAX)}` : ""})` : ""}`;
   return message(text, blocks);
+}
+
+/**
+ * What runs, in one line, once there is a plan: the model's revision and the engine source exactly, a
+ * pull request (Hub or engine) flagged.
+ */
+function sourceLine(record: SwapRecord): string | undefined {
+  const plan = record.plan;
+  if (plan === undefined) return undefined;
+  const pr = hubPullRequest(plan.model.revision);
+  const model =
+    pr !== undefined
+      ? `:warning: model: Hub pull request #${pr}, not the repo's main`
+      : `model revision \`${escapeMrkdwn(truncate(plan.model.revision, 80).replaceAll("`", "ˋ"))}\``;
+  if (plan.engine === undefined) return model;
+  const engine = escapeMrkdwn(truncate(describeEngineSource(plan.engine), 400));
+  return `${model} · ${plan.engine.listed ? "" : ":warning: "}engine: ${engine}`;
 }
 
 /** "approved by <@U…>" or "rejected by …", from the record; "" when nobody decided. */

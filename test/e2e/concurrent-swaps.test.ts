@@ -48,14 +48,13 @@ describe("two hosts", () => {
     expect(JSON.stringify(plans[0]!.blocks)).toContain("flashinfer_cudnn");
     expect(JSON.stringify(plans[1]!.blocks)).not.toContain("flashinfer_cudnn");
     expect(bench.slack.rateLimitedCount()).toBe(0);
-    // left's configured engine patch was applied on top of the fetched engine; right has none
-    const patched = await bench
-      .host("left")
-      .sim.exec(`cat ${bench.host("left").sim.engineSourceDir}/README.md`);
+    // left's configured engine patch was applied to its build, on top of the fetched engine; right has none
+    const buildOf = async (card: (typeof cards)[number]) =>
+      (await swaps.record(swaps.swapId(card.ts)))!.plan!.engine!.buildDir;
+    const patched = await bench.host("left").sim.exec(`cat ${await buildOf(cards[0]!)}/README.md`);
     expect(patched.stdout).toContain("SM120 support, local patch");
-    const plain = await bench
-      .host("right")
-      .sim.exec(`cat ${bench.host("right").sim.engineSourceDir}/README.md`);
+    const plain = await bench.host("right").sim.exec(`cat ${await buildOf(cards[1]!)}/README.md`);
+    expect(plain.stdout).toContain("SGLang");
     expect(plain.stdout).not.toContain("SM120 support");
     expect(
       bench.slack

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -57,6 +58,11 @@ describe("a pull request, where engine.unlistedRefs allows it after approval", (
       `:warning: *Engine: pull request #7* of ${bench.upstream.url} (\`${PR}\` at \`${prCommit.slice(0, 7)}\`): anyone's code, fetched and built only after approval`,
     );
     expect(top).toContain("the engine build starts only after approval");
+    // and the card, in its one line of what runs
+    const source = `:warning: engine: pull request #7 (${PR}) at ${prCommit.slice(0, 7)} of ${bench.upstream.url}`;
+    await until(() => JSON.stringify(swaps.card(card.ts).blocks).includes(source) || undefined, {
+      what: "the card naming the engine source",
+    });
 
     // the download runs; the build does not, however long the approval takes
     await swaps.untilRecord(swapId, (r) => r.stages.download.state === "done", { what: "the download" });

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
 import { CHANNEL, USERS } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver } from "../../testbench/swap-driver.ts";
+import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -103,6 +104,10 @@ describe("the engine source of a swap", () => {
     expect(planText).toContain(
       `*Engine* sglang tag \`v0.5.2\` at \`${tagCommit.slice(0, 7)}\` of ${bench.upstream.url}`,
     );
+    const source = `model revision \`main\` · engine: tag v0.5.2 at ${tagCommit.slice(0, 7)} of ${bench.upstream.url}`;
+    await until(() => JSON.stringify(swaps.card(card.ts).blocks).includes(source) || undefined, {
+      what: "the card naming the engine source",
+    });
     await swaps.untilRecord(swapId, (r) => r.stages.build.state === "done" || r.step === "done", {
       what: "the build",
     });
