@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { systemClock } from "../../src/clock.ts";
-import { asCodedError, CodedError, describeError, isHostUnreachable } from "../../src/errors.ts";
+import { asCodedError, CodedError, isHostUnreachable } from "../../src/errors.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
 import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
@@ -153,7 +153,12 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
       }
       ctx.log.error({ err: coded, step: swap.record.step }, "swap step threw");
       if (!isHostUnreachable(error)) {
-        result = { fail: describeError(error), touched: swap.record.switch !== undefined };
+        result = {
+          fail: coded.message,
+          code: coded.code,
+          fix: coded.fix,
+          touched: swap.record.switch !== undefined,
+        };
       } else {
         // The host is away (sshd restarting, network cut, reboot): the same step runs again later.
         const waitMs = retryLater(run, deps, error);
@@ -178,6 +183,9 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
     if ("end" in result) {
       await run.save(await finishSwap(ctx, result.end, result.reason));
       return { done: true };
+    }
+    if (result.code !== undefined && result.fix !== undefined) {
+      swap.set({ failure: { code: result.code, fix: result.fix } });
     }
     return await failSwap(run, deps, result.fail, result.touched);
   }

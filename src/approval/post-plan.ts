@@ -10,6 +10,8 @@ export interface PlanOutlet {
   update(ts: string, message: SlackMessage): Promise<void>;
   /** The bot's own ✅/❌, so people can click them; best effort. */
   react(ts: string, name: string): Promise<void>;
+  /** Takes them back once the plan is decided (or replaced, expired, cancelled); best effort. */
+  unreact(ts: string, name: string): Promise<void>;
   /** Remembers which plan a message shows (decide.ts binds decisions to it). */
   index(ts: string, planHash: string): Promise<void>;
   /** Says something in the thread (a plain line). */
@@ -71,7 +73,10 @@ export async function postPlanEvent(
     case "approval-requested": {
       if (event.replaces !== undefined) {
         const old = plans[event.replaces.planHash];
-        if (old !== undefined && old !== plans[event.planHash]) await outlet.update(old, render("replaced"));
+        if (old !== undefined && old !== plans[event.planHash]) {
+          await outlet.update(old, render("replaced"));
+          await withdrawHelpers(outlet, old);
+        }
       }
       let ts = plans[event.planHash];
       if (ts === undefined) {
@@ -92,14 +97,25 @@ export async function postPlanEvent(
     case "approval-decided": {
       // a decision on the plan that is current now; one on a replaced plan was never recorded
       const ts = plans[event.planHash];
-      if (ts !== undefined)
+      if (ts !== undefined) {
         await outlet.update(ts, render(event.approved ? "approved" : "rejected", event.by));
+        await withdrawHelpers(outlet, ts);
+      }
       return;
     }
     case "approval-closed": {
       const ts = plans[event.planHash];
-      if (ts !== undefined) await outlet.update(ts, render(event.why, event.by));
+      if (ts !== undefined) {
+        await outlet.update(ts, render(event.why, event.by));
+        await withdrawHelpers(outlet, ts);
+      }
       return;
     }
   }
+}
+
+/** A decided plan does not read "❌ 1 (@modelswap)": the bot's own ✅/❌ go; people's stay. */
+async function withdrawHelpers(outlet: PlanOutlet, ts: string): Promise<void> {
+  await outlet.unreact(ts, "white_check_mark");
+  await outlet.unreact(ts, "x");
 }

@@ -122,18 +122,6 @@ export async function runSanity(exec: Exec, port: number, opts: SanityOptions = 
   return { ok, prompts: results, summary: summarize(ok, results) };
 }
 
-/** A CodedError for a failed report, for the stage that rolls back on it. */
-export function sanityError(report: SanityReport): CodedError {
-  const nan = report.prompts.some((p) => p.verdict === "nan");
-  return new CodedError(
-    "SANITY_FAILED",
-    report.summary,
-    nan
-      ? "the engine computes NaN logits with these flags on this GPU: check the kernel backends of the recipe (for NVFP4 on sm_120: --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn)"
-      : "the new model answers wrongly; check its flags (quantization, chat template, context length) and the engine version against the model card",
-  );
-}
-
 function failed(p: SanityPrompt, detail: string): PromptResult {
   return {
     prompt: p.prompt,
@@ -274,21 +262,20 @@ function summarize(ok: boolean, results: readonly PromptResult[]): string {
   if (ok) {
     const sample = results.find((r) => r.expected !== undefined) ?? results[0];
     return sample === undefined
-      ? "sanity passed (no prompts)"
-      : `sanity passed: ${n}/${n} prompts answered sanely (e.g. "${sample.prompt}" → ${quoteOutput(sample.output)})`;
+      ? "no prompts to check"
+      : `${n}/${n} prompts answered sanely (e.g. "${sample.prompt}" → ${quoteOutput(sample.output)})`;
   }
   const bad = results.filter((r) => r.verdict !== "ok");
   const byVerdict = new Map<SanityVerdict, PromptResult[]>();
   for (const r of bad) byVerdict.set(r.verdict, [...(byVerdict.get(r.verdict) ?? []), r]);
   const parts = [...byVerdict].map(([verdict, rs]) => `${rs.length} ${LABEL[verdict]}`);
-  const first = bad[0];
-  let text = `sanity failed: ${bad.length}/${n} prompts failed (${parts.join(", ")})`;
-  if (first !== undefined) text += `; "${first.prompt}" → ${first.detail}`;
+  // One line: each prompt's own answer is told apart (the thread lists them).
+  let text = `${bad.length}/${n} prompts failed (${parts.join(", ")})`;
   if (byVerdict.has("nan")) {
     const bangs = results.some((r) => r.verdict === "nan" && /^!+$/.test(r.output));
-    text += bangs
-      ? '. NaN logits (argmax fell to token 0, "!!!!"): a kernel backend is broken on this GPU'
-      : ". NaN logits: a kernel backend is broken on this GPU";
+    text += bangs ? ': NaN logits (argmax fell to token 0, "!!!!")' : ": NaN logits";
+  } else if (bad.length === 1 && bad[0] !== undefined) {
+    text += `: "${bad[0].prompt}" → ${bad[0].detail}`;
   }
   return text;
 }

@@ -10,17 +10,22 @@ import { by } from "./words.ts";
  */
 export function finalLine(record: SwapRecord): string {
   const model = `${escapeMrkdwn(record.request.model.repo)}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
-  const reason = record.reason === undefined ? "" : escapeMrkdwn(record.reason);
+  const reason =
+    record.reason === undefined
+      ? ""
+      : `${escapeMrkdwn(record.reason)}${record.failure === undefined ? "" : ` (${escapeMrkdwn(record.failure.code)})`}`;
+  // what to try, last: said once, here
+  const fix = record.failure === undefined ? "" : ` *Fix:* ${escapeMrkdwn(record.failure.fix)}`;
   const host = record.host;
   switch (record.outcome ?? "failed") {
     case "succeeded":
       return `✅ *${host} now serves ${model}* (\`${record.plan?.unitName}\`). Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}; sanity: ${escapeMrkdwn(record.sanity?.summary ?? "n/a")}.${record.stages.benchmark.state === "failed" ? " ⚠️ The benchmark did not run (see above)." : ""}`;
     case "rolled_back":
-      return `↩️ *Swap to ${model} on ${host} rolled back*: ${reason}. ${escapeMrkdwn(record.rollback?.detail ?? "")}`;
+      return `↩️ *Swap to ${model} on ${host} rolled back*: ${reason}. ${escapeMrkdwn((record.rollback?.detail ?? "").replace(/\.$/, ""))}.${fix}`;
     case "failed":
       return record.rollback !== undefined && !record.rollback.ok
         ? `<!channel> 🚨 *${host} serves nothing*: the swap to ${model} failed (${reason}) and the rollback failed too: ${escapeMrkdwn(record.rollback.detail)}. Act now: \`/llm status ${host}\`, then restart \`${record.previous?.unit}\` by hand.`
-        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. Nothing on the host was changed.`;
+        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. Nothing on the host was changed.${fix}`;
     case "rejected":
       return `🚫 Swap to ${model} on ${host} rejected${by(record.decision?.by)}${reason === "" ? "" : `: ${reason}`}.`;
     case "expired":

@@ -71,7 +71,8 @@ function unitLine(status: HostStatus, now: Date): string {
   const unit = status.unit;
   if (unit === undefined) return `\`${status.unitName}\`: unknown`;
   if (unit.loadState === "not-found") return `\`${unit.name}\`: *not installed*`;
-  const state = `${unit.activeState}${unit.subState ? ` (${unit.subState})` : ""}`;
+  // "failed (failed)" says nothing twice: the sub-state only when it adds something ("active (running)")
+  const state = `${unit.activeState}${unit.subState && unit.subState !== unit.activeState ? ` (${unit.subState})` : ""}`;
   const since =
     unit.activeState === "active" && unit.activeSince !== undefined
       ? `, up ${formatDistanceStrict(unit.activeSince, now)}`

@@ -53,7 +53,11 @@ const REASON_MAX = 2500;
 export function renderSwapCard(record: SwapRecord): SlackMessage {
   const repo = record.request.model.repo;
   const sha = record.plan?.model.sha.slice(0, 7);
-  const outcome = record.outcome ? OUTCOME[record.outcome] : "🔄 Swapping";
+  const outcome = record.outcome
+    ? OUTCOME[record.outcome]
+    : record.request.dryRun
+      ? "📝 Planning (dry run)"
+      : "🔄 Swapping";
   const model = `${repo}${sha ? `@${sha}` : ""}`;
   const title = `${outcome}: ${model} → ${record.host}`;
   // The header holds 150 characters: a long model name is cut there (never the host), and named in full below.
@@ -62,7 +66,10 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const shortModel = truncate(model, room);
   const lines = (Object.keys(LABEL) as StageName[]).map((name) => {
     const stage = record.stages[name];
-    const detail = stage.detail ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
+    // the reason a swap failed is said once on the card, in its *Why:* line
+    const said = stage.state === "failed" && stage.detail === record.reason;
+    const detail =
+      stage.detail && !said ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
     // who decided is named from the record's ids (stage details are plain text, always escaped)
     const who = name === "approval" ? decidedBy(record) : "";
     return `${ICON[stage.state]} ${LABEL[name]}${who}${detail}`;
@@ -72,7 +79,10 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const source = sourceLine(record);
   if (source !== undefined) blocks.push(context(source));
   blocks.push(section(lines.join("\n")));
-  if (record.reason) blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}`));
+  if (record.reason) {
+    const code = record.failure === undefined ? "" : ` (${escapeMrkdwn(record.failure.code)})`;
+    blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}${code}`));
+  }
   blocks.push(
     context(
       `swap \`${record.id}\` · ${people(record)}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,

@@ -21,7 +21,7 @@ import { threadReply } from "./thread-messages.ts";
 
 export interface ReporterDeps {
   store: Pick<Store, "swaps" | "reports" | "approvals">;
-  poster: Pick<SlackPoster, "post" | "update" | "react" | "upload" | "read">;
+  poster: Pick<SlackPoster, "post" | "update" | "react" | "unreact" | "upload" | "read">;
   /** At most one progress edit of a card per this many seconds (a stage change is shown at once). */
   cardUpdateSeconds: number;
   log: Logger;
@@ -337,6 +337,7 @@ class ReportRun {
         }
       },
       react: (ts, name) => poster.react(channel, ts, name),
+      unreact: (ts, name) => poster.unreact(channel, ts, name),
       index: async (ts, planHash) => {
         const ttl = store.swaps.ttlMs({ outcome: "succeeded" }) ?? 86_400_000;
         await store.approvals.indexPlanMessage(channel, ts, { swapId: id, planHash }, ttl);

@@ -185,6 +185,18 @@ export class SlackPoster {
     }
   }
 
+  /** Takes the bot's own reaction back; one already gone (or a message deleted) is fine. */
+  async unreact(channel: string, ts: string, name: string): Promise<void> {
+    await this.pace("reactions.remove", LIMITS.tier2);
+    try {
+      await this.client.reactions.remove({ channel, timestamp: ts, name });
+    } catch (error) {
+      const slackError = (error as { data?: { error?: string } }).data?.error;
+      if (slackError !== "no_reaction" && slackError !== "message_not_found")
+        this.log.warn({ slackError, name }, "could not remove a reaction");
+    }
+  }
+
   private async pace(key: string, [perSecond, burst]: readonly [number, number]): Promise<void> {
     let pacer = this.pacers.get(key);
     if (pacer === undefined) {
@@ -266,11 +278,13 @@ export function isSlackApiError(error: unknown): error is SlackApiError {
 
 /**
  * Slack's rate limits (docs: "Rate limits"): chat.postMessage about one message per second per channel
- * (short bursts tolerated), Tier 3 methods 50 a minute, Tier 4 100 a minute, per workspace. Kept as
+ * (short bursts tolerated), Tier 2 methods (reactions.remove) 20 a minute, Tier 3 methods 50 a minute, Tier 4
+ * 100 a minute, per workspace. Kept as
  * [calls per second, burst].
  */
 const LIMITS = {
   postMessagePerChannel: [1, 2],
+  tier2: [20 / 60, 3],
   tier3: [50 / 60, 5],
   tier4: [100 / 60, 10],
 } as const;

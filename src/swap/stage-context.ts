@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../config/file-schema.ts";
 import type { EnginePolicy } from "../engine/engine-source.ts";
+import { asCodedError, type ErrorCode } from "../errors.ts";
 import type { DetachedStatus } from "../host/detached-task.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
@@ -114,5 +115,20 @@ export interface StageContext {
 export type StepResult =
   | { next: SwapRecord["step"] }
   | { wait: number }
-  | { fail: string; touched: boolean }
+  /**
+   * `fail` is the reason in one line (it is said on the card, and at the end with `code` and `fix`); the
+   * full story (log tails, each prompt) is told once, in the thread, by the stage's own event.
+   */
+  | { fail: string; touched: boolean; code?: ErrorCode; fix?: string }
   | { end: NonNullable<SwapRecord["outcome"]>; reason?: string };
+
+/** A stage's failure from an error: its message as the reason, its code and fix kept for the end. */
+export function failedWith(error: unknown, touched: boolean, prefix?: string): StepResult {
+  const coded = asCodedError(error);
+  return {
+    fail: prefix === undefined ? coded.message : `${prefix}: ${coded.message}`,
+    code: coded.code,
+    fix: coded.fix,
+    touched,
+  };
+}

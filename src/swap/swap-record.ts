@@ -135,6 +135,8 @@ export const swapRecordSchema = z.object({
   sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
   benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),
   rollback: z.object({ ok: z.boolean(), detail: z.string() }).optional(),
+  /** Why it failed, for the end: the error's code and what to try (the one-line reason is `reason`). */
+  failure: z.object({ code: z.string(), fix: z.string() }).optional(),
   /** When the rollback began (its announcement is emitted once, however often it is retried). */
   rollbackStartedAt: isoTime.optional(),
   /**

@@ -290,6 +290,12 @@ describe("Block Kit limits: status and the fleet", () => {
     expect(allText(msg)).toMatch(/… \d+ earlier lines/);
   });
 
+  it("says a failed unit's state once (not \"failed (failed)\")", () => {
+    const text = allText(renderHostStatus(hostStatus("gpu-1", "failed"), NOW));
+    expect(text).toContain("failed, 12 restart(s)");
+    expect(text).not.toContain("failed (failed)");
+  });
+
   it("fits an unreachable host whose error is huge", () => {
     const msg = renderHostStatus(
       hostStatus("gpu-1", "unreachable", {

@@ -25,6 +25,7 @@ const SCOPE_OF: Record<string, string | null> = {
   "files.getUploadURLExternal": "files:write",
   "files.completeUploadExternal": "files:write",
   "reactions.add": "reactions:write",
+  "reactions.remove": "reactions:write",
   "usergroups.users.list": "usergroups:read",
   "users.info": "users:read",
   "auth.test": null,

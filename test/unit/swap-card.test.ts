@@ -35,4 +35,27 @@ describe("the swap card", () => {
     expect(text).not.toContain("<@U0MALLORY1>");
     expect(text).toContain("&lt;!channel&gt;");
   });
+
+  it("reads as a dry run while one runs, and says a failure's reason once, with its code", () => {
+    const planning = renderSwapCard(
+      aRecord({ request: { model: { repo: "org/m", revision: "main" }, dryRun: true, engineRef: "main" } }),
+    );
+    expect(planning.text).toMatch(/^📝 Planning \(dry run\): org\/m → /);
+
+    const stages = newStages();
+    stages.sanity = { state: "failed", detail: "4/4 prompts failed (4 NaN/null logprobs)" };
+    const failed = JSON.stringify(
+      renderSwapCard(
+        aRecord({
+          stages,
+          outcome: "rolled_back",
+          reason: "4/4 prompts failed (4 NaN/null logprobs)",
+          failure: { code: "SANITY_FAILED", fix: "try another engine build" },
+        }),
+      ).blocks,
+    );
+    expect(failed.split("4/4 prompts failed").length - 1).toBe(1);
+    expect(failed).toContain("❌ Sanity check\\n");
+    expect(failed).toContain("*Why:* 4/4 prompts failed (4 NaN/null logprobs) (SANITY_FAILED)");
+  });
 });

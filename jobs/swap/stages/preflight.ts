@@ -7,13 +7,13 @@ import {
   parseLsRemote,
   resolveEngineSource,
 } from "../../../src/engine/engine-source.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 
 /**
  * Stage 3: read the host, make the plan. A plan with a failing check ends the swap here with nothing
@@ -67,8 +67,8 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
-    swap.stage("preflight", "failed", describeError(error));
-    return { fail: describeError(error), touched: false };
+    swap.stage("preflight", "failed", asCodedError(error).message);
+    return failedWith(error, false);
   }
   swap.set({ plan, planHash: planHash(plan) });
   const refused = refuseFailingPlan(ctx);

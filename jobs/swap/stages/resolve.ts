@@ -1,9 +1,9 @@
-import { describeError } from "../../../src/errors.ts";
+import { asCodedError } from "../../../src/errors.ts";
 import { hubPullRequest, hubPullRequestRefusal } from "../../../src/grammar/model-ref.ts";
 import { summarize } from "../../../src/hub/types.ts";
 import { formatGB } from "../../../src/plan/byte-units.ts";
 import { modelFacts } from "../../../src/plan/model-facts.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 
 /**
  * Stage 2: the Hub pins the revision to a commit and tells sizes, gating, license and configs. The config
@@ -31,7 +31,7 @@ export async function resolveStage(ctx: StageContext): Promise<StepResult> {
     );
     return { next: "preflight" };
   } catch (error) {
-    swap.stage("resolve", "failed", describeError(error));
-    return { fail: describeError(error), touched: false };
+    swap.stage("resolve", "failed", asCodedError(error).message);
+    return failedWith(error, false);
   }
 }

@@ -1,10 +1,10 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { refuseFailingPlan } from "./preflight.ts";
 
 /**
@@ -62,8 +62,8 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
-    swap.stage("preflight", "failed", describeError(error));
-    return { fail: describeError(error), touched: false };
+    swap.stage("preflight", "failed", asCodedError(error).message);
+    return failedWith(error, false);
   }
   const refused = refuseFailingPlan(ctx);
   if (refused !== undefined) return refused;

@@ -1,6 +1,28 @@
-import { runSanity } from "../../../src/engine/sanity.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { describeEngineSource } from "../../../src/engine/engine-source.ts";
+import { runSanity, type SanityReport } from "../../../src/engine/sanity.ts";
+import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+
+/**
+ * What to try after a failed sanity check, from what this swap applied: the recipe's kernel flags and
+ * the engine build they ran on. NaN output is a broken kernel backend on this GPU; wrong answers are the
+ * model's flags or the engine.
+ */
+function whatToTry(ctx: StageContext, report: SanityReport): string {
+  const plan = ctx.swap.record.plan;
+  const kernels = (plan?.flags ?? [])
+    .filter((f) => f.flag !== undefined && /backend|quantization|kv-cache-dtype|attention/.test(f.setting))
+    .map((f) => `${f.flag}${f.value === undefined ? "" : ` ${f.value}`}`);
+  const applied =
+    kernels.length > 0
+      ? `the plan applied ${kernels.join(" ")} (recipe ${plan?.recipe})`
+      : `the plan applied the engine's default kernels (recipe ${plan?.recipe ?? "none"})`;
+  const engine = plan?.engine === undefined ? "" : ` on engine ${describeEngineSource(plan.engine)}`;
+  if (report.prompts.some((p) => p.verdict === "nan")) {
+    return `${applied}${engine}. NaN logits mean a kernel is broken on this GPU: try another engine build (--engine-ref a newer tag or branch), or other backends in the recipe (docs/operations.md section 5)`;
+  }
+  return `${applied}${engine}. Check the model's flags (quantization, chat template, context length) and the engine version against its model card`;
+}
 
 /** Stage 9: deterministic prompts with logprobs; healthy is not sane (NaN output passes /health). */
 export async function sanityStage(ctx: StageContext): Promise<StepResult> {
@@ -27,13 +49,13 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
           detail: p.detail.slice(0, 300),
         })),
       });
-      return { fail: report.summary, touched: true };
+      return { fail: report.summary, touched: true, code: "SANITY_FAILED", fix: whatToTry(ctx, report) };
     }
     swap.stage("sanity", "done", report.summary);
     return { next: "benchmark" };
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
-    swap.stage("sanity", "failed", describeError(error));
-    return { fail: `sanity check could not run: ${describeError(error)}`, touched: true };
+    swap.stage("sanity", "failed", asCodedError(error).message);
+    return failedWith(error, true, "the sanity check could not run");
   }
 }

@@ -1,7 +1,7 @@
 import { isoNow } from "../../../src/clock.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 
 /**
  * Stage 7: install the new unit, reload systemd, `disable --now` the old unit and `enable --now` the new
@@ -45,8 +45,8 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
   } catch (error) {
     // Every command above is idempotent: an unreachable host gets the same switch again, later.
     if (isHostUnreachable(error)) throw error;
-    swap.stage("switch", "failed", describeError(error));
-    return { fail: describeError(error), touched: true };
+    swap.stage("switch", "failed", asCodedError(error).message);
+    return failedWith(error, true);
   }
   const stopped = plan.host.currentUnit.exists && oldUnit !== plan.unitName;
   swap.stage(

@@ -77,8 +77,11 @@ describe("resolveStage", () => {
 
     const result = await resolveStage(fake.ctx);
 
+    // the reason in one line; its code and fix are kept for the swap's end
     expect(result).toEqual({
-      fail: "meta-llama/Llama-3.2-1B-Instruct is a gated model and HF_TOKEN is not set (HUB_GATED). Fix: Set HF_TOKEN with a token that accepted the license at https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct",
+      fail: "meta-llama/Llama-3.2-1B-Instruct is a gated model and HF_TOKEN is not set",
+      code: "HUB_GATED",
+      fix: "Set HF_TOKEN with a token that accepted the license at https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct",
       touched: false,
     });
     expect(fake.swap.record.stages.resolve).toMatchObject({
@@ -100,12 +103,12 @@ describe("resolveStage", () => {
     const result = await resolveStage(fake.ctx);
 
     expect(result).toMatchObject({ touched: false });
-    const why = (result as { fail: string }).fail;
-    expect(why).toMatch(
+    const failed = result as { fail: string; code: string; fix: string };
+    expect(failed.fail).toMatch(
       /^Cannot plan meta-llama\/Llama-3\.2-1B-Instruct: config\.json has no num_hidden_layers/,
     );
-    expect(why).toContain("(MODEL_CONFIG_UNSUPPORTED)");
-    expect(why).toContain("Fix: modelswap reads the standard transformers config fields");
+    expect(failed.code).toBe("MODEL_CONFIG_UNSUPPORTED");
+    expect(failed.fix).toContain("modelswap reads the standard transformers config fields");
     expect(fake.swap.record.stages.resolve.state).toBe("failed");
     // a model it cannot plan is not kept half-read
     expect(fake.swap.record.model).toBeUndefined();

@@ -63,7 +63,7 @@ describe("sanityStage", () => {
     }
     expect(fake.swap.record.sanity).toEqual({
       ok: true,
-      summary: 'sanity passed: 4/4 prompts answered sanely (e.g. "The capital of France is" → " Paris.")',
+      summary: '4/4 prompts answered sanely (e.g. "The capital of France is" → " Paris.")',
     });
     expect(fake.swap.record.stages.sanity).toEqual({
       state: "done",
@@ -81,9 +81,14 @@ describe("sanityStage", () => {
     const result = await sanityStage(fake.ctx);
 
     expect(result).toMatchObject({
-      fail: expect.stringMatching(/^sanity failed: 4\/4 prompts failed/),
+      fail: '4/4 prompts failed (4 NaN/null logprobs): NaN logits (argmax fell to token 0, "!!!!")',
+      code: "SANITY_FAILED",
       touched: true,
     });
+    // what to try names what this swap applied, and where to change it
+    const fix = (result as { fix: string }).fix;
+    expect(fix).toMatch(/^the plan applied .* \(recipe [^)]+\)/);
+    expect(fix).toContain("--engine-ref");
     const summary = (result as { fail: string }).fail;
     expect(summary).toContain("4 NaN/null logprobs");
     expect(summary).toContain('"!!!!"');
@@ -122,7 +127,8 @@ describe("sanityStage", () => {
     const result = await sanityStage(fake.ctx);
 
     expect(result).toMatchObject({
-      fail: expect.stringMatching(/^sanity failed: 2\/4 prompts failed \(1 wrong answer, 1 repetitive\)/),
+      fail: "2/4 prompts failed (1 wrong answer, 1 repetitive)",
+      code: "SANITY_FAILED",
       touched: true,
     });
     expect(sanityFailed(fake).prompts.map((p) => [p.verdict, p.prompt])).toEqual([
