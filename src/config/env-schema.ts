@@ -1,6 +1,12 @@
 import { z } from "zod";
 import { problem } from "./fix.ts";
-import { DEFAULT_REDIS_URL, passwordInUrl, redisEnvConflicts, redisSentinelEnv } from "./redis-env.ts";
+import {
+  DEFAULT_REDIS_URL,
+  passwordInUrl,
+  redisEnvConflicts,
+  redisSentinelEnv,
+  redisUrl,
+} from "./redis-env.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -13,7 +19,7 @@ const url = (name: string, example: string) =>
     );
 
 /** An empty variable means unset: docker compose passes `${VAR:-}` as "" when VAR is not set. */
-const withoutEmpty = (raw: unknown) =>
+export const withoutEmpty = (raw: unknown) =>
   raw !== null && typeof raw === "object"
     ? Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== ""))
     : raw;
@@ -45,13 +51,7 @@ const envFields = z
       .optional(),
     SLACK_API_URL: url("SLACK_API_URL", "https://slack.com/api/").default("https://slack.com/api/"),
     // no schema default: whether REDIS_URL was set matters when REDIS_SENTINELS is (the default is filled in below)
-    REDIS_URL: z
-      .string()
-      .regex(
-        /^rediss?:\/\//,
-        problem("REDIS_URL is not a redis:// URL", "set it like redis://127.0.0.1:6379 (rediss:// for TLS)"),
-      )
-      .optional(),
+    REDIS_URL: redisUrl.optional(),
     ...redisSentinelEnv,
     HF_ENDPOINT: url("HF_ENDPOINT", "https://huggingface.co").default("https://huggingface.co"),
     HF_TOKEN: z
@@ -61,16 +61,16 @@ const envFields = z
     PORT: z.coerce
       .number(problem("PORT is not a number", "set PORT to a TCP port such as 3000"))
       .int()
-      .min(1, problem("PORT is out of range", "use 1–65535"))
-      .max(65535, problem("PORT is out of range", "use 1–65535"))
+      .min(1, problem("PORT is out of range", "use 1–65535, e.g. PORT=3000"))
+      .max(65535, problem("PORT is out of range", "use 1–65535, e.g. PORT=3000"))
       .default(3000),
     METRICS_PORT: z.coerce
       .number(
         problem("METRICS_PORT is not a number", "set METRICS_PORT to a TCP port such as 9464, or unset it"),
       )
       .int()
-      .min(1, problem("METRICS_PORT is out of range", "use 1–65535"))
-      .max(65535, problem("METRICS_PORT is out of range", "use 1–65535"))
+      .min(1, problem("METRICS_PORT is out of range", "use 1–65535, e.g. METRICS_PORT=9464"))
+      .max(65535, problem("METRICS_PORT is out of range", "use 1–65535, e.g. METRICS_PORT=9464"))
       .optional(),
     MODELSWAP_DASHBOARD_USER: z
       .string()
@@ -78,7 +78,7 @@ const envFields = z
         /^[^:\s]{1,64}$/,
         problem(
           "MODELSWAP_DASHBOARD_USER is not a user name",
-          "use a word without spaces or ':' (default admin)",
+          "use a word without spaces or ':', e.g. MODELSWAP_DASHBOARD_USER=admin (the default)",
         ),
       )
       .default("admin"),
@@ -97,19 +97,24 @@ const envFields = z
       .default("info"),
     MODELSWAP_CONFIG: z.string().min(1).default("modelswap.yaml"),
   })
-  .superRefine((env, ctx) => {
-    for (const issue of redisEnvConflicts(env)) ctx.addIssue({ code: "custom", ...issue });
-    if (env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["SLACK_SIGNING_SECRET"],
-        message: problem(
-          "neither SLACK_SIGNING_SECRET (HTTP) nor SLACK_APP_TOKEN (Socket Mode) is set",
-          "set SLACK_SIGNING_SECRET from the app's Basic Information page, or SLACK_APP_TOKEN to use Socket Mode",
-        ),
-      });
-    }
-  })
+  // These look only at which variables are set, so they run even when a variable is malformed: every
+  // problem of the environment is reported in one `config check`, not one round at a time.
+  .superRefine(
+    (env, ctx) => {
+      for (const issue of redisEnvConflicts(env)) ctx.addIssue({ code: "custom", ...issue });
+      if (env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["SLACK_SIGNING_SECRET"],
+          message: problem(
+            "neither SLACK_SIGNING_SECRET (HTTP) nor SLACK_APP_TOKEN (Socket Mode) is set",
+            "set SLACK_SIGNING_SECRET from the app's Basic Information page, or SLACK_APP_TOKEN to use Socket Mode",
+          ),
+        });
+      }
+    },
+    { when: () => true },
+  )
   .transform((env) => ({ ...env, REDIS_URL: env.REDIS_URL ?? DEFAULT_REDIS_URL }));
 
 /** The environment: secrets and where things are. Secrets only ever come from here. */

@@ -9,25 +9,33 @@ const userId = z
   .string()
   .regex(
     USER_ID,
-    problem("not a Slack user id", "use the member id (U…), from the user's profile → ⋯ → Copy member ID"),
+    problem(
+      "not a Slack user id",
+      "use the member id (U…), e.g. U0123ABCD, from the user's profile → ⋯ → Copy member ID",
+    ),
   );
 const groupId = z
   .string()
-  .regex(GROUP_ID, problem("not a Slack user group id", "use the group id (S…), not its @handle"));
+  .regex(
+    GROUP_ID,
+    problem("not a Slack user group id", "use the group id (S…), e.g. S0123ABCD, not its @handle"),
+  );
 const channelId = z
-  .string(problem("the Slack channel is not set", "set slack.channel to the channel id (C…)"))
+  .string(
+    problem("the Slack channel is not set", "set slack.channel to the channel id, e.g. channel: C0123ABCD"),
+  )
   .regex(
     CHANNEL_ID,
     problem(
       "not a Slack channel id",
-      "use the channel id (C…), shown at the bottom of the channel's details, not its #name",
+      "use the channel id (C…), e.g. C0123ABCD, shown at the bottom of the channel's details, not its #name",
     ),
   );
 
 /** Paths reach the host's shell (always quoted); admitting only plain characters keeps them boring. */
 const absolutePath = (what: string) =>
   z
-    .string(problem(`${what} is not set`, `set it to an absolute path`))
+    .string(problem(`${what} is not set`, `set it to an absolute path, e.g. /srv/models`))
     .regex(
       /^\/[A-Za-z0-9._/@+-]*$/,
       problem(
@@ -37,7 +45,7 @@ const absolutePath = (what: string) =>
     )
     .refine(
       (p) => !p.split("/").includes(".."),
-      problem(`${what} must not contain ..`, "write the path out in full"),
+      problem(`${what} must not contain ..`, "write the path out in full, e.g. /srv/models"),
     );
 
 /** Unit names reach systemctl as arguments: one starting with `-` or `.` would read as an option or a hidden file. */
@@ -51,10 +59,12 @@ const unitName = z
     ),
   );
 
-const principals = z.strictObject({
-  users: z.array(userId).default([]),
-  groups: z.array(groupId).default([]),
-});
+const principals = z
+  .strictObject({
+    users: z.array(userId).default([]),
+    groups: z.array(groupId).default([]),
+  })
+  .meta({ example: "{ users: [U0123ABCD], groups: [S0123ABCD] }" });
 
 const sshSchema = z.strictObject({
   address: z
@@ -71,7 +81,7 @@ const sshSchema = z.strictObject({
     .string(
       problem(
         "ssh.privateKeyPath is not set",
-        "point it at the bot's private key file (ed25519 recommended)",
+        "point it at the bot's private key file (ed25519 recommended), e.g. /etc/modelswap/id_ed25519",
       ),
     )
     .regex(/^\//, problem("ssh.privateKeyPath must be absolute", "use e.g. /etc/modelswap/id_ed25519")),
@@ -146,29 +156,44 @@ const hostSchema = z
     enginePatches: z.array(absolutePath("enginePatches entry")).default([]),
     sudo: z.boolean().default(false),
   })
-  .superRefine((host, ctx) => {
-    if ((host.ssh === undefined) === (host.local === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["ssh"],
-        message: problem(
-          `host ${host.name} needs exactly one of ssh or local`,
-          "add an ssh: block for a remote host, or local: true when the bot runs on the GPU host itself",
-        ),
-      });
-    }
-  });
+  // Looks only at which keys are there, so it runs even when another setting of the host is malformed:
+  // every problem is reported in one `config check`, not one round at a time.
+  .superRefine(
+    (host, ctx) => {
+      if (host === null || typeof host !== "object") return;
+      if ((host.ssh === undefined) === (host.local === undefined)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["ssh"],
+          message: problem(
+            `host ${host.name} needs exactly one of ssh or local`,
+            "add an ssh: block for a remote host (e.g. ssh: { address: gpu-1.internal, user: modelswap, privateKeyPath: …, hostKeySha256: … }), or local: true when the bot runs on the GPU host itself",
+          ),
+        });
+      }
+    },
+    { when: () => true },
+  );
 
 export const fileSchema = z
   .strictObject({
-    slack: z.strictObject({ channel: channelId }, problem("slack is not set", "add slack: { channel: C… }")),
+    slack: z.strictObject(
+      { channel: channelId },
+      problem("slack is not set", "give the channel id (C…), e.g. slack: { channel: C0123ABCD }"),
+    ),
     requesters: principals.refine(
       (p) => p.users.length + p.groups.length > 0,
-      problem("nobody may request swaps", "list at least one user id or group id under requesters"),
+      problem(
+        "nobody may request swaps",
+        "list at least one user id or group id under requesters, e.g. requesters: { users: [U0123ABCD] }",
+      ),
     ),
     approvers: principals.refine(
       (p) => p.users.length + p.groups.length > 0,
-      problem("nobody may approve swaps", "list at least one user id or group id under approvers"),
+      problem(
+        "nobody may approve swaps",
+        "list at least one user id or group id under approvers, e.g. approvers: { users: [U0123ABCD] }",
+      ),
     ),
     access: z
       .strictObject({
@@ -193,7 +218,7 @@ export const fileSchema = z
         failureThreshold: z.number().int().min(1).max(100).default(3),
         checkTimeoutSeconds: z.number().positive().max(300).default(10),
         /** Consecutive passed checks that close an incident (default 2, see jobs/monitor/README.md). */
-        recoveryThreshold: z.number().int().min(1).max(100).optional(),
+        recoveryThreshold: z.number().int().min(1).max(100).meta({ example: "2" }).optional(),
       })
       .prefault({}),
     approvals: z
@@ -240,6 +265,7 @@ export const fileSchema = z
           .number()
           .positive()
           .max(24 * 3600)
+          .meta({ example: "1800" })
           .optional(),
       })
       .prefault({}),
@@ -289,22 +315,46 @@ export const fileSchema = z
       })
       .prefault({}),
     hosts: z
-      .array(hostSchema, problem("hosts is not set", "list at least one host under hosts:"))
-      .min(1, problem("no hosts are configured", "list at least one host under hosts:")),
+      .array(
+        hostSchema,
+        problem(
+          "hosts is not set",
+          "list at least one host under hosts:, each a mapping like those in modelswap.example.yaml",
+        ),
+      )
+      .min(
+        1,
+        problem(
+          "no hosts are configured",
+          "list at least one host under hosts:, each a mapping like those in modelswap.example.yaml",
+        ),
+      ),
   })
-  .superRefine((file, ctx) => {
-    const seen = new Set<string>();
-    file.hosts.forEach((host, index) => {
-      if (seen.has(host.name)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["hosts", index, "name"],
-          message: problem(`host name ${host.name} is used twice`, "give every host a different name"),
-        });
-      }
-      seen.add(host.name);
-    });
-  });
+  // Runs even when other settings are malformed (see hostSchema), so it reads the hosts defensively.
+  .superRefine(
+    (file, ctx) => {
+      const hosts: unknown = file !== null && typeof file === "object" ? file.hosts : undefined;
+      if (!Array.isArray(hosts)) return;
+      const seen = new Set<string>();
+      hosts.forEach((host: unknown, index) => {
+        const name: unknown =
+          host !== null && typeof host === "object" ? (host as { name?: unknown }).name : undefined;
+        if (typeof name !== "string") return;
+        if (seen.has(name)) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["hosts", index, "name"],
+            message: problem(
+              `host name ${name} is used twice`,
+              "give every host a different name, e.g. gpu-2",
+            ),
+          });
+        }
+        seen.add(name);
+      });
+    },
+    { when: () => true },
+  );
 
 export type FileConfig = z.infer<typeof fileSchema>;
 export type HostConfig = FileConfig["hosts"][number];

@@ -4,9 +4,11 @@ import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { keyReadProblem } from "../host/ssh-key-file.ts";
-import { type Env, envSchema, envSecrets } from "./env-schema.ts";
+import type { ConfigProblem } from "./config-problem.ts";
+import { describeIssue } from "./describe-issue.ts";
+import { type Env, envSchema, envSecrets, withoutEmpty } from "./env-schema.ts";
 import { type FileConfig, fileSchema } from "./file-schema.ts";
-import { splitProblem } from "./fix.ts";
+import { looksSecret, showValue } from "./show-value.ts";
 
 export interface Config {
   env: Env;
@@ -15,17 +17,7 @@ export interface Config {
   path: string;
 }
 
-export interface ConfigProblem {
-  /** `env` for environment variables, else the config file. */
-  source: "env" | "file";
-  /** Dotted path of the setting, e.g. `hosts[0].ssh.hostKeySha256`. */
-  path: string;
-  what: string;
-  fix: string;
-}
-
-const SECRET_KEY = /(token|secret|password|passphrase|private_?key$)/i;
-const SECRET_VALUE = /(xox[abpr]-|xapp-|hf_[A-Za-z0-9]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)/;
+export type { ConfigProblem } from "./config-problem.ts";
 
 /**
  * Reads and validates the environment and the config file, collecting every problem instead of stopping
@@ -37,7 +29,8 @@ export async function readConfig(
 ): Promise<{ config?: Config; problems: ConfigProblem[] }> {
   const problems: ConfigProblem[] = [];
   const envResult = envSchema.safeParse(processEnv);
-  if (!envResult.success) problems.push(...fromZod("env", envResult.error));
+  if (!envResult.success)
+    problems.push(...fromZod("env", envResult.error, envSchema, withoutEmpty(processEnv)));
   const path =
     pathOverride ?? envResult.data?.MODELSWAP_CONFIG ?? processEnv.MODELSWAP_CONFIG ?? "modelswap.yaml";
 
@@ -50,7 +43,7 @@ export async function readConfig(
       file = fileResult.data;
       problems.push(...(await unreadableKeys(file)));
     } else {
-      problems.push(...fromZod("file", fileResult.error));
+      problems.push(...fromZod("file", fileResult.error, fileSchema, raw));
     }
   }
   if (problems.length > 0 || envResult.data === undefined || file === undefined) return { problems };
@@ -82,7 +75,10 @@ export function configSecrets(config: Config): string[] {
 export function formatProblems(problems: readonly ConfigProblem[]): string {
   return problems
     .map(
-      (p) => `  ✗ ${p.source === "env" ? "environment" : "config"} ${p.path}: ${p.what}\n      fix: ${p.fix}`,
+      (p) =>
+        `  ✗ ${p.source === "env" ? "environment" : "config"} ${p.path}: ${p.what}\n` +
+        (p.given === undefined ? "" : `      given: ${p.given}\n`) +
+        `      fix: ${p.fix}`,
     )
     .join("\n");
 }
@@ -97,60 +93,59 @@ async function readRaw(path: string, problems: ConfigProblem[]): Promise<unknown
       source: "file",
       path: "(file)",
       what: `${path} ${reason}`,
-      fix: "set MODELSWAP_CONFIG or pass the path; README.md has a complete example",
+      fix: "set MODELSWAP_CONFIG or pass the path; modelswap.example.yaml is a complete, commented example to start from",
     });
     return undefined;
   }
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
+    const lines = text.split("\n");
     for (const error of doc.errors) {
       const at = error.linePos?.[0];
+      const line = at === undefined ? undefined : lines[at.line - 1]?.trim();
       problems.push({
         source: "file",
         path: at ? `line ${at.line}, column ${at.col}` : "(yaml)",
-        what: error.message.split("\n")[0] ?? "invalid YAML",
-        fix: "correct the YAML syntax (indentation with spaces, `key: value`)",
+        // prettyErrors appends the position (and the lines around it): the path gives it, once
+        what: (error.message.split("\n")[0] ?? "invalid YAML").replace(/ at line \d+, column \d+:?$/, ""),
+        given: line === undefined || line === "" ? undefined : showValue("", line),
+        fix: YAML_FIXES[error.code] ?? YAML_FIX,
       });
     }
     return undefined;
   }
-  return doc.toJS();
+  const value = doc.toJS();
+  if (value === null || value === undefined) {
+    problems.push({
+      source: "file",
+      path: "(file)",
+      what: `the file is empty: ${path}`,
+      fix: "start from modelswap.example.yaml, a complete commented example: your channel, who may request and approve, and the hosts",
+    });
+    return undefined;
+  }
+  return value;
 }
 
-function fromZod(source: "env" | "file", error: z.ZodError): ConfigProblem[] {
-  return error.issues.flatMap((issue): ConfigProblem[] => {
-    const path = formatPath(issue.path);
-    if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((key) => ({
-        source,
-        path: path === "" ? key : `${path}.${key}`,
-        what: "unknown setting",
-        fix: SECRET_KEY.test(key)
-          ? "secrets never live in the config file: remove it and set the environment variable instead (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, HF_TOKEN)"
-          : "remove it, or check its spelling against the configuration reference in README.md",
-      }));
-    }
-    const { what, fix } = splitProblem(issue.message);
-    return [
-      {
-        source,
-        path: path === "" ? "(top level)" : path,
-        what,
-        fix: fix ?? "see the configuration reference in README.md for what this setting accepts",
-      },
-    ];
-  });
-}
+const YAML_FIX =
+  "correct the YAML syntax: indent with spaces, write `key: value`, lists as [a, b] or `- item` lines, e.g. users: [U0123ABCD]";
+const YAML_FIXES: Partial<Record<string, string>> = {
+  DUPLICATE_KEY: "write each key once at its level, e.g. merge the two blocks into one",
+  TAB_AS_INDENT: "indent with spaces, not tabs, e.g. two spaces per level",
+};
 
-function formatPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
-    .join("");
+function fromZod(
+  source: "env" | "file",
+  error: z.ZodError,
+  schema: z.ZodType,
+  input: unknown,
+): ConfigProblem[] {
+  return error.issues.flatMap((issue) => describeIssue(source, issue, schema, input));
 }
 
 function secretsInFile(value: unknown, path: string): ConfigProblem[] {
   if (typeof value === "string") {
-    return SECRET_VALUE.test(value)
+    return looksSecret("", value)
       ? [
           {
             source: "file",

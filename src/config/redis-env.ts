@@ -35,6 +35,30 @@ const sentinelList = z.string().transform((value, ctx): SentinelAddress[] => {
   return sentinels;
 });
 
+const REDIS_URL_FIX =
+  "set it like redis://127.0.0.1:6379 (rediss:// for TLS, redis://user:password@host:port with a password)";
+// scheme, user info (up to the last @, so a password with / or @ in it is never read as the host or
+// port), host (an IPv6 address in brackets), port: read before URL does, which refuses a port over 65535
+// without saying so
+const REDIS_URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:.*@)?(\[[^\]]*\]|[^:/?#@]*)(?::([^/?#@]*))?/;
+
+/** REDIS_URL: a redis:// or rediss:// URL with a host and, if it names one, a port of 1–65535. */
+export const redisUrl = z.string().superRefine((value, ctx) => {
+  const refuse = (what: string) => ctx.addIssue({ code: "custom", message: problem(what, REDIS_URL_FIX) });
+  const parts = REDIS_URL_PARTS.exec(value);
+  if (parts === null || !/^rediss?$/i.test(parts[1] ?? "")) {
+    refuse("REDIS_URL must start with redis:// or rediss://");
+    return;
+  }
+  const [, , host = "", port] = parts;
+  if (host === "" || host === "[]") refuse("REDIS_URL names no host");
+  else if (port !== undefined && port !== "" && !/^\d+$/.test(port))
+    refuse("REDIS_URL's port is not a number");
+  else if (port !== undefined && port !== "" && (Number(port) < 1 || Number(port) > 65535))
+    refuse(`REDIS_URL's port ${port} is out of range: use 1–65535`);
+  else if (!URL.canParse(value)) refuse("REDIS_URL is not a URL");
+});
+
 /** The environment variables for Redis behind Sentinel, and the passwords (secrets: see envSecrets). */
 export const redisSentinelEnv = {
   REDIS_SENTINELS: sentinelList.optional(),

@@ -73,6 +73,40 @@ describe("modelswap config check", () => {
     expect(result.stdout).not.toContain("hf_abcdefghijklmnop");
   });
 
+  it("lists the environment's problems and the file's in one run, each with what was given (#13)", async () => {
+    const path = join(dir.path, "typos.yaml");
+    await writeFile(
+      path,
+      [
+        "slack: { channel: C0LLMOPS01 }",
+        "requesters: { users: [U0ALICE001] }",
+        "approvers: { users: [U0BOB00001] }",
+        "helth: { intervalSeconds: 5 }",
+        "approvals: { allowSelfApproval: 'yes' }",
+        "hosts:",
+        "  - { name: box, local: true, modelsDir: /srv/models, venv: /opt/sglang/.venv, currentUnit: sglang.service }",
+      ].join("\n"),
+    );
+    const result = await modelswap(["config", "check", path], {
+      SLACK_BOT_TOKEN: "xoxb-1-a",
+      REDIS_URL: "redis://modelswap:pw-0005@10.0.0.9:99999",
+      PORT: "http",
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/✗ 5 problem\(s\) found/);
+    expect(result.stdout).toContain("✗ environment SLACK_SIGNING_SECRET: neither SLACK_SIGNING_SECRET");
+    expect(result.stdout).toContain("✗ environment REDIS_URL: REDIS_URL's port 99999 is out of range");
+    expect(result.stdout).toContain(
+      '✗ environment PORT: must be a whole number from 1 to 65535\n      given: "http"\n      fix: set PORT to a TCP port such as 3000',
+    );
+    expect(result.stdout).toContain("✗ config helth: unknown setting: did you mean health?");
+    expect(result.stdout).toContain(
+      '✗ config approvals.allowSelfApproval: must be true or false\n      given: "yes" (text)\n      fix: write true or false, e.g. allowSelfApproval: false',
+    );
+    expect(result.stdout).not.toContain("pw-0005");
+    expect(result.stdout).not.toMatch(/Invalid input|expected \w+, received/);
+  });
+
   it("says the config is valid, and starts nothing", async () => {
     const key = join(dir.path, "id");
     await writeFile(key, "key");

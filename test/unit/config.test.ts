@@ -264,3 +264,143 @@ describe("hostile config values", () => {
     expect(admitted).toBeGreaterThan(20);
   });
 });
+
+/** Issue #13: every message names the key, what was given, what is accepted and an example. */
+describe("config check messages", () => {
+  const ZOD_TEXT =
+    /Invalid input|Invalid option|expected \w+, received|Too (small|big)|received (null|undefined)/;
+  const check = async (name: string, text: string, extraEnv: Record<string, string> = {}) => {
+    const { problems } = await readConfig({ ...env(await write(name, text)), ...extraEnv });
+    return { problems, byPath: Object.fromEntries(problems.map((p) => [p.path, p])) };
+  };
+
+  it("says an empty file is empty, rather than 'expected object, received null'", async () => {
+    for (const text of ["", "# only a comment\n"]) {
+      const { problems } = await check("empty.yaml", text);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]?.what).toMatch(/^the file is empty: .*empty\.yaml$/);
+      expect(problems[0]?.fix).toContain("modelswap.example.yaml");
+    }
+  });
+
+  it("points a missing file at modelswap.example.yaml, where the example lives", async () => {
+    const { problems } = await readConfig(env(join(dir.path, "nope.yaml")));
+    expect(problems[0]?.fix).toContain("modelswap.example.yaml");
+    expect(problems[0]?.fix).not.toContain("README.md");
+  });
+
+  it("names a wrong type with what was given, what is accepted and an example", async () => {
+    const { byPath } = await check(
+      "types.yaml",
+      `${good(keyPath)}approvals: { allowSelfApproval: "yes" }\nhealth: { failureThreshold: 2.5, intervalSeconds: 0.1 }\n`,
+    );
+    const self = byPath["approvals.allowSelfApproval"];
+    expect(self?.what).toBe("must be true or false");
+    expect(self?.given).toBe('"yes" (text)');
+    expect(self?.fix).toContain("e.g. allowSelfApproval: false");
+    expect(byPath["health.failureThreshold"]).toMatchObject({
+      what: "must be a whole number from 1 to 100",
+      given: "2.5",
+      fix: expect.stringContaining("e.g. failureThreshold: 3"),
+    });
+    expect(byPath["health.intervalSeconds"]).toMatchObject({
+      what: "must be a number from 0.5 to 3600",
+      given: "0.1",
+    });
+  });
+
+  it("says a missing section is not set, with an example, rather than 'expected object, received undefined'", async () => {
+    const text = good(keyPath).replace("approvers:\n  users: [U0BOB0001]\n", "");
+    const { byPath } = await check("noapprovers.yaml", text);
+    expect(byPath.approvers?.what).toBe("approvers is not set");
+    expect(byPath.approvers?.given).toBeUndefined();
+    expect(byPath.approvers?.fix).toMatch(/e\.g\./);
+  });
+
+  it("tells a wrong type apart from a missing key when the schema has its own message", async () => {
+    const text = good(keyPath).replace(/hosts:[\s\S]*/, "hosts: { name: gpu-1 }\n");
+    const { byPath } = await check("hostsmap.yaml", text);
+    expect(byPath.hosts?.what).toBe("hosts must be a list");
+    expect(byPath.hosts?.given).toBe("a mapping (name)");
+    expect(byPath.hosts?.fix).toContain("list at least one host under hosts:");
+  });
+
+  it("offers 'did you mean' for a misspelt key, from the keys known at that level", async () => {
+    const text = `${good(keyPath)}helth: { intervalSeconds: 5 }\n`.replace(
+      "currentUnit: sglang-qwen",
+      "curentUnit: sglang-qwen",
+    );
+    const { byPath } = await check("typo.yaml", text);
+    expect(byPath.helth?.what).toBe("unknown setting: did you mean health?");
+    expect(byPath.helth?.fix).toContain("rename helth to health");
+    expect(byPath["hosts[0].curentUnit"]?.what).toBe("unknown setting: did you mean currentUnit?");
+    const far = await check("far.yaml", `${good(keyPath)}zzz: 1\n`);
+    expect(far.byPath.zzz?.what).toBe("unknown setting");
+    expect(far.byPath.zzz?.fix).toMatch(/the settings here are: slack, requesters, .*hosts/);
+  });
+
+  it("gives a YAML error's position once", async () => {
+    const { problems } = await check("syntax2.yaml", "slack:\n  channel: [C1\n");
+    expect(problems).toHaveLength(1);
+    const [p] = problems;
+    expect(p?.path).toMatch(/^line \d+, column \d+$/);
+    expect(`${p?.path} ${p?.what}`.match(/line \d+/g)).toHaveLength(1);
+    expect(p?.what).not.toMatch(/:$/);
+  });
+
+  it("reports the cross-field problems together with the others, not a round later", async () => {
+    const text = good(keyPath)
+      .replace("name: box", "name: gpu-1")
+      .replace("servingPort: 30001", "servingPort: fast");
+    const { byPath } = await check("rounds.yaml", text);
+    expect(Object.keys(byPath).sort()).toEqual(["hosts[1].name", "hosts[1].servingPort"]);
+    expect(byPath["hosts[1].name"]?.what).toMatch(/used twice/);
+  });
+
+  it("reports every environment problem in one run, beside the file's", async () => {
+    const { byPath } = await check("envrounds.yaml", `${good(keyPath)}helth: {}\n`, {
+      SLACK_BOT_TOKEN: "",
+      SLACK_SIGNING_SECRET: "",
+      PORT: "http",
+      REDIS_SENTINEL_MASTER: "mymaster",
+    });
+    expect(Object.keys(byPath).sort()).toEqual(
+      ["PORT", "REDIS_SENTINELS", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "helth"].sort(),
+    );
+    expect(byPath.PORT?.given).toBe('"http"');
+  });
+
+  it("never shows a secret-looking value as what was given", async () => {
+    const text = good(keyPath).replace(
+      "currentUnit: sglang-qwen.service",
+      "currentUnit: xoxb-123-secretvalue",
+    );
+    const { problems } = await check("secretgiven.yaml", text, { SLACK_BOT_TOKEN: "xoxp-user-token-9999" });
+    const out = formatProblems(problems);
+    expect(out).not.toContain("secretvalue");
+    expect(out).not.toContain("user-token-9999");
+    expect(problems.find((p) => p.path === "SLACK_BOT_TOKEN")?.given).toMatch(/not shown/);
+  });
+
+  it("never falls back to zod's own text, and every problem has a fix with an example or a command", async () => {
+    const texts = [
+      "",
+      "- a\n- b\n",
+      "just text\n",
+      good(keyPath).replace("users: [U0ALICE01]", "users: U0ALICE01"),
+      good(keyPath).replace("slack:\n  channel: C0SWAPS01\n", "slack: C0SWAPS01\n"),
+      `${good(keyPath)}engine: { unlistedRefs: maybe, allowedRefs: { branches: main } }\n`,
+      `${good(keyPath)}swaps: { pollSeconds: fast, downloadRetries: -1 }\nrecords: []\n`,
+      good(keyPath).replace("address: 10.0.0.5", "address: 10.0.0.5\n      port: '22'"),
+      good(keyPath).replace("    local: true\n", "    local: yes please\n"),
+    ];
+    for (const [i, text] of texts.entries()) {
+      const { problems } = await check(`sweep${i}.yaml`, text);
+      expect(problems.length, text).toBeGreaterThan(0);
+      for (const p of problems) {
+        expect(`${p.path}: ${p.what} ${p.given ?? ""} ${p.fix}`).not.toMatch(ZOD_TEXT);
+        expect(p.fix, `${p.path}: ${p.what}`).toMatch(/e\.g\.|like|example|ssh-keygen|remove|rename/);
+      }
+    }
+  });
+});

@@ -151,3 +151,31 @@ describe("Redis in the environment", () => {
     expect(text).toContain("[redacted]");
   });
 });
+
+describe("REDIS_URL", () => {
+  it.each([
+    ["redis://:6379", /names no host/],
+    ["redis://10.0.0.9:0", /port 0 is out of range/],
+    ["redis://10.0.0.9:99999", /port 99999 is out of range/],
+    ["redis://modelswap:pw-0004@10.0.0.9:70000", /port 70000 is out of range/],
+    ["redis://10.0.0.9:63x9", /port is not a number/],
+    ["redis://modelswap:pw/0004@x@10.0.0.9:0", /port 0 is out of range/],
+    ["http://10.0.0.9:6379", /must start with redis:\/\/ or rediss:\/\//],
+    ["10.0.0.9:6379", /must start with redis:\/\/ or rediss:\/\//],
+    ["redis://exa mple:6379", /is not a URL/],
+  ])("refuses %j, saying why, with an example", async (url, what) => {
+    const found = await problems({ REDIS_URL: url });
+    expect(Object.keys(found)).toEqual(["REDIS_URL"]);
+    expect(found.REDIS_URL?.what).toMatch(what);
+    expect(found.REDIS_URL?.fix).toContain("redis://127.0.0.1:6379");
+    expect(JSON.stringify(found)).not.toMatch(/pw.0004/);
+  });
+
+  it.each(["redis://10.0.0.9", "rediss://redis.internal:6380/2", "redis://u:p%40ss@[fd00::9]:6379"])(
+    "accepts %j",
+    async (url) => {
+      const { env: parsed } = await loadConfig(env({ REDIS_URL: url }));
+      expect(parsed.REDIS_URL).toBe(url);
+    },
+  );
+});

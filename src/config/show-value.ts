@@ -1,0 +1,55 @@
+const SECRET_KEY = /(token|secret|password|passphrase|private_?key$)/i;
+const SECRET_VALUE = /(xox[abpr]-|xapp-|hf_[A-Za-z0-9]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)/;
+const TOKEN_KIND = /^(xox[a-z]|xapp|hf)[-_]/;
+const MAX = 48;
+
+/** Does this setting's name or value look like a credential, which nothing may print back? */
+export function looksSecret(key: string, value: unknown): boolean {
+  return SECRET_KEY.test(key) || (typeof value === "string" && SECRET_VALUE.test(value));
+}
+
+/**
+ * A value as `config check` shows what was given: short, control characters escaped, a password in a
+ * URL masked, and a secret-looking value (or the path of a private key) not shown at all. `typed` adds
+ * what kind of value it is, for a value of the wrong type.
+ */
+export function showValue(key: string, value: unknown, typed = false): string {
+  if (typeof value === "string" && looksSecret(key, value)) {
+    const kind = TOKEN_KIND.exec(value)?.[0];
+    return `(not shown: a secret, ${value.length} characters${kind === undefined ? "" : ` starting ${kind}`})`;
+  }
+  if (key === "privateKeyPath") return "(not shown: it says where a credential lives)";
+  if (value === null) return "nothing (the key has no value after it)";
+  if (Array.isArray(value)) return `a list of ${value.length} item${value.length === 1 ? "" : "s"}`;
+  if (typeof value === "object") {
+    const keys = Object.keys(value);
+    return keys.length === 0
+      ? "an empty mapping"
+      : `a mapping (${keys.slice(0, 4).join(", ")}${keys.length > 4 ? ", …" : ""})`;
+  }
+  if (typeof value === "string") {
+    const masked = maskPassword(value);
+    const short =
+      masked.length > MAX
+        ? `${JSON.stringify(masked.slice(0, MAX))}… (${value.length} characters)`
+        : JSON.stringify(masked);
+    return typed ? `${short} (text)` : short;
+  }
+  const shown = String(value);
+  if (!typed) return shown;
+  return typeof value === "number"
+    ? `${shown} (a number)`
+    : typeof value === "boolean"
+      ? `${shown} (true/false)`
+      : shown;
+}
+
+/** `redis://user:password@host` → `redis://user:***@host`, whatever characters the password holds. */
+function maskPassword(value: string): string {
+  const url = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@/.exec(value);
+  if (url === null) return value;
+  const [whole, scheme = "", userInfo = ""] = url;
+  const colon = userInfo.indexOf(":");
+  const masked = colon < 0 ? userInfo : `${userInfo.slice(0, colon)}:***`;
+  return `${scheme}${masked}@${value.slice(whole.length)}`;
+}
