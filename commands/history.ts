@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { optionWord } from "../src/grammar/option-word.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
@@ -15,15 +16,18 @@ const limit = z
 
 export type HistoryArgs = { ok: true; host?: string; limit: number } | { ok: false; reason: string };
 
-/** Parses the words after `/llm history`: at most one host, and `--limit N` (or `--limit=N`), N 1–50. */
+/**
+ * Parses the words after `/llm history`: at most one host, and `--limit N` (or `--limit=N`, or `—limit N`
+ * from autocorrect: src/grammar/option-word.ts), N 1–50.
+ */
 export function parseHistoryArgs(args: readonly string[]): HistoryArgs {
   let host: string | undefined;
   let count: number | undefined;
   for (let i = 0; i < args.length; i++) {
-    const word = args[i]!;
-    if (word === "--limit" || word.startsWith("--limit=")) {
+    const { name: word, inline } = optionWord(args[i]!);
+    if (word === "--limit") {
       if (count !== undefined) return { ok: false, reason: "`--limit` is given twice" };
-      const value = word === "--limit" ? args[++i] : word.slice("--limit=".length);
+      const value = inline ?? args[++i];
       const parsed = limit.safeParse(value ?? "");
       if (!parsed.success)
         return {

@@ -2,6 +2,7 @@ import type { ModelRef } from "../hub/types.ts";
 import { ENGINE_REF_RULE, isEngineRef } from "./engine-ref.ts";
 import { HOST_NAME } from "./host-name.ts";
 import { parseModelRef } from "./model-ref.ts";
+import { optionWord } from "./option-word.ts";
 
 export const SWAP_USAGE =
   "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine-ref <git ref>]";
@@ -17,7 +18,8 @@ export interface SwapRequest {
 export type ParseResult = { ok: true; request: SwapRequest } | { ok: false; reason: string };
 
 /**
- * Parses the words after `/llm swap`. Only the accepted forms pass; everything that reaches a shell later
+ * Parses the words after `/llm swap`; an option may be typed `--tp=8` or, through autocorrect, `—tp 8`
+ * (src/grammar/option-word.ts). Only the accepted forms pass; everything that reaches a shell later
  * has matched one of the narrow patterns above (and is still quoted by `quote`).
  */
 export function parseSwapRequest(args: readonly string[]): ParseResult {
@@ -27,9 +29,9 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
   let dryRun = false;
   let engineRef = "main";
   for (let i = 0; i < args.length; i++) {
-    const word = args[i]!;
-    const value = () => args[++i];
-    switch (word) {
+    const { name, inline } = optionWord(args[i]!);
+    const value = () => inline ?? args[++i];
+    switch (name) {
       case "--host": {
         const v = value();
         if (v === undefined || !HOST_NAME.test(v)) return fail("--host needs a host name");
@@ -43,6 +45,7 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
         break;
       }
       case "--dry-run":
+        if (inline !== undefined) return fail("--dry-run takes no value");
         dryRun = true;
         break;
       case "--engine-ref": {
@@ -52,9 +55,9 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
         break;
       }
       default: {
-        if (word.startsWith("-")) return fail(`unknown option ${word}`);
+        if (name.startsWith("-")) return fail(`unknown option ${name}`);
         if (model !== undefined) return fail("name one model only");
-        const parsed = parseModelRef(word);
+        const parsed = parseModelRef(name);
         if (parsed === undefined) return fail("that is not a Hugging Face model reference");
         model = parsed;
       }

@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -148,4 +149,122 @@ describe("modelswap config check", () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("config check [file]");
   });
+});
+
+describe("modelswap arguments", () => {
+  /**
+   * A valid config and an environment whose Redis and Slack API are one local listener that counts
+   * connections: a command that started anything would connect to it (and hang on it); one that reads
+   * its arguments first answers at once and leaves it untouched.
+   */
+  let listener: Server;
+  let connections = 0;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    listener = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const { port } = listener.address() as AddressInfo;
+    const path = join(dir.path, "args.yaml");
+    await writeFile(
+      path,
+      [
+        "slack: { channel: C0LLMOPS01 }",
+        "requesters: { users: [U0ALICE001] }",
+        "approvers: { users: [U0BOB00001] }",
+        "hosts:",
+        "  - name: gpu-1",
+        "    local: true",
+        "    modelsDir: /srv/models",
+        "    engineSourceDir: /opt/sglang",
+        "    venv: /opt/sglang/.venv",
+        "    currentUnit: sglang-qwen.service",
+      ].join("\n"),
+    );
+    env = {
+      SLACK_BOT_TOKEN: "xoxb-1-a",
+      SLACK_APP_TOKEN: "xapp-1-b",
+      SLACK_API_URL: `http://127.0.0.1:${port}/api/`,
+      HF_ENDPOINT: `http://127.0.0.1:${port}`,
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      MODELSWAP_CONFIG: path,
+    };
+  });
+  afterAll(() => new Promise<void>((resolve) => listener.close(() => resolve())));
+  const reachable = () => env;
+
+  it("the environment above is one a start gets past the config with", async () => {
+    const result = await modelswap(["config", "check"], env);
+    expect(result, JSON.stringify(result)).toMatchObject({ code: 0 });
+  });
+
+  const version = async () =>
+    (
+      JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as {
+        version: string;
+      }
+    ).version;
+
+  it.each([
+    [["start", "--help"], "Usage: modelswap start"],
+    [["bot", "--help"], "Usage: modelswap bot"],
+    [["worker", "-h"], "Usage: modelswap worker"],
+    [["demo", "--help"], "Usage: modelswap demo"],
+    [["config", "check", "--help"], "Usage: modelswap config check [file]"],
+    [["config", "--help"], "Usage: modelswap config <command>"],
+    [["help", "worker"], "Usage: modelswap worker"],
+    [["help", "config", "check"], "Usage: modelswap config check [file]"],
+    [["--help"], "config check [file]"],
+    [["help"], "config check [file]"],
+  ])("%j prints its usage and exits 0 at once, starting nothing", async (args, usage) => {
+    const started = Date.now();
+    const result = await modelswap(args, reachable());
+    expect(result, JSON.stringify(result)).toMatchObject({ code: 0, stderr: "" });
+    expect(result.stdout).toContain(usage);
+    expect(result.stdout).toContain("--version");
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(connections).toBe(0);
+  });
+
+  it.each([
+    [["--version"]],
+    [["start", "--version"]],
+    [["worker", "--version"]],
+    [["config", "check", "--version"]],
+  ])("%j prints the package's version and exits 0", async (args) => {
+    const result = await modelswap(args, reachable());
+    expect(result).toEqual({ code: 0, stdout: `${await version()}\n`, stderr: "" });
+  });
+
+  it.each([
+    [["worker", "--dry-run"], "unknown option '--dry-run'", "Usage: modelswap worker"],
+    [["start", "extra"], "unexpected argument 'extra'", "Usage: modelswap start"],
+    [["bot", "-x"], "unknown option '-x'", "Usage: modelswap bot"],
+    [["demo", "--fast"], "unknown option '--fast'", "Usage: modelswap demo"],
+    [
+      ["config", "check", "a.yaml", "b.yaml"],
+      "unexpected argument 'b.yaml'",
+      "Usage: modelswap config check [file]",
+    ],
+    [["config", "check", "--strict"], "unknown option '--strict'", "Usage: modelswap config check [file]"],
+    [["config", "check", "--help=yes"], "--help", "Usage: modelswap config check [file]"],
+    [["config"], "name a command: check", "Usage: modelswap config <command>"],
+    [["config", "lint"], "unknown command 'lint'", "check [file]"],
+    [["--verbose"], "unknown option '--verbose'", "config check [file]"],
+    [["help", "frobnicate"], "unknown command 'frobnicate'", "config check [file]"],
+  ])(
+    "%j says what is wrong, prints the usage on stderr and exits 2, starting nothing",
+    async (args, wrong, usage) => {
+      const result = await modelswap(args, reachable());
+      expect(result.code, JSON.stringify(result)).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain(wrong);
+      expect(result.stderr).toContain(usage);
+      // nothing was started: no config was read, no log line written
+      expect(result.stderr).not.toContain("CONFIG_INVALID");
+      expect(result.stderr).not.toContain('"level"');
+    },
+  );
 });

@@ -200,6 +200,15 @@ describe("parseHistoryArgs", () => {
     expect(parseHistoryArgs(["gpu-1", "--limit=1"])).toEqual({ ok: true, host: "gpu-1", limit: 1 });
   });
 
+  it("reads an em or en dash from autocorrect as --", () => {
+    expect(parseHistoryArgs(["gpu-1", "—limit", "5"])).toEqual({ ok: true, host: "gpu-1", limit: 5 });
+    expect(parseHistoryArgs(["–limit=5"])).toEqual({ ok: true, limit: 5 });
+    expect(parseHistoryArgs(["—force"])).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("--force"),
+    });
+  });
+
   it("refuses anything else with the reason", () => {
     for (const args of [
       ["--limit"],

@@ -91,6 +91,44 @@ describe("parseSwapRequest", () => {
     });
   });
 
+  it("reads options the way people type them: --opt=value, and an em or en dash from autocorrect", () => {
+    const typed = [
+      ["Qwen/Qwen3-8B", "--host=gpu-1", "--tp=8", "--engine-ref=v0.5.2", "--dry-run"],
+      ["Qwen/Qwen3-8B", "—host", "gpu-1", "—tp", "8", "—engine-ref", "v0.5.2", "—dry-run"],
+      ["Qwen/Qwen3-8B", "–host", "gpu-1", "–tp=8", "—engine-ref=v0.5.2", "–dry-run"],
+    ];
+    for (const args of typed) {
+      expect(parseSwapRequest(args), args.join(" ")).toEqual({
+        ok: true,
+        request: {
+          model: { repo: "Qwen/Qwen3-8B", revision: "main" },
+          host: "gpu-1",
+          tp: 8,
+          dryRun: true,
+          engineRef: "v0.5.2",
+        },
+      });
+    }
+  });
+
+  it.each([
+    [["a/b", "--host="], "--host needs"],
+    [["a/b", "--host=GPU;1"], "--host needs"],
+    [["a/b", "--host=--tp"], "--host needs"],
+    [["a/b", "--tp=0"], "--tp needs"],
+    [["a/b", "—tp=x"], "--tp needs"],
+    [["a/b", "--engine-ref=$(id)"], "--engine-ref needs"],
+    [["a/b", "--engine-ref=-rf"], "--engine-ref needs"],
+    [["a/b", "--dry-run=yes"], "--dry-run takes no value"],
+    [["a/b", "—force"], "unknown option --force"],
+    [["—"], "not a Hugging Face model"],
+    [["a/b", "-host", "gpu-1"], "unknown option -host"],
+  ])("still refuses %j with a reason", (args, reason) => {
+    const result = parseSwapRequest(args);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toContain(reason);
+  });
+
   it.each([
     [[], "name the model"],
     [["a/b", "c/d"], "one model only"],

@@ -261,6 +261,16 @@ const HOSTILE_WORDS = [
   "--tp=8",
   "--engine-ref",
   "--dry-run",
+  "--dry-run=yes",
+  "—host", // an em dash from macOS autocorrect
+  "–tp", // an en dash
+  "—limit=5",
+  "—",
+  "——host",
+  "—Host",
+  "--host=",
+  "--host=$(id)",
+  "--engine-ref=--upload-pack=x",
   "sw-ABC-123456",
   "sw-abc-12345g",
   "sw-abc-123456\n",
@@ -334,6 +344,12 @@ const arbitraryText = fc.oneof(
     .map(([s, t, n]) => `${s} ${t.repeat(n)}`.slice(0, 40_000)),
 );
 
+/** An option and its value the ways people type them: `--tp 8`, `--tp=8`, `—tp 8` (autocorrect), `–tp=8`. */
+const typedOption = (name: string, value: string) =>
+  fc
+    .tuple(fc.constantFrom("--", "—", "–"), fc.constantFrom(" ", "="))
+    .map(([dash, between]) => ` ${dash}${name}${between}${value}`);
+
 /** Well-formed requests with shapes the sub-commands accept, so the admitted side gets exercised. */
 const acceptedShapes = fc.oneof(
   fc.option(hostWord, { nil: undefined }).map((h) => `status${h === undefined ? "" : ` ${h}`}`),
@@ -342,7 +358,11 @@ const acceptedShapes = fc.oneof(
       fc.option(hostWord, { nil: undefined }),
       fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }),
     )
-    .map(([h, n]) => `history${h === undefined ? "" : ` ${h}`}${n === undefined ? "" : ` --limit ${n}`}`),
+    .chain(([h, n]) =>
+      (n === undefined ? fc.constant("") : typedOption("limit", String(n))).map(
+        (limit) => `history${h === undefined ? "" : ` ${h}`}${limit}`,
+      ),
+    ),
   swapId.map((id) => `cancel ${id}`),
   hostWord.map((h) => `rollback ${h}`),
   fc
@@ -352,9 +372,14 @@ const acceptedShapes = fc.oneof(
       fc.option(fc.integer({ min: 1, max: 99 }), { nil: undefined }),
       fc.option(revision, { nil: undefined }),
     )
-    .map(
-      ([m, h, tp, ref]) =>
-        `swap ${m} --host ${h}${tp === undefined ? "" : ` --tp ${tp}`}${ref === undefined ? "" : ` --engine-ref ${ref}`}`,
+    .chain(([m, h, tp, ref]) =>
+      fc
+        .tuple(
+          typedOption("host", h),
+          tp === undefined ? fc.constant("") : typedOption("tp", String(tp)),
+          ref === undefined ? fc.constant("") : typedOption("engine-ref", ref),
+        )
+        .map(([host, tps, refs]) => `swap ${m}${host}${tps}${refs}`),
     ),
 );
 
@@ -398,6 +423,32 @@ describe("every parser that sees /llm text", () => {
       }),
       { numRuns: 600 },
     );
+  });
+
+  it("options typed with an em or en dash (autocorrect) or as --opt=value are admitted as --opt", async () => {
+    for (const text of [
+      "swap Qwen/Qwen3-8B —host h200 —tp 8 —engine-ref v0.5.2",
+      "swap Qwen/Qwen3-8B --host=h200 --tp=8 --engine-ref=v0.5.2",
+      "swap Qwen/Qwen3-8B –host=h200 –tp=8 —engine-ref=v0.5.2",
+    ]) {
+      const { deps, admitted } = recordingDeps();
+      const answer = await routeCommand(text, { user: ALICE, channel: CHANNEL }, allCommands(), deps);
+      expect(admitted, `${text}: ${answer.text}`).toEqual(
+        expect.arrayContaining([
+          { kind: "host", value: "h200" },
+          { kind: "tp", value: 8 },
+          { kind: "engine-ref", value: "v0.5.2" },
+        ]),
+      );
+    }
+    for (const text of ["history gpu-1 —limit 5", "history gpu-1 –limit=5", "history --limit=5 gpu-1"]) {
+      const { deps, admitted } = recordingDeps();
+      await routeCommand(text, { user: ALICE, channel: CHANNEL }, allCommands(), deps);
+      expect(admitted, text).toEqual([
+        { kind: "host", value: "gpu-1" },
+        { kind: "limit", value: 5 },
+      ]);
+    }
   });
 
   it("parseSwapRequest and parseHistoryArgs: never throw on any list of words; a refusal gives a reason", () => {

@@ -1,0 +1,15 @@
+import { formatProblems, readConfig } from "../config/load-config.ts";
+
+/** `modelswap config check [file]`: lists every problem of the environment and the config file; starts nothing. */
+export async function configCheck(path: string | undefined, env: NodeJS.ProcessEnv): Promise<number> {
+  const { config, problems } = await readConfig(env, path);
+  if (config === undefined) {
+    process.stdout.write(`✗ ${problems.length} problem(s) found:\n${formatProblems(problems)}\n`);
+    return 1;
+  }
+  const hosts = config.file.hosts.map(
+    (h) => `${h.name} (${h.ssh ? `ssh ${h.ssh.user}@${h.ssh.address}:${h.ssh.port}` : "local"})`,
+  );
+  process.stdout.write(`✓ ${config.path} is valid: ${hosts.length} host(s): ${hosts.join(", ")}\n`);
+  return 0;
+}

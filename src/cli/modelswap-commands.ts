@@ -1,0 +1,79 @@
+import type { CliCommand } from "./cli-command.ts";
+
+const ENVIRONMENT =
+  "It reads the environment (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL or\n" +
+  "REDIS_SENTINELS, MODELSWAP_CONFIG, …; README.md lists them all) and the config file; check both first\n" +
+  "with `modelswap config check`. It runs until SIGTERM or SIGINT (a second one exits at once).";
+
+/**
+ * The `modelswap` command tree. What a command runs is imported only when it runs, so `--help`,
+ * `--version` and a refused command line answer at once and start nothing.
+ */
+export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
+  const roles = async (bot: boolean, worker: boolean) =>
+    await (await import("./run-roles.ts")).runRoles({ bot, worker }, env);
+  return {
+    name: "modelswap",
+    summary: "the modelswap Slack bot",
+    description:
+      "A Slack ChatOps bot that swaps the LLM a GPU host serves. `modelswap <command> --help` tells more.\n" +
+      "Environment: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL (or REDIS_SENTINELS),\n" +
+      "MODELSWAP_CONFIG, … (README.md lists them all).",
+    defaultCommand: "start",
+    commands: [
+      {
+        name: "start",
+        summary: "run the Slack bot and the worker in one process",
+        description: `Runs the Slack bot and the worker in one process: the simple setup.\n${ENVIRONMENT}`,
+        run: async () => await roles(true, true),
+      },
+      {
+        name: "bot",
+        summary: "run only the Slack side (acks and enqueues)",
+        description: `Runs only the Slack side: verify, authorize, acknowledge, enqueue. Talks to Slack and Redis.\n${ENVIRONMENT}`,
+        run: async () => await roles(true, false),
+      },
+      {
+        name: "worker",
+        summary: "run only the worker (talks to hosts, posts results)",
+        description:
+          "Runs only the worker: swaps, status and history, the health monitor. Talks to Redis, Slack's Web\n" +
+          `API, the Hub and every GPU host; several may run on several machines against one Redis.\n${ENVIRONMENT}`,
+        run: async () => await roles(false, true),
+      },
+      {
+        name: "demo",
+        summary: "play a conversation against the simulated Slack, Hub and GPU hosts",
+        description:
+          "Plays a conversation with the real bot against a simulated Slack workspace, Hub and GPU hosts\n" +
+          "(its own redis-server and sshd on free loopback ports), then prints the channel. About 40 s.",
+        run: async () => await (await import("../demo/run-demo.ts")).runDemo(),
+      },
+      {
+        name: "config",
+        summary: "the config file and the environment",
+        description: "The config file and the environment the bot and the worker read.",
+        commands: [
+          {
+            name: "check",
+            args: "[file]",
+            maxPositionals: 1,
+            summary: "validate the environment and the config file, list every problem",
+            description:
+              "Validates the environment and the config file (file, else MODELSWAP_CONFIG, else modelswap.yaml)\n" +
+              "and lists every problem with its fix; exits 1 when there is one. Starts nothing, connects nowhere.",
+            run: async ({ positionals }) =>
+              await (await import("./config-check.ts")).configCheck(positionals[0], env),
+          },
+        ],
+      },
+      {
+        name: "help",
+        args: "[command]",
+        maxPositionals: 2,
+        summary: "show this help, or a command's",
+        isHelp: true,
+      },
+    ],
+  };
+}
