@@ -5,7 +5,7 @@
  * asks a few deterministic questions at temperature 0 with logprobs through `POST /generate`, via
  * curl on the host (the serving port is usually bound to loopback), and judges the answers.
  */
-import { CodedError, type ErrorCode, isCodedError } from "../errors.ts";
+import { type ErrorCode, isCodedError } from "../errors.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
 import { sh } from "../host/shell-quote.ts";
 import type { ExecResult, HostTransport } from "../host/transport.ts";

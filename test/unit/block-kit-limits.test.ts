@@ -290,7 +290,7 @@ describe("Block Kit limits: status and the fleet", () => {
     expect(allText(msg)).toMatch(/… \d+ earlier lines/);
   });
 
-  it("says a failed unit's state once (not \"failed (failed)\")", () => {
+  it('says a failed unit\'s state once (not "failed (failed)")', () => {
     const text = allText(renderHostStatus(hostStatus("gpu-1", "failed"), NOW));
     expect(text).toContain("failed, 12 restart(s)");
     expect(text).not.toContain("failed (failed)");
