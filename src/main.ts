@@ -8,6 +8,7 @@ import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
 import { describeError } from "./errors.ts";
+import { principalsMention } from "./grammar/slack-ids.ts";
 import { HostRegistry } from "./host/host-registry.ts";
 import { OpsEndpoints } from "./http/ops-server.ts";
 import { HubClient } from "./hub/hub-client.ts";
@@ -124,6 +125,7 @@ export async function startModelswap({
         poster,
         queue: reportQueue,
         cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
+        approvers: principalsMention(config.file.approvers.users, config.file.approvers.groups),
         log: log.child({ name: "reporter" }),
         clock: systemClock,
       }),

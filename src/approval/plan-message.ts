@@ -36,6 +36,8 @@ export interface PlanMessageOptions {
   decidedBy?: string;
   /** Who may approve, as mrkdwn the bot builds (mentions allowed), e.g. "<!subteam^S0123>". */
   waitingFor?: string;
+  /** When the request expires unapproved (ISO time). */
+  expiresAt?: string;
 }
 
 /** Untrusted names are cut before escaping, so an escape entity is never cut in half. */
@@ -56,42 +58,18 @@ const mention = (id: string): string => userMention(id) ?? clean(id, 80);
 export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessage {
   const repo = plan.model.repo;
   const title = `Swap plan: ${truncate(repo, 100)} → ${truncate(plan.host.host, 40)}`;
+  // The decision first: what it is, what stops and for how long, who may decide and until when, and
+  // the buttons; the reasons (checks, flags, the unit diff) below it.
   const blocks: KnownBlock[] = [header(title), section(statusLine(plan, opts))];
-  blocks.push(section(sourceLines(plan).join("\n")));
-
-  blocks.push(
-    fields([
-      ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
-      ["License", clean(plan.model.license ?? "not stated", 80)],
-      ["Recipe", code(plan.recipe, 120)],
-      ["GPUs", clean(describeGpus(plan.host), 300)],
-      ["Tensor parallel", `tp ${plan.tp}: ${clean(plan.tpReason, 600)}`],
-    ]),
-  );
-
-  blocks.push(...sections(["*Checks*", ...plan.checks.map(checkLine)], 3));
-  blocks.push(section(`*Flags*\n${commandBlock(plan.flags)}`));
-  const why = plan.flags.map((f) => `• ${code(flagText(f), 300)}: ${clean(f.reason, 500)}`);
-  blocks.push(...sections(why, FLAG_BULLETS_MAX_SECTIONS));
-  if (plan.notes.length > 0)
-    blocks.push(
-      ...sections(
-        plan.notes.map((n) => `_${clean(n, 500)}_`),
-        1,
-      ),
-    );
-
-  const diffTitle = plan.unitDiff === "" ? "unchanged" : "diff against the unit serving now";
-  blocks.push(section(`*Unit* ${code(plan.unitName)} (${diffTitle})`));
-  if (plan.unitDiff !== "") blocks.push(section(headCodeBlock(plan.unitDiff.replace(/\n$/, "").split("\n"))));
-
-  blocks.push(section(`*Stops* ${stopsLine(plan)}`));
   blocks.push(
     section(
-      `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})`,
+      [
+        `*Stops* ${stopsLine(plan)}`,
+        `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})`,
+        ...sourceLines(plan),
+      ].join("\n"),
     ),
   );
-
   if (opts.status === "awaiting-approval" && plan.ok) {
     blocks.push(
       {
@@ -114,14 +92,46 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
           },
         ],
       },
-      context("React ✅ to approve or ❌ to reject (approvers only; not the requester)"),
+      context("React ✅ to approve or ❌ to reject (approvers only; not the requester). The details follow."),
     );
   }
+
+  blocks.push(
+    fields([
+      ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
+      ["License", clean(plan.model.license ?? "not stated", 80)],
+      ["Recipe", code(plan.recipe, 120)],
+      ["GPUs", clean(describeGpus(plan.host), 300)],
+      ["Tensor parallel", `tp ${plan.tp}: ${clean(plan.tpReason, 600)}`],
+    ]),
+  );
+
+  blocks.push(...sections(["*Checks*", ...plan.checks.map(checkLine)], 3));
+  blocks.push(section(`*Flags*\n${commandBlock(plan.flags)}`));
+  const why = plan.flags.map((f) => `• ${code(flagText(f), 300)}: ${clean(f.reason, 500)}`);
+  blocks.push(...sections(why, FLAG_BULLETS_MAX_SECTIONS));
+  // notes are one line each: the plan's reasons are above
+  if (plan.notes.length > 0)
+    blocks.push(
+      ...sections(
+        plan.notes.map((n) => `_${clean(firstSentence(n), 300)}_`),
+        1,
+      ),
+    );
+
+  const diffTitle = plan.unitDiff === "" ? "unchanged" : "diff against the unit serving now";
+  blocks.push(section(`*Unit* ${code(plan.unitName)} (${diffTitle})`));
+  if (plan.unitDiff !== "") blocks.push(section(headCodeBlock(plan.unitDiff.replace(/\n$/, "").split("\n"))));
   blocks.push(context(`swap \`${clean(opts.swapId, 100)}\` · requested by ${mention(opts.requester)}`));
 
   const failed = plan.checks.filter((c) => !c.ok).length;
   const text = `Swap plan: ${escapeMrkdwn(truncate(repo, 300))} → ${escapeMrkdwn(plan.host.host)}: ${STATUS_TEXT[opts.status]}${failed > 0 ? ` (${failed} failing ${failed === 1 ? "check" : "checks"})` : ""}`;
   return message(text, blocks);
+}
+
+/** A note in one line: its parenthesised workings dropped ("…less than the 2.6 TiB it needs (4 × …)"). */
+function firstSentence(note: string): string {
+  return truncate(note.replace(/\s*\([^()]*\)/g, "").replace(/\.$/, ""), 160);
 }
 
 const STATUS_TEXT: Record<PlanStatus, string> = {
@@ -142,7 +152,7 @@ function statusLine(plan: SwapPlan, opts: PlanMessageOptions): string {
     case "awaiting-approval":
       if (!plan.ok)
         return `:no_entry: *Cannot be approved*: failing ${failed.join(", ")}. Nothing was touched.`;
-      return `:hourglass_flowing_sand: *Awaiting approval*${opts.waitingFor === undefined ? "" : ` from ${opts.waitingFor}`}. Nothing is touched until then; ${plan.engine?.buildAfterApproval === true ? "the download may already run, the engine build starts only after approval" : "the download and engine build may already run"}.`;
+      return `:hourglass_flowing_sand: *Awaiting approval*${opts.waitingFor === undefined ? "" : ` from ${opts.waitingFor}`}${opts.expiresAt === undefined ? "" : ` until ${utcTime(opts.expiresAt)}`}. Nothing is touched until then; ${plan.engine?.buildAfterApproval === true ? "the download may already run, the engine build starts only after approval" : "the download and engine build may already run"}.`;
     case "approved":
       return `:white_check_mark: *Approved${by}*`;
     case "rejected":
@@ -192,6 +202,16 @@ function sourceLines(plan: SwapPlan): string[] {
     lines.push(":warning: *Runs Python from the model repo* (config.json auto_map → --trust-remote-code)");
   }
   return lines;
+}
+
+/** "05:31 UTC", or "Dec 3 05:31 UTC" when it is not today's. */
+function utcTime(iso: string): string {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return "the approval window closes";
+  const time = at.toISOString().slice(11, 16);
+  return at.toISOString().slice(0, 10) === new Date().toISOString().slice(0, 10)
+    ? `${time} UTC`
+    : `${at.toISOString().slice(0, 10)} ${time} UTC`;
 }
 
 function checkLine(check: SwapPlan["checks"][number]): string {

@@ -48,6 +48,7 @@ export async function postPlanEvent(
   record: SwapRecord,
   plans: PlanMessages,
   outlet: PlanOutlet,
+  approvers = "an approver",
 ): Promise<void> {
   const plan = record.plan;
   if (plan === undefined) return;
@@ -57,7 +58,12 @@ export async function postPlanEvent(
       requester: record.requester,
       status,
       ...(decidedBy === undefined ? {} : { decidedBy }),
-      ...(status === "awaiting-approval" ? { waitingFor: "an approver" } : {}),
+      ...(status === "awaiting-approval"
+        ? {
+            waitingFor: approvers,
+            ...(record.approval === undefined ? {} : { expiresAt: record.approval.expiresAt }),
+          }
+        : {}),
     });
   const latest = Object.values(plans).at(-1);
   switch (event.type) {

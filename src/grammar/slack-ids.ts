@@ -19,5 +19,16 @@ export function mention(userId: string): string | undefined {
   return USER_ID.test(userId) ? `<@${userId}>` : undefined;
 }
 
+/** Who is in a list of users and groups, as mentions: "<@U0BOB> or <!subteam^S0APPROVE>". */
+export function principalsMention(users: readonly string[], groups: readonly string[]): string {
+  const all = [
+    ...users.filter((u) => USER_ID.test(u)).map((u) => `<@${u}>`),
+    ...groups.filter((g) => GROUP_ID.test(g)).map((g) => `<!subteam^${g}>`),
+  ];
+  if (all.length === 0) return "an approver";
+  if (all.length === 1) return all[0]!;
+  return `${all.slice(0, -1).join(", ")} or ${all.at(-1)}`;
+}
+
 /** Finds our own escaped user mentions (`&lt;@U…&gt;`) again in escaped text. */
 export const ESCAPED_MENTION = /&lt;@([UW][A-Z0-9]{2,20})&gt;/g;

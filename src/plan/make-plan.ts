@@ -100,7 +100,7 @@ export function makePlan(input: PlanInput): SwapPlan {
         ? {
             id: "recipe",
             ok: false,
-            detail: `none: ${quantLabel(facts.quantization)} does not run on ${smLabel(cc)} (see the quantization check)`,
+            detail: `no recipe: ${quantLabel(facts.quantization)} does not run on ${smLabel(cc)} (see the quantization check)`,
           }
         : {
             id: "recipe",

@@ -24,6 +24,8 @@ export interface ReporterDeps {
   poster: Pick<SlackPoster, "post" | "update" | "react" | "unreact" | "upload" | "read">;
   /** At most one progress edit of a card per this many seconds (a stage change is shown at once). */
   cardUpdateSeconds: number;
+  /** Who may approve, as mentions (approversMention), for the plan's first line. */
+  approvers?: string;
   log: Logger;
   clock: Clock;
 }
@@ -298,7 +300,7 @@ class ReportRun {
 
   private async show(event: StoredSwapEvent): Promise<void> {
     if (isApprovalEvent(event)) {
-      await postPlanEvent(event, this.record, this.state.plans, this.planOutlet());
+      await postPlanEvent(event, this.record, this.state.plans, this.planOutlet(), this.deps.approvers);
       return;
     }
     if (event.type === "benchmarked") {

@@ -49,7 +49,7 @@ describe("deploy/modelswap.service", () => {
     ]);
     expect(unitValues(text, "ExecStart")).toEqual(["/usr/bin/node /opt/modelswap/bin/modelswap.js start"]);
     expect(existsSync(join(ROOT, "bin/modelswap.js"))).toBe(true);
-    expect(await read("src/cli.ts")).toMatch(/"check"/);
+    expect(await read("src/cli/modelswap-commands.ts")).toMatch(/"check"/);
     expect(unitValues(text, "Restart")).toEqual(["on-failure"]);
     expect(unitValues(text, "User")).toEqual(["modelswap"]);
     expect(Number(unitValues(text, "TimeoutStopSec")[0])).toBeGreaterThan(graceSeconds() + 10);

@@ -203,3 +203,30 @@ describe("renderPlan", () => {
     );
   });
 });
+
+describe("the plan, decision first", () => {
+  it("opens with what stops, the downtime, who may approve until when, and the buttons; the reasons follow", () => {
+    const msg = renderPlan(qwen, { ...awaiting, expiresAt: "2027-01-15T05:31:00.000Z" });
+    const blocks = msg.blocks as KnownBlock[];
+    const types = blocks.map((b) => b.type);
+    const at = (pattern: RegExp) =>
+      blocks.findIndex((b) => pattern.test(JSON.stringify((b as { text?: unknown }).text ?? b)));
+    const status = JSON.stringify(blocks[1]);
+    expect(status).toContain("*Awaiting approval* from <!subteam^S0APPROVERS> until 2027-01-15 05:31 UTC");
+    const decision = JSON.stringify(blocks[2]);
+    expect(decision).toContain("*Stops* `sglang-kimi.service` (running) will be disabled and stopped");
+    expect(decision).toContain("*Expected downtime* about");
+    expect(decision).toContain("*Engine* sglang branch `main`");
+    expect(types.indexOf("actions")).toBe(3);
+    expect(at(/\*Checks\*/)).toBeGreaterThan(types.indexOf("actions"));
+    expect(at(/\*Unit\*/)).toBeGreaterThan(at(/\*Checks\*/));
+  });
+
+  it("says each note in one line, without its workings", () => {
+    const note =
+      "Hierarchical KV cache off: host RAM 1.0 TiB is less than the 2.6 TiB it needs (4 × the 650.0 GiB GPU KV cache = 2.5 TiB, plus 64.0 GiB headroom).";
+    const text = JSON.stringify(renderPlan({ ...qwen, notes: [note] }, awaiting).blocks);
+    expect(text).toContain("_Hierarchical KV cache off: host RAM 1.0 TiB is less than the 2.6 TiB it needs_");
+    expect(text).not.toContain("650.0 GiB GPU KV cache");
+  });
+});

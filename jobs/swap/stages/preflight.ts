@@ -115,5 +115,12 @@ export function refuseFailingPlan(ctx: StageContext): StepResult | undefined {
   if (failing.length === 0) return undefined;
   swap.stage("preflight", "failed", failing.map((c) => c.detail).join("; "));
   ctx.emit({ type: "planned", planHash: swap.record.planHash!, status: "refused" });
-  return { fail: `the plan failed its checks: ${failing.map((c) => c.detail).join("; ")}`, touched: false };
+  // the recipe check only echoes a failing quantization check: said once
+  const said = failing.filter((c) => !(c.id === "recipe" && failing.some((f) => f.id === "quantization")));
+  return {
+    fail: `the plan was refused: ${said.map((c) => `${c.id}: ${c.detail}`).join("; ")}`,
+    code: "PLAN_REFUSED",
+    fix: said.map((c) => c.fix).find((f) => f !== undefined) ?? "see the plan's failing checks in the thread",
+    touched: false,
+  };
 }

@@ -177,8 +177,12 @@ describe("preflightStage", () => {
 
     expect(result).toMatchObject({ touched: false });
     const why = (result as { fail: string }).fail;
-    expect(why).toMatch(/^the plan failed its checks: /);
-    expect(why).toContain("NVFP4 weights need compute capability ≥ 10.0; NVIDIA H200 is 9.0");
+    // each failing check by its name, no internal word ("none: …"), the recipe's echo of the quantization left out
+    expect(why).toMatch(
+      /^the plan was refused: quantization: NVFP4 weights need compute capability ≥ 10\.0; NVIDIA H200 is 9\.0/,
+    );
+    expect(why).not.toMatch(/\bnone\b|recipe:/);
+    expect(result).toMatchObject({ code: "PLAN_REFUSED", fix: expect.stringMatching(/Blackwell/) });
     const { record } = fake.swap;
     // the refused plan is kept: the thread shows it with its failing checks
     expect(record.plan?.host.gpus).toMatchObject([
@@ -192,7 +196,7 @@ describe("preflightStage", () => {
     expect(record.plan?.checks.find((c) => c.id === "quantization")?.fix).toMatch(/Blackwell/);
     expect(record.stages.preflight).toMatchObject({
       state: "failed",
-      detail: expect.stringContaining("NVFP4 does not run on sm_90"),
+      detail: expect.stringContaining("no recipe: NVFP4 does not run on sm_90"),
     });
     expect(fake.events()).toEqual([
       { type: "planned", planHash: record.planHash, status: "refused", at: "2026-12-01T12:00:00.000Z" },
@@ -211,8 +215,10 @@ describe("preflightStage", () => {
 
     expect(result).toEqual({
       fail: expect.stringMatching(
-        /^the plan failed its checks: 5\.0 GB to fetch .*1\.0 GB free at \/srv\/models: 6\.4 GB short$/,
+        /^the plan was refused: disk: 5\.0 GB to fetch .*1\.0 GB free at \/srv\/models: 6\.4 GB short$/,
       ),
+      code: "PLAN_REFUSED",
+      fix: expect.stringMatching(/^free at least 6\.4 GB in \/srv\/models/),
       touched: false,
     });
     expect(fake.swap.record.plan?.checks.filter((c) => !c.ok)).toMatchObject([
@@ -309,7 +315,9 @@ describe("refuseFailingPlan", () => {
     });
 
     expect(refuseFailingPlan(fake.ctx)).toEqual({
-      fail: "the plan failed its checks: this engine build lacks what the recipe needs: no flag for dp-size; second problem",
+      fail: "the plan was refused: flags: this engine build lacks what the recipe needs: no flag for dp-size; extra: second problem",
+      code: "PLAN_REFUSED",
+      fix: "see the plan's failing checks in the thread",
       touched: false,
     });
     expect(fake.swap.record.stages.preflight).toMatchObject({

@@ -193,8 +193,9 @@ describe("rollbackPreflightStage", () => {
 
     const result = await rollbackPreflightStage(fake.ctx);
 
-    expect(result).toEqual({
-      fail: `the plan failed its checks: its model files are missing (${OLD_MODEL_DIR})`,
+    expect(result).toMatchObject({
+      fail: `the plan was refused: model-files: its model files are missing (${OLD_MODEL_DIR})`,
+      code: "PLAN_REFUSED",
       touched: false,
     });
     const { record } = fake.swap;
