@@ -140,7 +140,9 @@ export async function startModelswap({
       store,
       poster,
       audit: store.audit,
-      log: workerLog.child({ name: "monitor" }),
+      // a child of the root: pino writes every binding of every ancestor, so a child of workerLog would
+      // carry "name" twice ("name":"worker","name":"monitor")
+      log: log.child({ name: "monitor" }),
     });
     ops.watch(...workers, monitor.worker);
   }
