@@ -16,6 +16,7 @@ import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { createRedis, describeRedis } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
+import { RedisReachability } from "./queue/redis-reachability.ts";
 import { ReportQueue } from "./queue/report-queue.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
 import { AccessControl } from "./slack/access-control.ts";
@@ -90,11 +91,16 @@ export async function startModelswap({
   let port: number | undefined;
   // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
   const stopping = new AbortController();
+  const redisLog = log.child({ name: "redis" });
+  // every connection and worker of this process tells Redis being away through this one: once per change
+  const reachability = new RedisReachability(redisLog, { where: describeRedis(config.env) });
+  const watch = { reachability };
 
   if (roles.worker) {
     const connection = createRedis(config.env, "worker");
     redisConnections.push(connection);
-    watchRedisPolicy(connection, log.child({ name: "redis" }));
+    reachability.watch(connection, "worker connection");
+    watchRedisPolicy(connection, redisLog);
     const workerLog = log.child({ name: "worker" });
     const hub = new HubClient({
       endpoint: config.env.HF_ENDPOINT,
@@ -108,25 +114,33 @@ export async function startModelswap({
     // /llm status asks BullMQ whether the swap that holds a host lock still has a job
     workerSwaps = new SwapQueue(connection);
     workers.push(
-      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }),
-      createSwapWorker(connection, {
-        config,
-        store,
-        hosts,
-        hub,
-        reports: reportQueue,
-        log: workerLog,
-        stopping: stopping.signal,
-        ...(recipes === undefined ? {} : { recipes }),
-      }),
-      createReportWorker(connection, {
-        store,
-        poster,
-        queue: reportQueue,
-        cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
-        log: log.child({ name: "reporter" }),
-        clock: systemClock,
-      }),
+      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }, watch),
+      createSwapWorker(
+        connection,
+        {
+          config,
+          store,
+          hosts,
+          hub,
+          reports: reportQueue,
+          log: workerLog,
+          stopping: stopping.signal,
+          ...(recipes === undefined ? {} : { recipes }),
+        },
+        watch,
+      ),
+      createReportWorker(
+        connection,
+        {
+          store,
+          poster,
+          queue: reportQueue,
+          cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
+          log: log.child({ name: "reporter" }),
+          clock: systemClock,
+        },
+        watch,
+      ),
     );
     await reportQueue
       .scheduleSweep(SWEEP_EVERY_MS)
@@ -134,22 +148,26 @@ export async function startModelswap({
         workerLog.warn({ err: describeError(error) }, "could not schedule the report sweep yet"),
       );
     // the health monitor: one scheduled check per configured host, alerts and recoveries to the channel
-    monitor = await startMonitor(connection, {
-      config,
-      hosts,
-      store,
-      poster,
-      audit: store.audit,
-      // a child of the root: pino writes every binding of every ancestor, so a child of workerLog would
-      // carry "name" twice ("name":"worker","name":"monitor")
-      log: log.child({ name: "monitor" }),
-    });
+    monitor = await startMonitor(
+      connection,
+      {
+        config,
+        hosts,
+        store,
+        poster,
+        audit: store.audit,
+        // a child of the root: pino writes every binding of every ancestor, so a child of workerLog would
+        // carry "name" twice ("name":"worker","name":"monitor")
+        log: log.child({ name: "monitor" }),
+      },
+      watch,
+    );
     ops.watch(...workers, monitor.worker);
   }
   if (roles.bot) {
     const connection = createRedis(config.env, "producer");
-    connection.on("error", (error) => log.warn({ err: error.message }, "redis connection error (bot)"));
-    if (!roles.worker) watchRedisPolicy(connection, log.child({ name: "redis" }));
+    reachability.watch(connection, "bot connection");
+    if (!roles.worker) watchRedisPolicy(connection, redisLog);
     await ready(connection, log);
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
@@ -197,6 +215,7 @@ export async function startModelswap({
       const graceMs = config.file.swaps.shutdownGraceSeconds * 1000;
       log.info({ graceSeconds: graceMs / 1000 }, "stopping: no new work; running steps reach a safe point");
       stopping.abort();
+      reachability.close();
       await app?.stop();
       const closed = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;

@@ -5,9 +5,11 @@ import { duplicateKeys } from "../support/duplicate-keys.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
- * A real `modelswap start` with nothing to do (issue #13, logs): every log line is one JSON object with
- * each key once.
+ * A real `modelswap start` with nothing to do (issue #13, logs): Redis away for 20 s is told once when it
+ * goes and once when it is back, not once per reconnect attempt of every connection and worker; every
+ * log line is one JSON object with each key once.
  */
+const OUTAGE_MS = 20_000;
 let bench: Bench;
 let bot: ChildBot;
 
@@ -26,7 +28,31 @@ beforeAll(async () => {
   await waitForLog(bot.logPath, /modelswap started/, { what: "the bot to be up" });
 }, 90_000);
 
+const level = (line: string): number => (JSON.parse(line) as { level: number }).level;
+
 describe("a process with nothing to do", () => {
+  it("Redis away for 20 s: one warning with the error when it goes, one line when it is back", async () => {
+    const before = (await logLines(bot.logPath)).length;
+    await bench.redis.stop();
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+    const during = (await logLines(bot.logPath)).slice(before);
+    await bench.redis.start();
+    const warnings = during.filter((line) => level(line) >= 40);
+    expect(
+      warnings.length,
+      `warnings in ${OUTAGE_MS / 1000} s of outage:\n${warnings.join("\n")}`,
+    ).toBeLessThanOrEqual(5);
+    expect(warnings[0]).toMatch(/"code":"REDIS_UNREACHABLE"/);
+    expect(warnings[0]).toMatch(/ECONNREFUSED/);
+    const [back] = await waitForLog(bot.logPath, /"code":"REDIS_REACHABLE"/, { what: "Redis to be back" });
+    expect(level(back ?? "")).toBe(30);
+    expect(back).toMatch(/"downSeconds":(19|2\d),"errors":\d+/);
+    // once back, nothing more about it: a late error of the outage is not a second outage
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const after = (await logLines(bot.logPath)).slice(before + during.length);
+    expect(after.filter((line) => level(line) >= 40)).toEqual([]);
+  }, 90_000);
+
   it("every log line is one JSON object and names each key once", async () => {
     const lines = await logLines(bot.logPath);
     // the parts of the bot that log with a name of their own, each seen (the monitor's was "worker" too)
