@@ -18,7 +18,7 @@ export function createCommandWorker(
 ): Worker {
   const worker = new Worker(
     COMMAND_QUEUE,
-    async (job: Job) => {
+    watch.inFlight.track(async (job: Job) => {
       switch (job.name) {
         case JOB_NAMES.status:
           return await runStatusJob(statusJobSchema.parse(job.data), deps);
@@ -27,7 +27,7 @@ export function createCommandWorker(
         default:
           throw new Error(`unknown job ${job.name}`);
       }
-    },
+    }),
     { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
   );
   worker.on("failed", (job, error) => {

@@ -33,7 +33,7 @@ export function createReportWorker(
 ): Worker {
   const worker = new Worker(
     REPORT_QUEUE,
-    async (job: Job<{ swapId?: string }>, token?: string) => {
+    watch.inFlight.track(async (job: Job<{ swapId?: string }>, token?: string) => {
       if (job.name === REPORT_JOBS.sweep) {
         for (const swapId of await deps.store.reports.pending(SWEEP_EVERY_MS / 3))
           await deps.queue.soon(swapId);
@@ -70,7 +70,7 @@ export function createReportWorker(
         throw new DelayedError();
       }
       await deps.queue.later(swapId, kind, result.ms);
-    },
+    }),
     { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
   );
   worker.on("failed", (job, error) => {

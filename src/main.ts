@@ -14,6 +14,7 @@ import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
+import { InFlight } from "./queue/in-flight.ts";
 import { createRedis, describeRedis } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
 import { RedisReachability } from "./queue/redis-reachability.ts";
@@ -94,7 +95,9 @@ export async function startModelswap({
   const redisLog = log.child({ name: "redis" });
   // every connection and worker of this process tells Redis being away through this one: once per change
   const reachability = new RedisReachability(redisLog, { where: describeRedis(config.env) });
-  const watch = { reachability };
+  // the jobs this process's workers are running: a stop with none has nothing to wait for
+  const inFlight = new InFlight();
+  const watch = { reachability, inFlight };
 
   if (roles.worker) {
     const connection = createRedis(config.env, "worker");
@@ -217,22 +220,35 @@ export async function startModelswap({
       stopping.abort();
       reachability.close();
       await app?.stop();
-      const closed = Promise.all(workers.map((w) => w.close()));
-      let timer: NodeJS.Timeout | undefined;
-      const inTime = await Promise.race([
-        closed.then(() => true),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), graceMs);
-        }),
+      const closed = Promise.all(
+        [...workers, ...(monitor === undefined ? [] : [monitor.worker])].map((w) => w.close()),
+      );
+      const timers = new Timers();
+      const ended = await Promise.race([
+        closed.then(() => "closed" as const),
+        // nothing running (or no longer): BullMQ's close() still waits for Redis, which may be away
+        inFlight
+          .idle()
+          .then(() =>
+            Promise.race([
+              closed.then(() => "closed" as const),
+              timers.after(IDLE_CLOSE_MS, "idle" as const),
+            ]),
+          ),
+        timers.after(graceMs, "grace" as const),
       ]);
-      clearTimeout(timer);
-      if (!inTime) {
-        log.warn(
-          { graceSeconds: graceMs / 1000 },
-          "grace period over: stopping with a step still running; another worker takes it over once its lock expires",
-        );
-        // BullMQ's close() waits for the running step (a forced close returns that same wait): cut the
-        // step's Redis and hosts instead, so it can write nothing more; its lock then simply expires.
+      timers.clear();
+      if (ended !== "closed") {
+        if (ended === "grace")
+          log.warn(
+            { graceSeconds: graceMs / 1000 },
+            "grace period over: stopping with a step still running; another worker takes it over once its lock expires",
+          );
+        else
+          log.info("no step is running, but the workers cannot reach Redis to close: stopping without them");
+        // BullMQ's close() waits for the running step (a forced close returns that same wait), and for
+        // Redis: cut the Redis connections and hosts instead, so nothing more is written; a step cut off
+        // this way has its lock simply expire.
         for (const connection of redisConnections) connection.disconnect();
         await hosts.closeAll();
         log.info("modelswap stopped");
@@ -250,6 +266,22 @@ export async function startModelswap({
       log.info("modelswap stopped");
     },
   };
+}
+
+/** How long a stop with no step running waits for the workers to close (Redis answering: milliseconds). */
+const IDLE_CLOSE_MS = 1000;
+
+/** Timeouts that resolve to a value, all cleared at once when the race they were in is over. */
+class Timers {
+  private readonly pending: NodeJS.Timeout[] = [];
+
+  after<T>(ms: number, value: T): Promise<T> {
+    return new Promise((resolve) => this.pending.push(setTimeout(() => resolve(value), ms)));
+  }
+
+  clear(): void {
+    for (const timer of this.pending.splice(0)) clearTimeout(timer);
+  }
 }
 
 /**

@@ -55,10 +55,10 @@ export async function startMonitor(
   const hostNames = deps.hosts.names();
   const worker = new Worker<HealthCheckJob, MonitorCheckOutcome>(
     MONITOR_QUEUE,
-    async (job: Job<HealthCheckJob>) => {
+    watch.inFlight.track(async (job: Job<HealthCheckJob>) => {
       const { host } = healthCheckJobSchema.parse(job.data);
       return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps);
-    },
+    }),
     // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
     {
       connection,

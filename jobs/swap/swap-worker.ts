@@ -29,13 +29,13 @@ export function createSwapWorker(
   const { swaps } = deps.config.file;
   const worker = new Worker(
     SWAP_QUEUE,
-    async (job: Job<{ swapId: string }>, token?: string) => {
+    watch.inFlight.track(async (job: Job<{ swapId: string }>, token?: string) => {
       const result = await advanceSwap(job.data.swapId, deps);
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);
         throw new DelayedError();
       }
-    },
+    }),
     {
       connection,
       prefix: QUEUE_PREFIX,

@@ -7,14 +7,17 @@ import { useSwapBench } from "../support/swap-bench.ts";
 /**
  * A real `modelswap start` with nothing to do (issue #13, logs): Redis away for 20 s is told once when it
  * goes and once when it is back, not once per reconnect attempt of every connection and worker; every
- * log line is one JSON object with each key once.
+ * log line is one JSON object with each key once; SIGTERM with no step running exits at once, even with
+ * Redis away, not after the grace period (a running step still gets it: graceful-shutdown.test.ts).
  */
 const OUTAGE_MS = 20_000;
+const GRACE_SECONDS = 20;
 let bench: Bench;
 let bot: ChildBot;
 
 useSwapBench(
   {
+    swaps: { shutdownGraceSeconds: GRACE_SECONDS },
     hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
   },
   (b) => {
@@ -62,4 +65,20 @@ describe("a process with nothing to do", () => {
       .filter(({ keys }) => keys.length > 0);
     expect(twice.map(({ line, keys }) => `${keys.join(",")} in ${line}`)).toEqual([]);
   });
+
+  it(`SIGTERM with no step running, while Redis is away: exits well within the grace period (${GRACE_SECONDS} s)`, async () => {
+    await bench.redis.stop();
+    await waitForLog(bot.logPath, /"code":"REDIS_UNREACHABLE"/, {
+      count: 2,
+      what: "the bot to find Redis gone",
+    });
+    const signalled = Date.now();
+    await bot.kill("SIGTERM");
+    const exitedAfter = Date.now() - signalled;
+    await bench.redis.start();
+    const log = (await logLines(bot.logPath)).join("\n");
+    expect(log).toMatch(/modelswap stopped/);
+    expect(log).not.toMatch(/grace period over/);
+    expect(exitedAfter).toBeLessThan(5000);
+  }, 60_000);
 });
