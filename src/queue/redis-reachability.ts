@@ -61,7 +61,7 @@ export class RedisReachability {
     this.down = { since: this.now(), errors: 1, last: text, source };
     this.log.warn(
       { code: "REDIS_UNREACHABLE", redis: this.where, source, err: text },
-      `Redis is unreachable (${text}): the workers wait and reconnect, commands answer that the queue is unavailable; a summary follows every ${Math.round(this.summaryEveryMs / 1000)} s while it lasts, and one line once it is back`,
+      `Redis is unreachable (${text}): modelswap reconnects by itself, and commands answer that the queue is unavailable meanwhile; a summary follows every ${Math.round(this.summaryEveryMs / 1000)} s while it lasts, and one line once it is back`,
     );
     this.timer = setInterval(() => this.summary(), this.summaryEveryMs);
     this.timer.unref();
