@@ -2,6 +2,7 @@ import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
+import type { WorkerWatch } from "../src/queue/worker-watch.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
 import { runHistoryJob } from "./history-job.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
@@ -9,10 +10,15 @@ import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
 export type CommandWorkerDeps = StatusJobDeps;
 
 /** The worker for short command jobs (status now; history, cancel later). */
-export function createCommandWorker(connection: Redis, deps: CommandWorkerDeps, concurrency = 8): Worker {
+export function createCommandWorker(
+  connection: Redis,
+  deps: CommandWorkerDeps,
+  watch: WorkerWatch,
+  concurrency = 8,
+): Worker {
   const worker = new Worker(
     COMMAND_QUEUE,
-    async (job: Job) => {
+    watch.inFlight.track(async (job: Job) => {
       switch (job.name) {
         case JOB_NAMES.status:
           return await runStatusJob(statusJobSchema.parse(job.data), deps);
@@ -21,12 +27,12 @@ export function createCommandWorker(connection: Redis, deps: CommandWorkerDeps, 
         default:
           throw new Error(`unknown job ${job.name}`);
       }
-    },
+    }),
     { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
   );
   worker.on("failed", (job, error) => {
     deps.log.error({ job: job?.name, jobId: job?.id, err: error.message }, "command job failed");
   });
-  worker.on("error", (error) => deps.log.warn({ err: error.message }, "command worker error"));
+  worker.on("error", (error) => watch.reachability.error("command worker", error));
   return worker;
 }

@@ -4,6 +4,7 @@ import type { Redis } from "ioredis";
 import { describeError } from "../src/errors.ts";
 import { REPORT_JOBS, REPORT_QUEUE, type ReportQueue } from "../src/queue/report-queue.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
+import type { WorkerWatch } from "../src/queue/worker-watch.ts";
 import { type ReporterDeps, type ReportResult, reportSwap } from "../src/reporter/swap-reporter.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
 
@@ -24,10 +25,15 @@ export const SWEEP_EVERY_MS = 30_000;
  * every worker process; a per-swap lock keeps two reporters off one swap, and the queue's retry and card
  * jobs bring it back when Slack refused or the card's next edit is due. Nothing here ever touches a swap.
  */
-export function createReportWorker(connection: Redis, deps: ReportWorkerDeps, concurrency = 8): Worker {
+export function createReportWorker(
+  connection: Redis,
+  deps: ReportWorkerDeps,
+  watch: WorkerWatch,
+  concurrency = 8,
+): Worker {
   const worker = new Worker(
     REPORT_QUEUE,
-    async (job: Job<{ swapId?: string }>, token?: string) => {
+    watch.inFlight.track(async (job: Job<{ swapId?: string }>, token?: string) => {
       if (job.name === REPORT_JOBS.sweep) {
         for (const swapId of await deps.store.reports.pending(SWEEP_EVERY_MS / 3))
           await deps.queue.soon(swapId);
@@ -64,7 +70,7 @@ export function createReportWorker(connection: Redis, deps: ReportWorkerDeps, co
         throw new DelayedError();
       }
       await deps.queue.later(swapId, kind, result.ms);
-    },
+    }),
     { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
   );
   worker.on("failed", (job, error) => {
@@ -73,6 +79,6 @@ export function createReportWorker(connection: Redis, deps: ReportWorkerDeps, co
       "report job failed",
     );
   });
-  worker.on("error", (error) => deps.log.warn({ err: error.message }, "report worker error"));
+  worker.on("error", (error) => watch.reachability.error("report worker", error));
   return worker;
 }

@@ -15,8 +15,10 @@ import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
+import { InFlight } from "./queue/in-flight.ts";
 import { createRedis, describeRedis } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
+import { RedisReachability } from "./queue/redis-reachability.ts";
 import { ReportQueue } from "./queue/report-queue.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
 import { AccessControl } from "./slack/access-control.ts";
@@ -91,11 +93,18 @@ export async function startModelswap({
   let port: number | undefined;
   // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
   const stopping = new AbortController();
+  const redisLog = log.child({ name: "redis" });
+  // every connection and worker of this process tells Redis being away through this one: once per change
+  const reachability = new RedisReachability(redisLog, { where: describeRedis(config.env) });
+  // the jobs this process's workers are running: a stop with none has nothing to wait for
+  const inFlight = new InFlight();
+  const watch = { reachability, inFlight };
 
   if (roles.worker) {
     const connection = createRedis(config.env, "worker");
     redisConnections.push(connection);
-    watchRedisPolicy(connection, log.child({ name: "redis" }));
+    reachability.watch(connection, "worker connection");
+    watchRedisPolicy(connection, redisLog);
     const workerLog = log.child({ name: "worker" });
     const hub = new HubClient({
       endpoint: config.env.HF_ENDPOINT,
@@ -109,26 +118,34 @@ export async function startModelswap({
     // /llm status asks BullMQ whether the swap that holds a host lock still has a job
     workerSwaps = new SwapQueue(connection);
     workers.push(
-      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }),
-      createSwapWorker(connection, {
-        config,
-        store,
-        hosts,
-        hub,
-        reports: reportQueue,
-        log: workerLog,
-        stopping: stopping.signal,
-        ...(recipes === undefined ? {} : { recipes }),
-      }),
-      createReportWorker(connection, {
-        store,
-        poster,
-        queue: reportQueue,
-        cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
-        approvers: principalsMention(config.file.approvers.users, config.file.approvers.groups),
-        log: log.child({ name: "reporter" }),
-        clock: systemClock,
-      }),
+      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }, watch),
+      createSwapWorker(
+        connection,
+        {
+          config,
+          store,
+          hosts,
+          hub,
+          reports: reportQueue,
+          log: workerLog,
+          stopping: stopping.signal,
+          ...(recipes === undefined ? {} : { recipes }),
+        },
+        watch,
+      ),
+      createReportWorker(
+        connection,
+        {
+          store,
+          poster,
+          queue: reportQueue,
+          cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
+          approvers: principalsMention(config.file.approvers.users, config.file.approvers.groups),
+          log: log.child({ name: "reporter" }),
+          clock: systemClock,
+        },
+        watch,
+      ),
     );
     await reportQueue
       .scheduleSweep(SWEEP_EVERY_MS)
@@ -136,20 +153,26 @@ export async function startModelswap({
         workerLog.warn({ err: describeError(error) }, "could not schedule the report sweep yet"),
       );
     // the health monitor: one scheduled check per configured host, alerts and recoveries to the channel
-    monitor = await startMonitor(connection, {
-      config,
-      hosts,
-      store,
-      poster,
-      audit: store.audit,
-      log: workerLog.child({ name: "monitor" }),
-    });
+    monitor = await startMonitor(
+      connection,
+      {
+        config,
+        hosts,
+        store,
+        poster,
+        audit: store.audit,
+        // a child of the root: pino writes every binding of every ancestor, so a child of workerLog would
+        // carry "name" twice ("name":"worker","name":"monitor")
+        log: log.child({ name: "monitor" }),
+      },
+      watch,
+    );
     ops.watch(...workers, monitor.worker);
   }
   if (roles.bot) {
     const connection = createRedis(config.env, "producer");
-    connection.on("error", (error) => log.warn({ err: error.message }, "redis connection error (bot)"));
-    if (!roles.worker) watchRedisPolicy(connection, log.child({ name: "redis" }));
+    reachability.watch(connection, "bot connection");
+    if (!roles.worker) watchRedisPolicy(connection, redisLog);
     await ready(connection, log);
     redisConnections.push(connection);
     queue = new CommandQueue(connection);
@@ -197,23 +220,37 @@ export async function startModelswap({
       const graceMs = config.file.swaps.shutdownGraceSeconds * 1000;
       log.info({ graceSeconds: graceMs / 1000 }, "stopping: no new work; running steps reach a safe point");
       stopping.abort();
+      reachability.close();
       await app?.stop();
-      const closed = Promise.all(workers.map((w) => w.close()));
-      let timer: NodeJS.Timeout | undefined;
-      const inTime = await Promise.race([
-        closed.then(() => true),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), graceMs);
-        }),
+      const closed = Promise.all(
+        [...workers, ...(monitor === undefined ? [] : [monitor.worker])].map((w) => w.close()),
+      );
+      const timers = new Timers();
+      const ended = await Promise.race([
+        closed.then(() => "closed" as const),
+        // nothing running (or no longer): BullMQ's close() still waits for Redis, which may be away
+        inFlight
+          .idle()
+          .then(() =>
+            Promise.race([
+              closed.then(() => "closed" as const),
+              timers.after(IDLE_CLOSE_MS, "idle" as const),
+            ]),
+          ),
+        timers.after(graceMs, "grace" as const),
       ]);
-      clearTimeout(timer);
-      if (!inTime) {
-        log.warn(
-          { graceSeconds: graceMs / 1000 },
-          "grace period over: stopping with a step still running; another worker takes it over once its lock expires",
-        );
-        // BullMQ's close() waits for the running step (a forced close returns that same wait): cut the
-        // step's Redis and hosts instead, so it can write nothing more; its lock then simply expires.
+      timers.clear();
+      if (ended !== "closed") {
+        if (ended === "grace")
+          log.warn(
+            { graceSeconds: graceMs / 1000 },
+            "grace period over: stopping with a step still running; another worker takes it over once its lock expires",
+          );
+        else
+          log.info("no step is running, but the workers cannot reach Redis to close: stopping without them");
+        // BullMQ's close() waits for the running step (a forced close returns that same wait), and for
+        // Redis: cut the Redis connections and hosts instead, so nothing more is written; a step cut off
+        // this way has its lock simply expire.
         for (const connection of redisConnections) connection.disconnect();
         await hosts.closeAll();
         log.info("modelswap stopped");
@@ -231,6 +268,22 @@ export async function startModelswap({
       log.info("modelswap stopped");
     },
   };
+}
+
+/** How long a stop with no step running waits for the workers to close (Redis answering: milliseconds). */
+const IDLE_CLOSE_MS = 1000;
+
+/** Timeouts that resolve to a value, all cleared at once when the race they were in is over. */
+class Timers {
+  private readonly pending: NodeJS.Timeout[] = [];
+
+  after<T>(ms: number, value: T): Promise<T> {
+    return new Promise((resolve) => this.pending.push(setTimeout(() => resolve(value), ms)));
+  }
+
+  clear(): void {
+    for (const timer of this.pending.splice(0)) clearTimeout(timer);
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   MonitorQueue,
 } from "../../src/queue/monitor-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
+import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
 import { IncidentTracker } from "../../src/store/incidents.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import {
@@ -37,7 +38,11 @@ const RECONCILE_WAIT_MS = 5000;
  * none for hosts that left it). Every worker process does this; upserts are idempotent, so several
  * workers agree as long as they run the same config.
  */
-export async function startMonitor(connection: Redis, deps: MonitorDeps): Promise<RunningMonitor> {
+export async function startMonitor(
+  connection: Redis,
+  deps: MonitorDeps,
+  watch: WorkerWatch,
+): Promise<RunningMonitor> {
   const health = deps.config.file.health;
   const intervalMs = Math.max(1, Math.round(health.intervalSeconds * 1000));
   const tracker = new IncidentTracker(connection, {
@@ -50,10 +55,10 @@ export async function startMonitor(connection: Redis, deps: MonitorDeps): Promis
   const hostNames = deps.hosts.names();
   const worker = new Worker<HealthCheckJob, MonitorCheckOutcome>(
     MONITOR_QUEUE,
-    async (job: Job<HealthCheckJob>) => {
+    watch.inFlight.track(async (job: Job<HealthCheckJob>) => {
       const { host } = healthCheckJobSchema.parse(job.data);
       return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps);
-    },
+    }),
     // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
     {
       connection,
@@ -65,7 +70,7 @@ export async function startMonitor(connection: Redis, deps: MonitorDeps): Promis
   worker.on("failed", (job, error) => {
     deps.log.error({ host: job?.data.host, err: error.message }, "health check job failed");
   });
-  worker.on("error", (error) => deps.log.warn({ err: error.message }, "monitor worker error"));
+  worker.on("error", (error) => watch.reachability.error("monitor worker", error));
 
   const reconciled = (async () => {
     const { removed } = await queue.reconcile(hostNames, intervalMs);

@@ -3,6 +3,7 @@ import { DelayedError, type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
+import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./create-stage-context.ts";
@@ -19,17 +20,22 @@ const MAX_STALLS = 25;
  * A running step holds BullMQ's lock, renewed while this process lives (an hour-long health wait keeps
  * it); when the process dies, another worker finds the step stalled and runs it again.
  */
-export function createSwapWorker(connection: Redis, deps: SwapDeps, concurrency = 10): Worker {
+export function createSwapWorker(
+  connection: Redis,
+  deps: SwapDeps,
+  watch: WorkerWatch,
+  concurrency = 10,
+): Worker {
   const { swaps } = deps.config.file;
   const worker = new Worker(
     SWAP_QUEUE,
-    async (job: Job<{ swapId: string }>, token?: string) => {
+    watch.inFlight.track(async (job: Job<{ swapId: string }>, token?: string) => {
       const result = await advanceSwap(job.data.swapId, deps);
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);
         throw new DelayedError();
       }
-    },
+    }),
     {
       connection,
       prefix: QUEUE_PREFIX,
@@ -62,6 +68,6 @@ export function createSwapWorker(connection: Redis, deps: SwapDeps, concurrency 
   worker.on("stalled", (jobId) =>
     deps.log.warn({ swap: jobId }, "swap step stalled (its worker died); running it again"),
   );
-  worker.on("error", (error) => deps.log.warn({ err: error.message }, "swap worker error"));
+  worker.on("error", (error) => watch.reachability.error("swap worker", error));
   return worker;
 }

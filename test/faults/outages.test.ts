@@ -59,7 +59,7 @@ async function queueAnswersAgain(): Promise<void> {
 
 /** Stops redis-server (or SIGKILLs it) and starts it again once the bot has run into the outage. */
 async function redisOutage(bot: ChildBot, how: "stop" | "kill"): Promise<void> {
-  const lost = /redis connection error|worker error/;
+  const lost = /"code":"REDIS_UNREACHABLE"/;
   const before = (await logLines(bot.logPath)).filter((l) => lost.test(l)).length;
   await (how === "stop" ? bench.redis.stop() : bench.redis.kill());
   await waitForLog(bot.logPath, lost, { count: before + 1, what: "the bot to find Redis gone" });
