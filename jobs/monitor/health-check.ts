@@ -20,7 +20,20 @@ export interface HealthCheckResult {
   httpStatus: number | null;
   /** The failing check, for people: "`x.service` is failed", "/health_generate timed out after 10 s". */
   failure: string | undefined;
+  /**
+   * Set when the check never reached the host (SSH refused, lost, or a changed host key): its serving
+   * state is unknown, not "down". The coded error, said once by the alert.
+   */
+  unreachable?: { code: string; message: string; fix: string };
 }
+
+/** Errors that mean the bot could not look at the host at all (a changed host key among them). */
+const UNREACHABLE_CODES = new Set([
+  "HOST_UNREACHABLE",
+  "HOST_CONNECTION_LOST",
+  "HOST_AUTH_FAILED",
+  "HOST_KEY_MISMATCH",
+]);
 
 const UNIT_MARK = "__modelswap_unit_rc=";
 const CURL_MARK = "__modelswap_curl_rc=";
@@ -73,6 +86,9 @@ curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url
       coded.code === "HOST_COMMAND_TIMEOUT"
         ? `the check did not finish within ${timeoutSeconds + 5} s (${coded.message})`
         : `the host could not be reached: ${coded.message}`;
+    if (UNREACHABLE_CODES.has(coded.code)) {
+      result.unreachable = { code: coded.code, message: coded.message, fix: coded.fix };
+    }
   }
   result.durationMs = clock.now() - started;
   return result;

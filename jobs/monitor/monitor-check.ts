@@ -8,7 +8,7 @@ import type { SlackPoster } from "../../src/slack/slack-poster.ts";
 import { type AuditLog, SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
 import type { IncidentTracker, Transition } from "../../src/store/incidents.ts";
 import type { Store } from "../../src/store/store.ts";
-import { checkHealth } from "./health-check.ts";
+import { checkHealth, type HealthCheckResult } from "./health-check.ts";
 import { readIncidentFacts } from "./incident-facts.ts";
 
 export interface MonitorCheckDeps {
@@ -78,7 +78,16 @@ export async function runMonitorCheck(
     );
     log.debug({ ok: result.ok, failure: result.failure, transition: transition.kind }, "health checked");
     if (transition.kind === "alert") {
-      await postAlert(host, unit, serving?.repo, transition, result.failure ?? "", deps, log);
+      await postAlert(
+        host,
+        unit,
+        serving?.repo,
+        transition,
+        result.failure ?? "",
+        deps,
+        log,
+        result.unreachable,
+      );
     } else if (transition.kind === "recovered") {
       await postRecovery(host, unit, serving?.repo, transition, deps, log);
     }
@@ -104,14 +113,15 @@ async function postAlert(
   failingCheck: string,
   deps: MonitorCheckDeps,
   log: Logger,
+  unreachable?: HealthCheckResult["unreachable"],
 ): Promise<void> {
   const { config, hosts, poster, tracker } = deps;
   const { incident } = transition;
-  const facts = await readIncidentFacts(
-    hosts.transport(host),
-    unit,
-    hosts.config(host).commandTimeoutSeconds * 1000,
-  );
+  // a host the bot cannot reach has no journal or nvidia-smi to read: asking again would only repeat the error
+  const facts =
+    unreachable === undefined
+      ? await readIncidentFacts(hosts.transport(host), unit, hosts.config(host).commandTimeoutSeconds * 1000)
+      : { journalTail: [], journalProblem: undefined, gpus: [], gpuProblem: undefined, unitModel: undefined };
   const model = servingRepo ?? facts.unitModel;
   const alert = renderAlert({
     host,
@@ -127,6 +137,7 @@ async function postAlert(
     gpuProblem: facts.gpuProblem,
     intervalSeconds: config.file.health.intervalSeconds,
     recoveryThreshold: config.file.health.recoveryThreshold ?? DEFAULT_RECOVERY_THRESHOLD,
+    ...(unreachable === undefined ? {} : { unreachable }),
   });
   let ts: string;
   try {
@@ -145,7 +156,7 @@ async function postAlert(
   await audit(deps, log, {
     kind: "alert",
     host,
-    detail: `${host} is not serving${model === undefined ? "" : ` ${model}`} (${unit}) since ${incident.since.toISOString()}: ${failingCheck}`,
+    detail: `${host} ${unreachable === undefined ? "is not serving" : unreachable.code === "HOST_KEY_MISMATCH" ? "presented a changed SSH host key" : "is unreachable from modelswap"}${model === undefined ? "" : ` ${model}`} (${unit}) since ${incident.since.toISOString()}: ${failingCheck}`,
   });
 }
 

@@ -49,7 +49,7 @@ export function swapFamilies(tally: SwapTally, hosts: readonly string[]): Metric
     },
     {
       name: "modelswap_swap_downtime_seconds",
-      help: `The serving downtime of each swap that stopped the old service: for a success, old unit stopped to new unit healthy; otherwise old unit stopped to the end of the swap (the rollback's health wait included). ${FROM_REDIS}`,
+      help: `The serving downtime of each swap that stopped the old service, as its card says: old unit stopped to a healthy service (the new unit, or the old one after a rollback); to the end of the swap when none became healthy. ${FROM_REDIS}`,
       type: "histogram",
       samples: [...tally.downtime.values()].flatMap((s) =>
         histogramSamples(

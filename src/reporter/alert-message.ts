@@ -31,6 +31,8 @@ export interface AlertFacts {
   gpuProblem: string | undefined;
   intervalSeconds: number;
   recoveryThreshold: number;
+  /** The check never reached the host: its serving state is unknown (a changed host key is a security event). */
+  unreachable?: { code: string; message: string; fix: string };
 }
 
 /** What the recovery says. */
@@ -48,6 +50,7 @@ export interface RecoveryFacts {
  * arrow, which other messages' finders key on.)
  */
 export function renderAlert(facts: AlertFacts): SlackMessage {
+  if (facts.unreachable !== undefined) return renderUnreachable(facts, facts.unreachable);
   const model = facts.model === undefined ? "_unknown_" : `\`${escapeMrkdwn(facts.model)}\``;
   const title = `🚨 ${facts.host} is not serving`;
   const blocks = [
@@ -84,6 +87,41 @@ export function renderAlert(facts: AlertFacts): SlackMessage {
     ),
   );
   const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${formatTime(facts.since)}: ${facts.failingCheck}`;
+  return message(text, blocks);
+}
+
+/**
+ * The bot cannot look at the host: that is not "not serving" (the engine may be fine), and advice that
+ * needs the host (a rollback) cannot work. A changed host key is worded as the security event it is:
+ * what was seen against the pin, and how to check it.
+ */
+function renderUnreachable(facts: AlertFacts, why: NonNullable<AlertFacts["unreachable"]>): SlackMessage {
+  const keyChanged = why.code === "HOST_KEY_MISMATCH";
+  const title = keyChanged
+    ? `🔐 ${facts.host}'s SSH host key changed: modelswap refuses to connect`
+    : `⚠️ ${facts.host} is unreachable from modelswap: serving state unknown`;
+  const model = facts.model === undefined ? "_unknown_" : `\`${escapeMrkdwn(facts.model)}\``;
+  const blocks = [
+    header(title),
+    fields([
+      ["Host", facts.host],
+      ["Last known model", model],
+      ["Service", `\`${facts.unit}\``],
+      ["Since", `${formatTime(facts.since)} (${facts.failures} checks could not reach it)`],
+    ]),
+    section(
+      `*${keyChanged ? "What changed" : "Why"}:* ${escapeMrkdwn(why.message)} (${escapeMrkdwn(why.code)})`,
+    ),
+    section(
+      keyChanged
+        ? `*What to do:* ${escapeMrkdwn(why.fix)}. Until then modelswap neither checks nor changes ${facts.host}; its clients may still be served.`
+        : `*What to do:* ${escapeMrkdwn(why.fix)}. Its clients may still be served: check them directly; \`/llm status ${facts.host}\` once the bot reaches it again.`,
+    ),
+    context(
+      `checked every ${facts.intervalSeconds} s · this is the only alert for this incident · one message follows once ${facts.host} has passed ${facts.recoveryThreshold} checks in a row`,
+    ),
+  ];
+  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${formatTime(facts.since)}: ${why.message}`;
   return message(text, blocks);
 }
 

@@ -37,12 +37,12 @@ type Field =
   | ["pages", host: string];
 
 /**
- * The service's downtime in a swap, for the metric: for a success the card's downtime (old unit stopped
- * → new one healthy); for a swap that switched and then ended otherwise, old unit stopped → the end of
- * the swap (a rollback ends once the old unit answers again). Undefined when nothing was stopped.
+ * The service's downtime in a swap, the same number the card and the thread say: from the old unit's
+ * stop to a healthy service (the new unit, or the old one after a rollback). When no service became
+ * healthy (the rollback failed too), to the end of the swap. Undefined when nothing was stopped.
  */
 export function downtimeOf(record: SwapRecord): number | undefined {
-  if (record.outcome === "succeeded") return record.downtimeSeconds;
+  if (record.downtimeSeconds !== undefined) return record.downtimeSeconds;
   const stopped = record.switch?.oldStoppedAt;
   if (stopped === undefined || record.finishedAt === undefined) return undefined;
   return Math.max(0, (Date.parse(record.finishedAt) - Date.parse(stopped)) / 1000);

@@ -87,7 +87,9 @@ describe("a Hub that lists hostile file names", () => {
       const shown = textOf(failed.blocks);
       expect(shown).toContain("which modelswap refuses because");
       expect(shown).toMatch(reason);
-      expect(shown).toContain("Nothing was downloaded or changed");
+      // the card says why (with the code); what to do is said once, at the end of the thread
+      expect(shown).toContain("(HUB_BAD_RESPONSE)");
+      expect((await swaps.finalLine(card.ts)).text).toContain("*Fix:* Nothing was downloaded or changed");
       expect(
         bench.hub.requests().filter((r) => r.repo === repo.id && r.kind === "resolve"),
         `no file of ${repo.id} was fetched`,

@@ -266,4 +266,27 @@ describe("health monitor", () => {
       await queue.close();
     }
   }, 30_000);
+
+  it("says a host it cannot reach is unreachable, serving state unknown, once; never 'not serving' with a rollback", async () => {
+    await bench.sshd.dropConnections();
+    await bench.sshd.stop();
+    try {
+      const unreachable = await until(
+        () =>
+          bench.slack
+            .messages(CHANNEL)
+            .find((m) => m.text.startsWith("⚠️ flappy is unreachable from modelswap: serving state unknown")),
+        { what: "the unreachable alert of flappy", timeoutMs: 30_000 },
+      );
+      const text = body(unreachable);
+      expect(text).not.toContain("is not serving");
+      expect(text).not.toContain("/llm rollback");
+      // the SSH error is said once (in the message's text and once in its blocks), not per journal and nvidia-smi read
+      expect(JSON.stringify(unreachable.blocks).split("is unreachable: ").length - 1).toBe(1);
+      expect(text).toMatch(/\(HOST_UNREACHABLE\)/);
+      expect(alerts("flappy").filter((m) => m.ts === unreachable.ts)).toEqual([]);
+    } finally {
+      await bench.sshd.start();
+    }
+  }, 60_000);
 });

@@ -216,7 +216,7 @@ describe("a host key that changes while the bot is connected", () => {
     expect(record?.reason).toMatch(
       /presented host key SHA256:\S+, but the config pins SHA256:\S+; the connection was refused/,
     );
-    expect(record?.reason).toMatch(/HOST_KEY_MISMATCH/);
+    expect(record?.failure?.code).toBe("HOST_KEY_MISMATCH");
     expect(swaps.card(card.ts).text + JSON.stringify(swaps.card(card.ts).blocks)).toMatch(/host key/);
     // the old service was never touched
     expect((await bench.host("gpu-2").sim.unitState(oldUnit!)).activeState).toBe("active");

@@ -39,6 +39,38 @@ const base = {
 };
 
 describe("renderAlert", () => {
+  it("says an unreachable host's serving state is unknown, says the SSH error once, and offers only what can work", () => {
+    const why = {
+      code: "HOST_UNREACHABLE",
+      message: "gpu-1 (10.0.0.5:22): connect ECONNREFUSED",
+      fix: "check that sshd runs",
+    };
+    const alert = renderAlert({ ...base, journalTail: [], gpus: [], unreachable: why });
+    const all = `${alert.text}\n${JSON.stringify(alert.blocks)}`;
+    expect(alert.text).toMatch(/^⚠️ gpu-1 is unreachable from modelswap: serving state unknown/);
+    expect(all).not.toContain("is not serving");
+    expect(all.split("connect ECONNREFUSED").length - 1).toBe(2); // the message's text and its blocks, once each
+    expect(all).not.toContain("/llm rollback");
+    expect(all).toContain("(HOST_UNREACHABLE)");
+  });
+
+  it("words a changed host key as a security event: what was seen against the pin, and how to check it", () => {
+    const why = {
+      code: "HOST_KEY_MISMATCH",
+      message:
+        "gpu-1 (10.0.0.5:22) presented host key SHA256:new, but the config pins SHA256:old; the connection was refused",
+      fix: "check the key on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub)",
+    };
+    const alert = renderAlert({ ...base, journalTail: [], gpus: [], unreachable: why });
+    const all = JSON.stringify(alert.blocks);
+    expect(alert.text).toMatch(/^🔐 gpu-1's SSH host key changed: modelswap refuses to connect/);
+    expect(all).toContain(
+      "*What changed:* gpu-1 (10.0.0.5:22) presented host key SHA256:new, but the config pins SHA256:old",
+    );
+    expect(all).toContain("ssh-keygen -lf");
+    expect(all).not.toContain("not serving");
+  });
+
   it("says what, since when, the journal, the GPUs and what to do", () => {
     const alert = renderAlert(base);
     const all = `${alert.text}\n${JSON.stringify(alert.blocks)}`;
@@ -182,5 +214,10 @@ describe("checkHealth", () => {
     );
     expect(result.ok).toBe(false);
     expect(result.failure).toBe("the host could not be reached: gpu-1 (10.0.0.5:22): connect ECONNREFUSED");
+    expect(result.unreachable).toEqual({
+      code: "HOST_UNREACHABLE",
+      message: "gpu-1 (10.0.0.5:22): connect ECONNREFUSED",
+      fix: "start sshd",
+    });
   });
 });

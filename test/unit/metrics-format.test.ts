@@ -132,11 +132,13 @@ describe("a finished swap's tally", () => {
       outcome: "rolled_back",
       stages,
       switch: { startedAt: "2030-01-01T00:40:02.000Z", oldStoppedAt: "2030-01-01T00:40:05.000Z" },
-      downtimeSeconds: 20,
-      finishedAt: "2030-01-01T00:42:05.000Z",
+      // set by the rollback: the old unit healthy again 120 s after it stopped (the card says the same)
+      downtimeSeconds: 120,
+      finishedAt: "2030-01-01T00:42:07.000Z",
     });
-    // a rolled-back swap's downtime runs until the old unit is back (the end of the swap), not the card's
     expect(downtimeOf(r)).toBe(120);
+    // no service healthy again (the rollback failed too): to the end of the swap
+    expect(downtimeOf({ ...r, outcome: "failed", downtimeSeconds: undefined })).toBe(122);
     const triples: [string, unknown[], string][] = [];
     const flat = tallyOf(r);
     for (let i = 0; i < flat.length; i += 3) triples.push([flat[i]!, JSON.parse(flat[i + 1]!), flat[i + 2]!]);

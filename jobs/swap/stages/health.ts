@@ -84,7 +84,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const healthyAt = isoNow(clock);
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
   swap.set({ healthyAt, downtimeSeconds });
-  swap.stage("health", "done", `healthy; downtime ${formatSeconds(downtimeSeconds)}`);
+  swap.stage("health", "done", `healthy ${formatSeconds(downtimeSeconds)} after the old unit stopped`);
   ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };
 }

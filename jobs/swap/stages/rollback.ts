@@ -67,6 +67,9 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
     return { ok: false, detail: describeError(error), unreachable: error };
   }
   if (!health.healthy) {
+    // no service is healthy: the downtime runs to the swap's end (swap-tally's downtimeOf), not to a
+    // health the new unit had before it failed its checks
+    swap.set({ downtimeSeconds: undefined });
     ctx.emit({
       type: "rollback-failed",
       unit: oldUnit,
@@ -74,6 +77,12 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
       journal: eventLines(interestingTail(health.journal)),
     });
     return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
+  }
+  // Downtime is one number everywhere: from the old unit's stop to a healthy service, here the old
+  // unit again (a new unit that answered NaN served nobody).
+  const stopped = swap.record.switch?.oldStoppedAt;
+  if (stopped !== undefined) {
+    swap.set({ downtimeSeconds: Math.max(0, (ctx.clock.now() - Date.parse(stopped)) / 1000) });
   }
   return { ok: true, detail: `${oldUnit} is healthy again` };
 }

@@ -118,7 +118,7 @@ describe("healthStage", () => {
       state: "done",
       startedAt: later(0),
       finishedAt: later(1),
-      detail: "healthy; downtime 51 s",
+      detail: "healthy 51 s after the old unit stopped",
     });
     expect(fake.events()).toEqual([{ type: "healthy", unit: NEW_UNIT, downtimeSeconds: 51, at: later(1) }]);
     // The poll: the unit's state, a generation through /health_generate on the loopback, the journal.

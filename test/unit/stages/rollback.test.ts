@@ -83,6 +83,8 @@ describe("rollback", () => {
     ]);
     expect(health.count()).toBe(3);
     expect(fake.swap.record.rollbackStartedAt).toBe(later(0));
+    // the downtime is to the old unit's health again, one number for the card and the metric
+    expect(fake.swap.record.downtimeSeconds).toBeGreaterThanOrEqual(120);
     expect(fake.events()).toEqual([
       { type: "rolling-back", to: OLD_UNIT, stopping: NEW_UNIT, why: WHY, at: later(0) },
     ]);
