@@ -1,5 +1,6 @@
 import { describeError } from "../../src/errors.ts";
 import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../../src/gpu/nvidia-smi.ts";
+import { modelName } from "../../src/grammar/model-name.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
 import { execStartWords } from "../../src/plan/read-host-facts.ts";
@@ -81,5 +82,5 @@ export function modelOfUnit(unitText: string): string | undefined {
   const served = value("--served-model-name");
   if (served !== undefined && served !== "") return served;
   const path = value("--model-path") ?? value("--model");
-  return path?.replace(/\/+$/, "").split("/").slice(-2).join("/") || undefined;
+  return path === undefined || path === "" ? undefined : modelName(path);
 }

@@ -1,3 +1,4 @@
+import { keepEnd } from "../grammar/model-name.ts";
 import type { HostStatus } from "../status/probe-host.ts";
 import { context, header, LIMITS, message, type SlackMessage, section, truncate } from "./message.ts";
 import { servedModel } from "./status-message.ts";
@@ -30,7 +31,7 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
   const title = `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
   const lines = rows.map((row) => {
     const s = row.status;
-    const model = s.connection !== undefined ? "—" : truncate(servedModel(s) ?? "none", 40);
+    const model = s.connection !== undefined ? "—" : keepEnd(servedModel(s) ?? "none", 40);
     const gpus =
       s.gpus.length === 0
         ? "—"

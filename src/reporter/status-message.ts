@@ -1,5 +1,6 @@
 import { formatDistanceStrict } from "date-fns";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
+import { modelName } from "../grammar/model-name.ts";
 import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
 import {
   codeBlock,
@@ -63,8 +64,10 @@ export function renderHostStatus(status: HostStatus, now = new Date()): SlackMes
   return message(text, blocks);
 }
 
+/** The model the server says it serves, by the name people read (modelName: a path's meaningful end). */
 export function servedModel(status: HostStatus): string | undefined {
-  return status.server?.models[0];
+  const served = status.server?.models[0];
+  return served === undefined ? undefined : modelName(served);
 }
 
 function unitLine(status: HostStatus, now: Date): string {

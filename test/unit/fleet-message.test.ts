@@ -24,6 +24,14 @@ function status(host: string, verdict: HostStatus["verdict"], model?: string): H
 }
 
 describe("renderFleet", () => {
+  it("names a model served from a path by the path's meaningful end, as the alert does", () => {
+    const path =
+      "/mnt/shared/hf-cache/hub/models--meta-llama--Llama-3.2-1B-Instruct/snapshots/4e20de362430cd3b72f300e6b0f18e50e7166e08";
+    const body = JSON.stringify(renderFleet([{ status: status("gpu-1", "healthy", path) }]).blocks);
+    expect(body).toContain("meta-llama/Llama-3.2-1B-Instruct");
+    expect(body).not.toContain("/mnt/shared/hf-cache");
+  });
+
   it("shows every host on one line: state, model, unit, active swap or last outcome", () => {
     const rows: FleetRow[] = [
       { status: status("gpu-1", "healthy", "Qwen/Qwen3-8B"), last: { outcome: "rolled_back", repo: "x/y" } },
