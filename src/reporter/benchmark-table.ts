@@ -17,14 +17,23 @@ const MODEL_MAX = 200;
 interface Metric {
   label: string;
   pick: (r: BenchResult) => number | undefined;
+  /** Throughput: more is better; latencies: less is. */
+  higherIsBetter: boolean;
 }
 
-const METRICS: readonly Metric[] = [
-  { label: "output tok/s", pick: (r) => r.outputThroughput },
-  { label: "TTFT p50 ms", pick: (r) => r.medianTtftMs },
-  { label: "TTFT p99 ms", pick: (r) => r.p99TtftMs },
-  { label: "TPOT ms", pick: (r) => r.meanTpotMs },
-];
+const TPOT: Metric = { label: "TPOT ms", pick: (r) => r.meanTpotMs, higherIsBetter: false };
+/** Engines whose summary has inter-token latency but no TPOT: shown as what they measured, and labelled so. */
+const ITL: Metric = { label: "ITL ms (mean)", pick: (r) => r.meanItlMs, higherIsBetter: false };
+
+function metricsFor(results: readonly (BenchResult | undefined)[]): Metric[] {
+  const perToken = results.every((r) => r === undefined || r.meanTpotMs !== undefined) ? TPOT : ITL;
+  return [
+    { label: "output tok/s", pick: (r) => r.outputThroughput, higherIsBetter: true },
+    { label: "TTFT p50 ms", pick: (r) => r.medianTtftMs, higherIsBetter: false },
+    { label: "TTFT p99 ms", pick: (r) => r.p99TtftMs, higherIsBetter: false },
+    perToken,
+  ];
+}
 
 /**
  * The benchmark as a compact monospace table: output tok/s, TTFT p50/p99 and TPOT at concurrency 1
@@ -44,11 +53,12 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
       before: previous?.loaded,
     },
   ];
-  // One cell per setting: the value, then its change, both padded so the changes line up.
+  const METRICS = metricsFor(columns.flatMap((c) => [c.now, c.before]));
+  // One cell per setting: the value, then its change (better or worse, said), padded so they line up.
   const cells = columns.map((c) => {
     const values = METRICS.map((m) => formatNumber(m.pick(c.now)));
     const changes = METRICS.map((m) =>
-      previous === undefined || c.before === undefined ? "" : changeText(m.pick(c.now), m.pick(c.before)),
+      previous === undefined || c.before === undefined ? "" : judged(m, m.pick(c.now), m.pick(c.before)),
     );
     const valueWidth = Math.max(...values.map(width));
     const changeWidth = Math.max(...changes.map(width));
@@ -67,7 +77,7 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
   notes.push(
     model === undefined
       ? "no earlier numbers for this host"
-      : "▲/▼: change vs the previous model; higher tok/s and lower ms are better",
+      : "▲/▼: change vs the previous model, said better or worse (higher tok/s and lower ms are better)",
   );
   for (const c of columns) {
     const ok = c.now.successfulRequests;
@@ -99,6 +109,13 @@ export function changeText(now: number | undefined, before: number | undefined):
   const shown = size >= 100 ? size.toFixed(0) : size.toFixed(1);
   if (shown === "0.0") return "±0.0%";
   return `${pct > 0 ? "▲" : "▼"}${shown}%`;
+}
+
+/** "▲8.7% better", "▼3.1% worse", "±0.0%", or "" without both numbers. */
+function judged(metric: Metric, now: number | undefined, before: number | undefined): string {
+  const change = changeText(now, before);
+  if (change === "" || change === "±0.0%" || now === undefined || before === undefined) return change;
+  return `${change} ${now > before === metric.higherIsBetter ? "better" : "worse"}`;
 }
 
 export function formatNumber(value: number | undefined): string {
@@ -147,7 +164,8 @@ function fallbackText(
     return `${tps} output tok/s at ${c.title}${change === "" ? "" : ` (${change})`}`;
   });
   const ttft = columns.map((c) => formatNumber(c.now.medianTtftMs)).join(" / ");
-  const tpot = columns.map((c) => formatNumber(c.now.meanTpotMs)).join(" / ");
+  const perToken = metricsFor(columns.map((c) => c.now))[3]!;
+  const tpot = columns.map((c) => formatNumber(perToken.pick(c.now))).join(" / ");
   const against = model === undefined ? "no earlier numbers for this host" : `vs ${model}`;
-  return `Benchmark: ${parts.join(", ")}; TTFT p50 ${ttft} ms; TPOT ${tpot} ms (${against})`;
+  return `Benchmark: ${parts.join(", ")}; TTFT p50 ${ttft} ms; ${perToken === ITL ? "ITL (mean)" : "TPOT"} ${tpot} ms (${against})`;
 }

@@ -302,11 +302,11 @@ describe("renderBenchmarkComparison", () => {
     expect(table).toBe(
       [
         "```",
-        "              1 stream     16 streams",
-        "output tok/s  152.3 ▲8.7%  1830  ▼3.1%",
-        "TTFT p50 ms   41.2  ▼2.0%  120.0 ▲12.0%",
-        "TTFT p99 ms   55.0  ±0.0%  300.1",
-        "TPOT ms       6.54  ▲0.3%  8.70  ±0.0%",
+        "              1 stream            16 streams",
+        "output tok/s  152.3 ▲8.7% better  1830  ▼3.1% worse",
+        "TTFT p50 ms   41.2  ▼2.0% better  120.0 ▲12.0% worse",
+        "TTFT p99 ms   55.0  ±0.0%         300.1",
+        "TPOT ms       6.54  ▲0.3% worse   8.70  ±0.0%",
         "```",
       ].join("\n"),
     );
@@ -317,13 +317,24 @@ describe("renderBenchmarkComparison", () => {
     );
   });
 
+  it("shows what the engine measured when its summary has ITL but no TPOT, labelled so", () => {
+    const msg = renderBenchmarkComparison({
+      single: { ...single, meanTpotMs: undefined, meanItlMs: 6.1 },
+      loaded: { ...loaded, meanTpotMs: undefined, meanItlMs: 8.4 },
+    });
+    const table = (msg.blocks[1] as { text: { text: string } }).text.text;
+    expect(table).toMatch(/^ITL ms \(mean\) +6\.10 +8\.40$/m);
+    expect(table).not.toContain("–");
+    expect(msg.text).toContain("ITL (mean) 6.10 / 8.40 ms");
+  });
+
   it("says when there are no earlier numbers, shows missing values as – and warns of failed requests", () => {
     const msg = renderBenchmarkComparison({
-      single: { ...single, meanTpotMs: undefined },
+      single: { ...single, meanTpotMs: undefined, meanItlMs: undefined },
       loaded: { ...loaded, successfulRequests: 30 },
     });
     const table = (msg.blocks[1] as { text: { text: string } }).text.text;
-    expect(table).toContain("TPOT ms       –");
+    expect(table).toMatch(/^ITL ms \(mean\) +–/m);
     expect(table).not.toMatch(/[▲▼]/);
     const notes = JSON.stringify(msg.blocks[2]);
     expect(notes).toContain("no earlier numbers for this host");
