@@ -20,6 +20,9 @@ export function verificationFiles(info: ModelSummary): { sizes: string; sums: st
  * The detached download: `hf download` pinned to the commit, then every file's size and every LFS file's
  * sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
  * process (fixtures/gpu-host/hf-download-1.33.md), so orphaned *.incomplete files are removed first.
+ * A file that fails its check is removed with its `hf` metadata (`.cache/huggingface/download/<path>
+ * .metadata`, by which hf would skip it as complete), named in the log, and the task fails: the stage's
+ * next attempt (swaps.downloadRetries, bounded) fetches it again, as does a later swap.
  */
 export function downloadScript(info: ModelSummary, modelDir: string, dir: string): ShellCommand {
   const partials = `${modelDir}/.cache/huggingface/download`;
@@ -30,10 +33,22 @@ find ${partials} -name '*.incomplete' -delete 2>/dev/null || true
 echo ${`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`}
 hf download ${info.repo} --revision ${info.sha} --local-dir ${modelDir} --max-workers 8
 cd ${modelDir}
+refetch() { rm -f -- "$1" ".cache/huggingface/download/$1.metadata"; }
+bad=0
 while read -r size path; do
   actual=$(stat -c %s -- "$path" 2>/dev/null || echo missing)
-  if [ "$actual" != "$size" ]; then echo "modelswap: size mismatch for $path: expected $size, found $actual"; exit 3; fi
+  if [ "$actual" != "$size" ]; then
+    echo "modelswap: $path has $actual bytes, not $size: removed, it is fetched again"
+    refetch "$path"; bad=1
+  fi
 done < ${sizes}
-if [ -s ${sums} ]; then sha256sum --quiet --strict -c ${sums}; fi
+[ "$bad" = 0 ] || exit 3
+if [ -s ${sums} ] && ! sha256sum --quiet --strict -c ${sums} > ${`${dir}/sha256-failures`} 2>&1; then
+  sed -n 's/: FAILED.*$//p' ${`${dir}/sha256-failures`} | while IFS= read -r path; do
+    echo "modelswap: $path failed its sha256 check: removed, it is fetched again"
+    refetch "$path"
+  done
+  exit 4
+fi
 echo "modelswap: verified $(wc -l < ${sizes}) files"`;
 }

@@ -173,7 +173,10 @@ describe("downloadStep", () => {
     expect(starts[0]!.script).toContain(
       `find ${modelDir}/.cache/huggingface/download -name '*.incomplete' -delete`,
     );
-    expect(starts[0]!.script).not.toMatch(/\brm\b/);
+    // complete files are kept: the one rm removes a file that failed its size or sha256 check
+    expect(starts[0]!.script.match(/\brm\b.*/g)).toEqual([
+      'rm -f -- "$1" ".cache/huggingface/download/$1.metadata"; }',
+    ]);
     expect(fake.host.ran(/\brm -r|\brm -f .*safetensors/)).toEqual([]);
     // the size list is written once, at the first start
     expect(fake.host.ran(/\/sizes$/)).toHaveLength(1);
