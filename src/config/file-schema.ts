@@ -250,7 +250,8 @@ export const fileSchema = z
         /**
          * BullMQ's lock on a running step (renewed every half of it while the process lives) and how
          * often workers look for steps whose process died: a killed worker's swap is taken over within
-         * about lockSeconds + stalledCheckSeconds.
+         * about lockSeconds + 2 × stalledCheckSeconds (BullMQ's stalled check needs two looks: the first
+         * marks an active job, the next moves it if its lock is gone; bullmq moveStalledJobsToWait).
          */
         lockSeconds: z.number().min(1).max(600).default(30),
         stalledCheckSeconds: z.number().min(1).max(600).default(30),
