@@ -65,6 +65,7 @@ export function createStageContext(
       downloadSecrets: deps.config.env.HF_TOKEN === undefined ? {} : { HF_TOKEN: deps.config.env.HF_TOKEN },
       engine: deps.config.file.engine,
       hub: deps.config.file.hub,
+      recipeOverrides: deps.config.file.recipes.overrides,
     },
     emit: (event) => swap.emit(event),
     clock,

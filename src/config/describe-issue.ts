@@ -72,6 +72,14 @@ export function describeIssue(
       },
     ];
   }
+  if (issue.code === "invalid_key" || issue.code === "invalid_element") {
+    // a record's key (or a map's element) refused by its own schema: that schema's text says what fits
+    const nested = (issue as { issues?: z.core.$ZodIssue[] }).issues ?? [];
+    const said = nested.map((n) => splitProblem(n.message)).find((p) => p.fix !== undefined);
+    if (said?.fix !== undefined) {
+      return [{ source, path: setting, what: said.what, given: JSON.stringify(key), fix: said.fix }];
+    }
+  }
   if (custom.fix !== undefined) return [{ source, path: setting, what: custom.what, given, fix: custom.fix }];
   if (issue.code === "too_small" || issue.code === "too_big" || issue.code === "invalid_value") {
     return [{ source, path: setting, what: `must be ${words}`, given, fix: fix(`use ${words}`) }];

@@ -117,6 +117,29 @@ const refGlob = z
     problem("engine.allowedRefs entries are branch or tag name globs", "use e.g. main, release/*, v*"),
   );
 
+/** An engine setting by its recipe name (the flag without dashes): "fp4-gemm-backend". */
+const settingName = z
+  .string()
+  .regex(
+    /^[a-z][a-z0-9-]{1,60}$/,
+    problem("a recipe setting is named like its flag without the dashes", "use e.g. fp4-gemm-backend"),
+  )
+  .refine(
+    (s) => !["model-path", "served-model-name", "host", "port", "tp-size"].includes(s),
+    problem(
+      "model-path, served-model-name, host, port and tp-size are the plan's own, not a recipe's",
+      "use --tp on /llm swap for tp; the others follow the host's config",
+    ),
+  );
+
+/** A flag's value as the unit passes it: one word, no shell or systemd specials. */
+const flagValue = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9_.,:=+/-]{1,100}$/,
+    problem("a recipe value is one plain word", "use e.g. flashinfer_cutlass"),
+  );
+
 const hubOrg = z
   .string()
   .regex(
@@ -286,6 +309,41 @@ export const fileSchema = z
       .strictObject({
         /** Events kept in the audit stream (XADD MAXLEN ~): only older events beyond this many are trimmed. */
         maxEntries: z.number().int().min(1000).max(1_000_000_000).default(1_000_000),
+      })
+      .prefault({}),
+    recipes: z
+      .strictObject({
+        /**
+         * Changes to a known recipe's settings, for a host where one of its flags misbehaves (say, a
+         * kernel backend that answers NaN on a newer engine): `set` a setting's value (true for a flag
+         * without one), `remove` a setting; each change is shown in the plan with `reason`.
+         */
+        overrides: z
+          .array(
+            z.strictObject({
+              recipe: z
+                .string()
+                .regex(
+                  /^[a-z0-9.+-]{1,40}\/[a-z0-9]{1,10}\/sm_[0-9]{2,3}$/,
+                  problem(
+                    "recipes.overrides[].recipe is not a recipe id",
+                    "use the id a plan shows, e.g. qwen3.5-moe/nvfp4/sm_120",
+                  ),
+                ),
+              set: z.record(settingName, z.union([z.literal(true), flagValue])).default({}),
+              remove: z.array(settingName).default([]),
+              reason: z
+                .string(
+                  problem(
+                    "recipes.overrides[].reason is not set",
+                    "say why, e.g. reason: NaN with cudnn on 0.5.7",
+                  ),
+                )
+                .min(3)
+                .max(300),
+            }),
+          )
+          .default([]),
       })
       .prefault({}),
     engine: z

@@ -41,6 +41,16 @@ export interface PlanInput {
   engine: EngineSource;
   /** Orgs whose models may run their own Python (hub.remoteCodeOrgs). */
   remoteCodeOrgs: readonly string[];
+  /** The config's changes to known recipes (recipes.overrides). */
+  recipeOverrides?: readonly RecipeOverride[];
+}
+
+/** One entry of recipes.overrides: settings set (true: a flag without a value) or removed, and why. */
+export interface RecipeOverride {
+  recipe: string;
+  set: Readonly<Record<string, string | true>>;
+  remove: readonly string[];
+  reason: string;
 }
 
 /** Parallel downloads of `hf download` (its --max-workers default). */
@@ -128,7 +138,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     },
     { setting: "port", value: String(hostConfig.servingPort), reason: "the host's servingPort" },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
-    ...(recipeResult?.settings ?? []),
+    ...overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []),
   ];
   const flags: FlagChoice[] = settings.map((s) => ({ ...s, flag: defaultSpelling(s.setting) }));
 
@@ -166,6 +176,31 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitPath: "",
     notes: recipeResult?.notes ?? [],
   });
+}
+
+/**
+ * The recipe's settings with the config's overrides for that recipe applied: a value set (or a setting
+ * added), a setting removed; each says so in its reason, with what the recipe had.
+ */
+function overridden(
+  settings: readonly RecipeSetting[],
+  recipeId: string | undefined,
+  overrides: readonly RecipeOverride[],
+): RecipeSetting[] {
+  let out = [...settings];
+  for (const o of overrides.filter((x) => x.recipe === recipeId)) {
+    const said = `config override (recipes.overrides): ${o.reason}`;
+    out = out.filter((s) => !o.remove.includes(s.setting));
+    for (const [setting, raw] of Object.entries(o.set)) {
+      const value = raw === true ? undefined : raw;
+      const before = out.find((s) => s.setting === setting);
+      const had =
+        before === undefined ? "" : `; the recipe had ${before.value ?? "the flag on"} (${before.reason})`;
+      const next = { setting, value, reason: `${said}${had}` };
+      out = before === undefined ? [...out, next] : out.map((s) => (s === before ? next : s));
+    }
+  }
+  return out;
 }
 
 /**

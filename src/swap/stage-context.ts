@@ -7,6 +7,7 @@ import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
 import type { ModelInfo, ModelRef } from "../hub/types.ts";
 import type { Logger } from "../log.ts";
+import type { RecipeOverride } from "../plan/make-plan.ts";
 import type { Recipe } from "../plan/recipes.ts";
 import type { SwapPlan } from "../plan/types.ts";
 import type { AuditKind } from "../store/audit-log.ts";
@@ -90,6 +91,8 @@ export interface StageSettings {
   engine: EnginePolicy;
   /** hub.allowPullRequests and hub.remoteCodeOrgs. */
   hub: { allowPullRequests: boolean; remoteCodeOrgs: readonly string[] };
+  /** recipes.overrides: the config's changes to known recipes. */
+  recipeOverrides: readonly RecipeOverride[];
 }
 
 export interface StageContext {

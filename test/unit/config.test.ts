@@ -73,6 +73,29 @@ describe("configuration", () => {
     expect(config.env.SLACK_API_URL).toBe("https://slack.com/api/");
   });
 
+  it("takes recipe overrides, and refuses one that names the plan's own settings or a value with specials", async () => {
+    const withOverrides = `${good(keyPath)}recipes:
+  overrides:
+    - recipe: qwen3.5-moe/nvfp4/sm_120
+      set: { fp4-gemm-backend: flashinfer_cutlass, disable-cuda-graph: true }
+      remove: [tool-call-parser]
+      reason: cudnn answers NaN on 0.5.7
+`;
+    const ok = await readConfig(env(await write("overrides.yaml", withOverrides)));
+    expect(ok.problems).toEqual([]);
+    expect(ok.config?.file.recipes.overrides[0]).toMatchObject({
+      recipe: "qwen3.5-moe/nvfp4/sm_120",
+      set: { "fp4-gemm-backend": "flashinfer_cutlass", "disable-cuda-graph": true },
+    });
+    const bad = withOverrides
+      .replace("fp4-gemm-backend: flashinfer_cutlass", "tp-size: '4'")
+      .replace("remove: [tool-call-parser]", "remove: ['x; rm -rf /']");
+    const { problems } = await readConfig(env(await write("bad-overrides.yaml", bad)));
+    const paths = problems.map((p) => p.path).sort();
+    expect(paths).toEqual(["recipes.overrides[0].remove[0]", "recipes.overrides[0].set.tp-size"].sort());
+    expect(problems.find((p) => p.path.endsWith("tp-size"))?.what).toMatch(/the plan.s own/);
+  });
+
   it("lists every problem with its path and a fix, not only the first", async () => {
     const broken = good(join(dir.path, "missing-key"))
       .replace("C0SWAPS01", "#swaps")

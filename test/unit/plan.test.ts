@@ -344,3 +344,39 @@ describe("host checks", () => {
     ]);
   });
 });
+
+describe("recipes.overrides from the config", () => {
+  it("sets, adds and removes a known recipe's settings, each saying so in the plan", () => {
+    const plan = makePlan({
+      ...planInput("qwen3.5-moe-nvfp4", RTX),
+      recipeOverrides: [
+        {
+          recipe: "qwen3.5-moe/nvfp4/sm_120",
+          set: { "fp4-gemm-backend": "flashinfer_cutlass", "disable-cuda-graph": true },
+          remove: ["tool-call-parser"],
+          reason: "cudnn answers NaN on engine 0.5.7",
+        },
+        {
+          recipe: "other/bf16/sm_90",
+          set: { "kv-cache-dtype": "fp8_e5m2" },
+          remove: [],
+          reason: "not this one",
+        },
+      ],
+    });
+    expect(flag(plan, "fp4-gemm-backend")).toMatchObject({
+      value: "flashinfer_cutlass",
+      reason: expect.stringMatching(
+        /^config override \(recipes\.overrides\): cudnn answers NaN on engine 0\.5\.7; the recipe had flashinfer_cudnn/,
+      ),
+    });
+    expect(flag(plan, "disable-cuda-graph")).toMatchObject({
+      flag: "--disable-cuda-graph",
+      value: undefined,
+    });
+    expect(flag(plan, "tool-call-parser")).toBeUndefined();
+    expect(flag(plan, "kv-cache-dtype")).toBeUndefined();
+    expect(plan.unitText).toContain("--fp4-gemm-backend flashinfer_cutlass");
+    expect(plan.unitText).not.toContain("--tool-call-parser");
+  });
+});

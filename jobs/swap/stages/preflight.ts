@@ -64,6 +64,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       recipes: ctx.recipes,
       engine: engine.source,
       remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
+      recipeOverrides: ctx.settings.recipeOverrides,
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;

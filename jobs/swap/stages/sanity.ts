@@ -19,7 +19,7 @@ function whatToTry(ctx: StageContext, report: SanityReport): string {
       : `the plan applied the engine's default kernels (recipe ${plan?.recipe ?? "none"})`;
   const engine = plan?.engine === undefined ? "" : ` on engine ${describeEngineSource(plan.engine)}`;
   if (report.prompts.some((p) => p.verdict === "nan")) {
-    return `${applied}${engine}. NaN logits mean a kernel is broken on this GPU: try another engine build (--engine-ref a newer tag or branch), or other backends in the recipe (docs/operations.md section 5)`;
+    return `${applied}${engine}. NaN logits mean a kernel is broken on this GPU: try another engine build (--engine-ref a newer tag or branch), or other backends for this recipe in the config (recipes.overrides: ${plan?.recipe ?? "the recipe"})`;
   }
   return `${applied}${engine}. Check the model's flags (quantization, chat template, context length) and the engine version against its model card`;
 }

@@ -203,6 +203,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       downloadSecrets: {},
       engine: { allowedRefs: { branches: ["*"], tags: ["*"] }, unlistedRefs: "refuse" },
       hub: { allowPullRequests: false, remoteCodeOrgs: [] },
+      recipeOverrides: [],
       ...options.settings,
     },
     emit: (event) => swap.emit(event),
