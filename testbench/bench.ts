@@ -85,7 +85,7 @@ export interface BenchOptions {
   /** Where the bot's pino log goes (default: a file in the bench directory). */
   logTo?: "file" | "silent";
   /** The config's `swaps:` section (polling, card throttling, timeouts). */
-  swaps?: Record<string, number>;
+  swaps?: Record<string, number | string>;
   /** The config's `approvals:` section. */
   approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
   /**
@@ -508,7 +508,8 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ...(options.access === undefined ? {} : { access: options.access }),
       health: { intervalSeconds: 3600, failureThreshold: 3, ...options.health },
       approvals: options.approvals ?? {},
-      swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, ...options.swaps },
+      // no baseline probe unless a test asks (swaps.baseline): it would add a benchmark run to every first swap
+      swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "off", ...options.swaps },
       ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
       ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
       hosts,

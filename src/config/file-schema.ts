@@ -284,6 +284,12 @@ export const fileSchema = z
          * stop timeout (docker stop -t, systemd TimeoutStopSec).
          */
         shutdownGraceSeconds: z.number().min(0).max(600).default(20),
+        /**
+         * A host's first swap has no earlier numbers to compare with: measure the outgoing model before
+         * the switch. `probe` (default): the single-stream run only (8 short prompts, one at a time: light
+         * on production); `full`: the loaded run too (16 streams: it adds real load to production); `off`.
+         */
+        baseline: z.enum(["probe", "full", "off"]).default("probe"),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()

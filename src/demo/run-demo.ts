@@ -15,7 +15,7 @@ export async function runDemo(): Promise<number> {
   say("modelswap demo: starting the bench (redis-server, sshd, Slack emulator, Hub, three GPU hosts)…");
   const bench = await startBench({
     connectTimeoutSeconds: 3,
-    swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2 },
+    swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "probe" },
     // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
     health: { intervalSeconds: 2, failureThreshold: 2 },
     hosts: [

@@ -6,9 +6,14 @@ export interface BenchPair {
   loaded: BenchResult;
 }
 
-export interface PreviousBench extends BenchPair {
+export interface PreviousBench {
   /** The model those numbers were measured with (the outgoing one). */
   model: string;
+  single: BenchResult;
+  /** Absent for a single-stream baseline probe. */
+  loaded?: BenchResult | undefined;
+  /** The last swap's benchmark (default), or a baseline taken before this switch. */
+  basis?: "last-swap" | "probe" | "full" | undefined;
 }
 
 /** Longer than any Hub repo id (two parts of at most 96 characters): names are shown whole. */
@@ -79,6 +84,13 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
       ? "no earlier numbers for this host"
       : "▲/▼: change vs the previous model, said better or worse (higher tok/s and lower ms are better)",
   );
+  if (previous?.basis === "probe" || previous?.basis === "full") {
+    notes.push(
+      previous.basis === "probe"
+        ? "baseline: the outgoing model's single-stream run just before the switch (swaps.baseline: probe; the loaded run is not taken on production)"
+        : "baseline: the outgoing model's single-stream and loaded runs just before the switch (swaps.baseline: full)",
+    );
+  }
   for (const c of columns) {
     const ok = c.now.successfulRequests;
     if (c.now.requested !== undefined && ok !== undefined && ok < c.now.requested)

@@ -91,6 +91,8 @@ export interface StageSettings {
   engine: EnginePolicy;
   /** hub.allowPullRequests and hub.remoteCodeOrgs. */
   hub: { allowPullRequests: boolean; remoteCodeOrgs: readonly string[] };
+  /** swaps.baseline: how a host's first swap measures the outgoing model before its switch. */
+  baseline: "probe" | "full" | "off";
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
 }

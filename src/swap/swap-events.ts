@@ -66,7 +66,15 @@ export const swapEventSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("benchmarked"),
     current: benchPair,
-    previous: benchPair.extend({ model: z.string() }).optional(),
+    previous: z
+      .object({
+        model: z.string(),
+        single: benchResultSchema,
+        loaded: benchResultSchema.optional(),
+        /** How the numbers compared with were taken: the last swap's benchmark, or a baseline before this switch. */
+        basis: z.enum(["last-swap", "probe", "full"]).optional(),
+      })
+      .optional(),
   }),
   z.object({ type: z.literal("benchmark-failed"), error: z.string() }),
   /** The rollback begins: back to `to` (undefined: nothing served before, `stopping` is stopped). */

@@ -134,6 +134,19 @@ export const swapRecordSchema = z.object({
   downtimeSeconds: z.number().optional(),
   sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
   benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),
+  /**
+   * The outgoing model measured before the switch, for a host with no earlier numbers (swaps.baseline):
+   * the single-stream run, and the loaded one where configured. `error` when it could not run.
+   */
+  baseline: z
+    .object({
+      model: z.string(),
+      kind: z.enum(["probe", "full"]),
+      single: benchResultSchema.optional(),
+      loaded: benchResultSchema.optional(),
+      error: z.string().optional(),
+    })
+    .optional(),
   rollback: z.object({ ok: z.boolean(), detail: z.string() }).optional(),
   /** Why it failed, for the end: the error's code and what to try (the one-line reason is `reason`). */
   failure: z.object({ code: z.string(), fix: z.string() }).optional(),

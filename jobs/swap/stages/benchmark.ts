@@ -29,13 +29,21 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
     const current: SwapBenchmark = { single: await run(SINGLE_STREAM), loaded: await run(LOADED) };
-    const previous = await ctx.ledger.lastBenchmark();
+    const last = await ctx.ledger.lastBenchmark();
+    const baseline = swap.record.baseline;
+    const previous =
+      last !== undefined
+        ? { model: last.repo, ...last.result, basis: "last-swap" as const }
+        : baseline?.single !== undefined
+          ? {
+              model: baseline.model,
+              single: baseline.single,
+              ...(baseline.loaded === undefined ? {} : { loaded: baseline.loaded }),
+              basis: baseline.kind,
+            }
+          : undefined;
     swap.set({ benchmark: current });
-    ctx.emit({
-      type: "benchmarked",
-      current,
-      ...(previous === undefined ? {} : { previous: { model: previous.repo, ...previous.result } }),
-    });
+    ctx.emit({ type: "benchmarked", current, ...(previous === undefined ? {} : { previous }) });
     swap.stage(
       "benchmark",
       "done",

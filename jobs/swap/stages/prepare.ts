@@ -1,6 +1,7 @@
 import { verdict } from "../../../src/approval/gate.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { baselineStep } from "./baseline.ts";
 import { buildStep, waitsForApproval } from "./build.ts";
 import { downloadStep } from "./download.ts";
 import { taskDir } from "./download-task.ts";
@@ -19,6 +20,8 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
     return failure;
   }
 
+  // while the tasks run: the outgoing model's numbers, for a host that has none to compare with
+  await baselineStep(ctx);
   let decided = await verdict(ctx);
   if (decided.kind === "approved" && waitsForApproval(ctx)) {
     // the approval lets the unlisted engine ref be fetched and built now, not a look later

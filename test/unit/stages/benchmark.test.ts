@@ -94,7 +94,12 @@ describe("benchmarkStage", () => {
       {
         type: "benchmarked",
         current: benchmark,
-        previous: { model: OLD_REPO, single: KIMI.result.single, loaded: KIMI.result.loaded },
+        previous: {
+          model: OLD_REPO,
+          single: KIMI.result.single,
+          loaded: KIMI.result.loaded,
+          basis: "last-swap",
+        },
         at: later(0),
       },
     ]);
@@ -189,5 +194,27 @@ describe("benchmarkStage", () => {
 
     expect(fake.swap.record.stages.benchmark.state).toBe("running");
     expect(fake.events()).toEqual([]);
+  });
+});
+
+describe("baselineStep (the first swap on a host)", () => {
+  it("measures the outgoing model single-stream once, skipping a host with earlier numbers or nothing serving", async () => {
+    const { baselineStep } = await import("../../../jobs/swap/stages/baseline.ts");
+    const fake = lateContext({ settings: { baseline: "probe" } });
+    fake.host.on(/sglang\.bench_serving/, benchOutput(SINGLE_NUMBERS));
+    await baselineStep(fake.ctx);
+    expect(fake.host.ran(/sglang\.bench_serving/)).toHaveLength(1);
+    expect(fake.host.ran(/sglang\.bench_serving/)[0]).toContain("--max-concurrency 1");
+    expect(fake.swap.record.baseline).toMatchObject({
+      kind: "probe",
+      single: { outputThroughput: expect.any(Number) },
+    });
+    // once
+    await baselineStep(fake.ctx);
+    expect(fake.host.ran(/sglang\.bench_serving/)).toHaveLength(1);
+
+    const known = lateContext({ settings: { baseline: "probe" }, lastBenchmark: KIMI });
+    await baselineStep(known.ctx);
+    expect(known.host.ran(/sglang\.bench_serving/)).toEqual([]);
   });
 });

@@ -204,6 +204,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       engine: { allowedRefs: { branches: ["*"], tags: ["*"] }, unlistedRefs: "refuse" },
       hub: { allowPullRequests: false, remoteCodeOrgs: [] },
       recipeOverrides: [],
+      baseline: "off",
       ...options.settings,
     },
     emit: (event) => swap.emit(event),

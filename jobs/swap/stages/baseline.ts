@@ -1,0 +1,47 @@
+import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { modelName } from "../../../src/grammar/model-name.ts";
+import type { StageContext } from "../../../src/swap/stage-context.ts";
+
+/**
+ * A host's first swap has nothing to compare its benchmark with: measure the model serving now, before
+ * the switch, once (swaps.baseline). `probe` runs the single-stream benchmark only — 8 short prompts, one
+ * at a time, light on production; `full` the loaded one too, which production feels. Skipped when the
+ * host has earlier numbers, serves nothing, or it is off. A baseline that cannot run is noted, never a
+ * reason to stop the swap.
+ */
+export async function baselineStep(ctx: StageContext): Promise<void> {
+  const { swap, host } = ctx;
+  const { record } = swap;
+  const kind = ctx.settings.baseline;
+  const plan = record.plan;
+  if (kind === "off" || record.baseline !== undefined || plan === undefined) return;
+  const serving = plan.host.currentUnit;
+  if (!serving.exists || !serving.active) return;
+  if ((await ctx.ledger.lastBenchmark()) !== undefined) return;
+  const word = (flag: string) => {
+    const at = serving.execStart.findIndex((w) => w === flag);
+    if (at >= 0) return serving.execStart[at + 1];
+    return serving.execStart.find((w) => w.startsWith(`${flag}=`))?.slice(flag.length + 1);
+  };
+  const path = word("--model-path") ?? word("--model");
+  const model = word("--served-model-name") ?? (path === undefined ? serving.name : modelName(path));
+  if (path === undefined) {
+    swap.set({ baseline: { model, kind, error: `${serving.name} names no --model-path` } });
+    return;
+  }
+  try {
+    const run = (setting: Readonly<BenchSettings>) =>
+      runBench(
+        (command, options) => host.exec(command, options),
+        { ...setting, venv: host.config.venv, port: host.config.servingPort, model: path },
+        { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
+      );
+    const single = await run(SINGLE_STREAM);
+    const loaded = kind === "full" ? await run(LOADED) : undefined;
+    swap.set({ baseline: { model, kind, single, ...(loaded === undefined ? {} : { loaded }) } });
+  } catch (error) {
+    if (isHostUnreachable(error)) throw error;
+    swap.set({ baseline: { model, kind, error: describeError(error) } });
+  }
+}
