@@ -1,4 +1,16 @@
-# modelswap: the bot and worker. Small, non-root; runs the TypeScript sources through tsx.
+# modelswap: the bot and worker. Small, non-root; runs the compiled build (dist/), no TypeScript loader.
+# build: every dependency (TypeScript is a dev dependency), then `npm run build` into dist/
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY commands ./commands
+COPY jobs ./jobs
+RUN npm run build
+
+# deps: only the runtime dependencies (no tsx, no TypeScript compiler, no test tools)
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -9,11 +21,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends openssh-client 
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
+COPY --from=build /app/dist ./dist
+COPY package.json ./
 COPY bin ./bin
-COPY src ./src
-COPY commands ./commands
-COPY jobs ./jobs
 ENV NODE_ENV=production
 USER node
 EXPOSE 3000

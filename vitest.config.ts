@@ -11,5 +11,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ["test/global-setup.ts"],
+    // bin/modelswap.js runs the TypeScript sources (tsx), never a build in dist/ that may be stale
+    env: { MODELSWAP_FROM_SOURCE: "1" },
   },
 });

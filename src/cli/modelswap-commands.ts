@@ -47,7 +47,17 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
         description:
           "Plays a conversation with the real bot against a simulated Slack workspace, Hub and GPU hosts\n" +
           "(its own redis-server and sshd on free loopback ports), then prints the channel. About 40 s.",
-        run: async () => await (await import("../demo/run-demo.ts")).runDemo(),
+        run: async () => {
+          // The demo runs on the testbench (simulated hosts, dev dependencies): from the sources only.
+          // The build leaves it out, and tsc does not follow an import whose path is not a literal.
+          if (import.meta.url.endsWith(".js")) {
+            process.stderr.write("modelswap demo runs from a checkout's sources: npm run demo\n");
+            return 1;
+          }
+          const demo: string = "../demo/run-demo.ts";
+          const { runDemo } = (await import(demo)) as { runDemo: () => Promise<number> };
+          return await runDemo();
+        },
       },
       {
         name: "config",

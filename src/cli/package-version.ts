@@ -1,7 +1,16 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 
-/** modelswap's version, from its package.json (what `modelswap --version` prints). */
+/**
+ * modelswap's version, from its package.json (what `modelswap --version` prints): the first one above
+ * this file, which sits in src/cli/ of the sources or dist/src/cli/ of the build.
+ */
 export function packageVersion(): string {
-  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-  return (JSON.parse(text) as { version: string }).version;
+  for (let dir = new URL("./", import.meta.url); ; dir = new URL("../", dir)) {
+    const file = new URL("package.json", dir);
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version: string };
+      if (pkg.name === "modelswap") return pkg.version;
+    }
+    if (dir.pathname === "/") throw new Error("modelswap's package.json was not found");
+  }
 }

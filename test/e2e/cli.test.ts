@@ -13,7 +13,12 @@ const BIN = new URL("../../bin/modelswap.js", import.meta.url).pathname;
 async function modelswap(args: string[], env: Record<string, string> = {}) {
   try {
     const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        MODELSWAP_FROM_SOURCE: "1",
+        ...env,
+      },
       timeout: 30_000,
     });
     return { code: 0, stdout, stderr };

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -11,7 +11,7 @@ import { fileSchema } from "../../src/config/file-schema.ts";
 /**
  * What the deployment files promise, checked against the code they deploy: the systemd unit passes
  * `systemd-analyze verify` and waits longer than the bot's shutdown grace; the Dockerfile is multi-stage,
- * runs as a non-root user and copies only what exists; compose runs Redis with AOF and noeviction.
+ * runs as a non-root user, copies only what exists and runs the build (no tsx); the build compiles and runs; compose runs Redis with AOF and noeviction.
  * (No Docker engine runs on these machines, so the image itself is not built here.)
  */
 const run = promisify(execFile);
@@ -23,6 +23,16 @@ function unitValues(text: string, key: string): string[] {
     .split("\n")
     .filter((l) => l.startsWith(`${key}=`))
     .map((l) => l.slice(key.length + 1));
+}
+
+/** The Dockerfile's stages, each with its name (`FROM … AS name`) and its trimmed lines. */
+function dockerStages(text: string): { name: string | undefined; lines: string[] }[] {
+  const stages: { name: string | undefined; lines: string[] }[] = [];
+  for (const line of text.split("\n").map((l) => l.trim())) {
+    if (line.startsWith("FROM ")) stages.push({ name: / AS (\S+)$/i.exec(line)?.[1], lines: [] });
+    stages.at(-1)?.lines.push(line);
+  }
+  return stages;
 }
 
 const graceSeconds = () => fileSchema.shape.swaps.parse({}).shutdownGraceSeconds as number;
@@ -75,15 +85,84 @@ describe("Dockerfile", () => {
     expect(lines).toContain("STOPSIGNAL SIGTERM");
     expect(text).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
     expect(text).toMatch(/ENTRYPOINT \["node", "bin\/modelswap\.js"\]/);
-    // what the image runs must be installed by its npm ci --omit=dev
-    const pkg = JSON.parse(await read("package.json")) as { dependencies: Record<string, string> };
-    expect(Object.keys(pkg.dependencies)).toContain("tsx");
+  });
+
+  it("builds in one stage and runs the build with only the runtime dependencies: no tsx, no sources", async () => {
+    const stages = dockerStages(await read("Dockerfile"));
+    const final = stages.at(-1)!;
+    const builder = stages.find((s) => s.lines.includes("RUN npm run build"));
+    expect(builder, "a stage runs npm run build").toBeDefined();
+    expect(builder!.lines).toContain("RUN npm ci --no-audit --no-fund");
+    expect(final.lines).toContain(`COPY --from=${builder!.name} /app/dist ./dist`);
+    // its node_modules come from a stage that installs without the dev dependencies
+    const modules = final.lines.find((l) => /^COPY --from=\S+ \/app\/node_modules /.test(l));
+    const depsName = modules?.split(/\s+/)[1]?.slice("--from=".length);
+    const deps = stages.find((s) => s.name === depsName);
+    expect(deps?.lines).toContain("RUN npm ci --omit=dev --no-audit --no-fund");
+    expect(final.lines.join("\n")).not.toMatch(/tsx|COPY (src|commands|jobs|tsconfig)/);
+    expect(final.lines.join("\n")).not.toMatch(/npm ci(?! --omit=dev)/);
   });
 
   it("keeps the build context small: tests, bench and git stay out", async () => {
     const ignored = (await read(".dockerignore")).split("\n").map((l) => l.trim());
     for (const path of [".git", "node_modules", "test", "testbench"]) expect(ignored).toContain(path);
   });
+});
+
+describe("the build", () => {
+  it("is npm run build into dist/; tsx is only a dev dependency; bin/modelswap.js runs dist/src/cli.js", async () => {
+    const pkg = JSON.parse(await read("package.json")) as {
+      scripts: Record<string, string>;
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json/);
+    expect(pkg.scripts.start).toBe("node bin/modelswap.js start");
+    expect(Object.keys(pkg.dependencies)).not.toContain("tsx");
+    expect(Object.keys(pkg.devDependencies)).toContain("tsx");
+    expect(Object.keys(pkg.dependencies)).not.toContain("typescript");
+    const config = JSON.parse(await read("tsconfig.build.json")) as {
+      compilerOptions: Record<string, unknown>;
+    };
+    expect(config.compilerOptions).toMatchObject({
+      noEmit: false,
+      outDir: "dist",
+      rewriteRelativeImportExtensions: true,
+    });
+    expect(await read("bin/modelswap.js")).toContain('"../dist/src/cli.js"');
+    expect(await read(".gitignore")).toMatch(/^dist\/$/m);
+    expect((await read(".dockerignore")).split("\n")).toContain("dist");
+  });
+
+  it("compiles, and the compiled CLI answers --version and config check --help with no loader", async () => {
+    // into a scratch directory inside the checkout (gitignored), so package.json and node_modules resolve
+    await mkdir(join(ROOT, ".scratch"), { recursive: true });
+    const out = await mkdtemp(join(ROOT, ".scratch", "build-"));
+    try {
+      await run(
+        process.execPath,
+        [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", out],
+        {
+          cwd: ROOT,
+        },
+      );
+      const cli = join(out, "src/cli.js");
+      const pkg = JSON.parse(await read("package.json")) as { version: string };
+      const version = await run(process.execPath, [cli, "--version"], { cwd: tmpdir() });
+      expect(version.stdout).toBe(`${pkg.version}\n`);
+      const help = await run(process.execPath, [cli, "config", "check", "--help"], { cwd: tmpdir() });
+      expect(help.stdout).toMatch(/^Usage: modelswap config check \[file\]/);
+      // the build imports no .ts file and no dev dependency
+      const text = await run(
+        "grep",
+        ["-rlE", String.raw`from "[^"]*\.ts"|"tsx|"vitest"|"fast-check"`, out],
+        {},
+      ).catch((error: { code: number }) => error);
+      expect("code" in text ? text.code : 0).toBe(1);
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe("docker-compose.yml", () => {
