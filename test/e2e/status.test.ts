@@ -198,7 +198,7 @@ describe("/llm status", () => {
 
   it("without a host, answers with one table of the whole fleet in its different states", async () => {
     const before = bench.slack.messages(CHANNEL).length;
-    const command = await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+    const command = await bench.slack.command(USERS.alice, "status --share", { channel: CHANNEL });
     expect(command.ackResponse?.text).toContain("Checking gpu-1, h200");
     const fleet = await bench.slack.waitFor(
       () =>
@@ -224,7 +224,7 @@ describe("/llm status", () => {
   });
 
   it("never shows a stack trace or a secret in Slack", () => {
-    const everything = JSON.stringify(bench.slack.messages(CHANNEL));
+    const everything = JSON.stringify([bench.slack.messages(CHANNEL), bench.slack.ephemerals(CHANNEL)]);
     expect(everything).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
     expect(everything).not.toContain(bench.botToken);
     expect(everything).not.toContain(bench.signingSecret);
@@ -247,9 +247,11 @@ describe("the Slack door", () => {
     expect(stale.status).toBe(401);
     // a signed command sent after them is queued and answered: by then the bot had handled the two
     // above, and it counted only this one
+    const answersBefore = privateAnswers(USERS.alice, 0).length;
     await statusOf("gpu-1");
     expect(await bench.queuedJobCount()).toBe(jobsBefore + 1);
-    expect(bench.slack.messages(CHANNEL).length).toBe(messagesBefore + 1);
+    expect(privateAnswers(USERS.alice, 0).length).toBe(answersBefore + 1);
+    expect(bench.slack.messages(CHANNEL).length).toBe(messagesBefore);
   });
 
   it("refuses a user who is neither requester nor approver, ephemerally, and enqueues nothing", async () => {
@@ -279,7 +281,45 @@ describe("the Slack door", () => {
     expect(command.ackResponse?.text).toContain("Unknown host `gpu-9;reboot`");
     expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, loading, stuck-gpu, box");
     const extra = await bench.slack.command(USERS.alice, "status gpu-1 gpu-2", { channel: CHANNEL });
-    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host]`");
+    expect(extra.ackResponse?.text).toContain("name at most one host");
+    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+  });
+});
+
+describe("with status.visibility: channel", () => {
+  let shared: Bench;
+
+  beforeAll(async () => {
+    shared = await startBench({
+      hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+      status: { visibility: "channel" },
+    });
+    shared.slack.setRateLimits({ scale: 100 });
+    await shared.startBot();
+  }, 120_000);
+
+  afterAll(async () => {
+    await shared?.stop();
+  });
+
+  it("posts every answer in the channel, with or without --share, and nothing privately", async () => {
+    for (const words of ["status gpu-1", "status", "status gpu-1 --share"]) {
+      const before = shared.slack.messages(CHANNEL).length;
+      const command = await shared.slack.command(USERS.alice, words, { channel: CHANNEL });
+      expect(command.ackResponse?.text).toContain("Checking gpu-1");
+      expect(command.ackResponse?.text).not.toContain("Only you");
+      const answer = await shared.slack.waitFor(
+        () =>
+          shared.slack
+            .messages(CHANNEL)
+            .slice(before)
+            .find((m) => m.text.includes("gpu-1") || m.text.startsWith("Fleet:")),
+        { timeoutMs: 20_000, what: `the answer to ${words} in the channel` },
+      );
+      expect(answer.text).toMatch(words === "status" ? /^Fleet: 1 host/ : /🟢 gpu-1: healthy/);
+    }
+    expect(shared.slack.ephemerals(CHANNEL, USERS.alice).filter((e) => e.source === "api")).toEqual([]);
+    expect(shared.slack.calls("chat.postEphemeral")).toEqual([]);
   });
 });
 
