@@ -68,7 +68,8 @@ export const statusCommand: SubCommand = {
     } catch (error) {
       return failure(error);
     }
-    const privately = answer === "private" ? " Only you will see the answer (`--share` posts it in the channel)." : "";
+    const privately =
+      answer === "private" ? " Only you will see the answer (`--share` posts it in the channel)." : "";
     return reply(`⏳ Checking ${hosts.join(", ")}…${privately}`);
   },
 };

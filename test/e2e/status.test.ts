@@ -120,7 +120,9 @@ describe("who sees the answer", () => {
     const unknown = await bench.slack.command(USERS.alice, "status gpu-1 --public", { channel: CHANNEL });
     expect(unknown.ackResponse?.text).toContain("unknown option `--public`");
     expect(unknown.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
-    const twice = await bench.slack.command(USERS.alice, "status --share gpu-1 --share", { channel: CHANNEL });
+    const twice = await bench.slack.command(USERS.alice, "status --share gpu-1 --share", {
+      channel: CHANNEL,
+    });
     expect(twice.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
   });
 });
