@@ -4,7 +4,7 @@ import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
 import { type FleetRow, renderFleet } from "../src/reporter/fleet-message.ts";
 import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
-import { escapeMrkdwn, section } from "../src/reporter/message.ts";
+import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
 import { probeHost } from "../src/status/probe-host.ts";
@@ -22,8 +22,10 @@ export interface StatusJobDeps {
 
 /**
  * Probes the requested hosts concurrently — each bounded by its command timeout, so an unreachable host
- * answers in time — and posts to the channel the command came from: the detailed view of one host (with
- * the swap running there), or, for `/llm status` without a host, one compact table of the fleet. A lock
+ * answers in time — and answers in the channel the command came from, to the person who asked alone (an
+ * ephemeral: `status.visibility: private`, the default) or to everyone (`channel`, or `--share`): the
+ * detailed view of one host (with the swap running there), or, for `/llm status` without a host, one
+ * compact table of the fleet. A lock
  * whose swap can never run again is shown as stuck, with the command that clears it; status clears nothing.
  */
 export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<void> {
@@ -55,8 +57,11 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       };
     }),
   );
+  // An ephemeral can never be edited or found again later: each answer is one message, sent once.
+  const answer = (msg: SlackMessage) =>
+    job.answer === "private" ? poster.ephemeral(job.channel, job.user, msg) : poster.post(job.channel, msg);
   if (job.fleet === true) {
-    await poster.post(job.channel, renderFleet(rows));
+    await answer(renderFleet(rows));
     return;
   }
   await Promise.all(
@@ -70,7 +75,7 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
           ),
         );
       }
-      await poster.post(job.channel, msg);
+      await answer(msg);
     }),
   );
 }

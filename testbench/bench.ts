@@ -118,6 +118,8 @@ export interface BenchOptions {
   enginePolicy?: Record<string, unknown>;
   /** The config's `hub:` section (allowPullRequests, remoteCodeOrgs). */
   hubPolicy?: Record<string, unknown>;
+  /** The config's `status:` section (`visibility: private | channel`; the bot's default is private). */
+  status?: { visibility?: "private" | "channel" };
   /**
    * Socket Mode: the bot gets SLACK_APP_TOKEN (and no signing secret) and connects to the Slack emulator
    * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
@@ -512,6 +514,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "off", ...options.swaps },
       ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
       ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
+      ...(options.status === undefined ? {} : { status: options.status }),
       hosts,
     };
     bench.configPath = join(dir, "modelswap.yaml");

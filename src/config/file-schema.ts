@@ -368,6 +368,23 @@ export const fileSchema = z
         unlistedRefs: z.enum(["refuse", "build-after-approval"]).default("refuse"),
       })
       .prefault({}),
+    status: z
+      .strictObject({
+        /**
+         * Who sees the answer to `/llm status`: `private`, only the person who asked (an ephemeral message;
+         * `--share` posts it in the channel), or `channel`, posted in the channel for everyone.
+         */
+        visibility: z
+          .enum(
+            ["private", "channel"],
+            problem(
+              "status.visibility is not private or channel",
+              "use private (only who asked sees the answer; --share posts it) or channel (always posted)",
+            ),
+          )
+          .default("private"),
+      })
+      .prefault({}),
     hub: z
       .strictObject({
         /** Hub pull-request revisions (`org/name@refs/pr/N`): anyone can open one on any public repo. */

@@ -56,7 +56,7 @@ export async function runDemo(): Promise<number> {
     await command("alice", USERS.alice, "help");
     for (const host of ["gpu-1", "h200"]) {
       const before = bench.slack.messages(CHANNEL).length;
-      await command("alice", USERS.alice, `status ${host}`);
+      await command("alice", USERS.alice, `status ${host} --share`);
       await newMessage(before, `the status of ${host}`, (m) => m.text.includes(`${host}:`));
     }
     await command("mallory", USERS.mallory, `swap ${QWEN} --host gpu-1`);

@@ -14,6 +14,11 @@ export const statusJobSchema = z.object({
   requestedAt: z.string(),
   /** Without a host: one compact table of every host. */
   fleet: z.boolean().optional(),
+  /**
+   * Who sees the answer: `private`, only `user` (an ephemeral in `channel`), or `channel`, everyone. A job
+   * queued before this field existed has none and is answered in the channel, as it was then.
+   */
+  answer: z.enum(["private", "channel"]).optional(),
 });
 export type StatusJob = z.infer<typeof statusJobSchema>;
 

@@ -79,7 +79,7 @@ describe("Redis through Sentinel", () => {
     expect(names).toContain("name=modelswap-producer");
 
     const before = bench.slack.messages(CHANNEL).length;
-    const ack = await bench.slack.command(USERS.alice, `status ${HOST}`, { channel: CHANNEL });
+    const ack = await bench.slack.command(USERS.alice, `status ${HOST} --share`, { channel: CHANNEL });
     expect(ack.ackResponse?.text).toContain(`Checking ${HOST}`);
     const status = await bench.slack.waitFor(
       () =>

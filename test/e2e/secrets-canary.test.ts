@@ -128,14 +128,14 @@ describe("secrets, with a canary inside each", () => {
     );
 
     let since = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+    await bench.slack.command(USERS.alice, "status --share", { channel: CHANNEL });
     const fleet = await posted(/gpu-gone/, since, "the fleet table");
     expect(JSON.stringify(fleet)).toMatch(/gpu-nokey/);
     since = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status gpu-nokey", { channel: CHANNEL });
+    await bench.slack.command(USERS.alice, "status gpu-nokey --share", { channel: CHANNEL });
     await posted(/gpu-nokey/, since, "the status of gpu-nokey");
     since = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status gpu-gone", { channel: CHANNEL });
+    await bench.slack.command(USERS.alice, "status gpu-gone --share", { channel: CHANNEL });
     await posted(/gpu-gone/, since, "the status of gpu-gone");
     since = bench.slack.messages(CHANNEL).length;
     await bench.slack.command(USERS.alice, "history", { channel: CHANNEL });

@@ -44,10 +44,10 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-/** `/llm status <host>`: the ack, then the status message in the channel. */
+/** `/llm status <host> --share`: the ack, then the status message in the channel. */
 async function statusOf(host: string): Promise<SlackMessage> {
   const before = bench.slack.messages(CHANNEL).length;
-  const command = await bench.slack.command(USERS.alice, `status ${host}`, { channel: CHANNEL });
+  const command = await bench.slack.command(USERS.alice, `status ${host} --share`, { channel: CHANNEL });
   expect(command.status).toBe(200);
   expect(command.ackResponse?.text).toContain(`Checking ${host}`);
   return await bench.slack.waitFor(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
-import type { SlackMessage } from "../../testbench/slack/index.ts";
+import type { EphemeralMessage, SlackMessage } from "../../testbench/slack/index.ts";
 import { until } from "../../testbench/until.ts";
 
 /**
@@ -37,20 +37,95 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-async function statusOf(host: string): Promise<SlackMessage> {
-  const before = bench.slack.messages(CHANNEL).length;
+/** The bot's own ephemerals (not the command's ack) shown to `user` in the channel since `before`. */
+function privateAnswers(user: string, before: number): EphemeralMessage[] {
+  return bench.slack
+    .ephemerals(CHANNEL, user)
+    .slice(before)
+    .filter((e) => e.source === "api");
+}
+
+/** `/llm status <host>` as alice: by default the answer reaches only her, as an ephemeral. */
+async function statusOf(host: string): Promise<EphemeralMessage> {
+  const before = bench.slack.ephemerals(CHANNEL, USERS.alice).length;
   const command = await bench.slack.command(USERS.alice, `status ${host}`, { channel: CHANNEL });
   expect(command.status).toBe(200);
   expect(command.ackResponse?.text ?? command.body).toContain(`Checking ${host}`);
+  return await bench.slack.waitFor(
+    () => privateAnswers(USERS.alice, before).find((m) => m.text.includes(`${host}:`)),
+    { timeoutMs: 20_000, what: `the status of ${host}` },
+  );
+}
+
+/** `/llm status <words>` as alice, and the channel message whose text passes `match`. */
+async function sharedStatus(words: string, match: (text: string) => boolean): Promise<SlackMessage> {
+  const before = bench.slack.messages(CHANNEL).length;
+  const command = await bench.slack.command(USERS.alice, `status ${words}`.trim(), { channel: CHANNEL });
+  expect(command.ackResponse?.text).toContain("Checking");
   return await bench.slack.waitFor(
     () =>
       bench.slack
         .messages(CHANNEL)
         .slice(before)
-        .find((m) => m.text.includes(`${host}:`)),
-    { timeoutMs: 20_000, what: `the status of ${host}` },
+        .find((m) => match(m.text)),
+    { timeoutMs: 20_000, what: `the shared answer to /llm status ${words}` },
   );
 }
+
+describe("who sees the answer", () => {
+  it("by default answers only the person who asked: an ephemeral for alice, nothing in the channel", async () => {
+    const channelBefore = bench.slack.messages(CHANNEL).length;
+    const othersBefore = bench.slack.ephemerals(CHANNEL, USERS.bob).length;
+    const answer = await statusOf("gpu-1");
+    expect(answer.user).toBe(USERS.alice);
+    expect(answer.text).toContain("🟢 gpu-1: healthy");
+    expect(JSON.stringify(answer.blocks)).toContain("sglang-gpu-1.service");
+    // give a channel post that should not happen the time it would take
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(bench.slack.messages(CHANNEL).slice(channelBefore)).toEqual([]);
+    expect(bench.slack.ephemerals(CHANNEL, USERS.bob).length).toBe(othersBefore);
+    expect(bench.slack.calls("chat.postEphemeral").at(-1)?.args).toMatchObject({
+      channel: CHANNEL,
+      user: USERS.alice,
+    });
+  });
+
+  it("posts it in the channel with --share, typed anywhere and however autocorrect spells it", async () => {
+    const ephemeralsBefore = bench.slack.ephemerals(CHANNEL, USERS.alice).length;
+    const shared = await sharedStatus("gpu-1 --share", (t) => t.includes("gpu-1:"));
+    expect(shared.text).toContain("🟢 gpu-1: healthy");
+    const first = await sharedStatus("--share gpu-1", (t) => t.includes("gpu-1:"));
+    expect(first.text).toContain("🟢 gpu-1: healthy");
+    const dashed = await sharedStatus("gpu-1 \u2014share", (t) => t.includes("gpu-1:"));
+    expect(dashed.text).toContain("🟢 gpu-1: healthy");
+    expect(privateAnswers(USERS.alice, ephemeralsBefore)).toEqual([]);
+  });
+
+  it("the fleet table follows the same rule: private by default, in the channel with --share", async () => {
+    const channelBefore = bench.slack.messages(CHANNEL).length;
+    const before = bench.slack.ephemerals(CHANNEL, USERS.alice).length;
+    const command = await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+    expect(command.ackResponse?.text).toContain("Checking gpu-1, h200");
+    const fleet = await bench.slack.waitFor(
+      () => privateAnswers(USERS.alice, before).find((m) => m.text.startsWith("Fleet:")),
+      { timeoutMs: 20_000, what: "the private fleet table" },
+    );
+    expect(fleet.text).toContain("Fleet: 9 hosts");
+    expect(bench.slack.messages(CHANNEL).slice(channelBefore)).toEqual([]);
+    const shared = await sharedStatus("--share", (t) => t.startsWith("Fleet:"));
+    expect(shared.text).toContain("Fleet: 9 hosts");
+  });
+
+  it("refuses an unknown option, or --share given twice, with the usage", async () => {
+    const unknown = await bench.slack.command(USERS.alice, "status gpu-1 --public", { channel: CHANNEL });
+    expect(unknown.ackResponse?.text).toContain("unknown option `--public`");
+    expect(unknown.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+    const twice = await bench.slack.command(USERS.alice, "status --share gpu-1 --share", {
+      channel: CHANNEL,
+    });
+    expect(twice.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+  });
+});
 
 describe("/llm status", () => {
   it("shows a healthy host: model, service, GPUs", async () => {
@@ -125,7 +200,7 @@ describe("/llm status", () => {
 
   it("without a host, answers with one table of the whole fleet in its different states", async () => {
     const before = bench.slack.messages(CHANNEL).length;
-    const command = await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+    const command = await bench.slack.command(USERS.alice, "status --share", { channel: CHANNEL });
     expect(command.ackResponse?.text).toContain("Checking gpu-1, h200");
     const fleet = await bench.slack.waitFor(
       () =>
@@ -151,7 +226,7 @@ describe("/llm status", () => {
   });
 
   it("never shows a stack trace or a secret in Slack", () => {
-    const everything = JSON.stringify(bench.slack.messages(CHANNEL));
+    const everything = JSON.stringify([bench.slack.messages(CHANNEL), bench.slack.ephemerals(CHANNEL)]);
     expect(everything).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
     expect(everything).not.toContain(bench.botToken);
     expect(everything).not.toContain(bench.signingSecret);
@@ -174,9 +249,11 @@ describe("the Slack door", () => {
     expect(stale.status).toBe(401);
     // a signed command sent after them is queued and answered: by then the bot had handled the two
     // above, and it counted only this one
+    const answersBefore = privateAnswers(USERS.alice, 0).length;
     await statusOf("gpu-1");
     expect(await bench.queuedJobCount()).toBe(jobsBefore + 1);
-    expect(bench.slack.messages(CHANNEL).length).toBe(messagesBefore + 1);
+    expect(privateAnswers(USERS.alice, 0).length).toBe(answersBefore + 1);
+    expect(bench.slack.messages(CHANNEL).length).toBe(messagesBefore);
   });
 
   it("refuses a user who is neither requester nor approver, ephemerally, and enqueues nothing", async () => {
@@ -206,7 +283,45 @@ describe("the Slack door", () => {
     expect(command.ackResponse?.text).toContain("Unknown host `gpu-9;reboot`");
     expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, loading, stuck-gpu, box");
     const extra = await bench.slack.command(USERS.alice, "status gpu-1 gpu-2", { channel: CHANNEL });
-    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host]`");
+    expect(extra.ackResponse?.text).toContain("name at most one host");
+    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+  });
+});
+
+describe("with status.visibility: channel", () => {
+  let shared: Bench;
+
+  beforeAll(async () => {
+    shared = await startBench({
+      hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+      status: { visibility: "channel" },
+    });
+    shared.slack.setRateLimits({ scale: 100 });
+    await shared.startBot();
+  }, 120_000);
+
+  afterAll(async () => {
+    await shared?.stop();
+  });
+
+  it("posts every answer in the channel, with or without --share, and nothing privately", async () => {
+    for (const words of ["status gpu-1", "status", "status gpu-1 --share"]) {
+      const before = shared.slack.messages(CHANNEL).length;
+      const command = await shared.slack.command(USERS.alice, words, { channel: CHANNEL });
+      expect(command.ackResponse?.text).toContain("Checking gpu-1");
+      expect(command.ackResponse?.text).not.toContain("Only you");
+      const answer = await shared.slack.waitFor(
+        () =>
+          shared.slack
+            .messages(CHANNEL)
+            .slice(before)
+            .find((m) => m.text.includes("gpu-1") || m.text.startsWith("Fleet:")),
+        { timeoutMs: 20_000, what: `the answer to ${words} in the channel` },
+      );
+      expect(answer.text).toMatch(words === "status" ? /^Fleet: 1 host/ : /🟢 gpu-1: healthy/);
+    }
+    expect(shared.slack.ephemerals(CHANNEL, USERS.alice).filter((e) => e.source === "api")).toEqual([]);
+    expect(shared.slack.calls("chat.postEphemeral")).toEqual([]);
   });
 });
 

@@ -83,7 +83,7 @@ describe("/llm swap", () => {
 
     // status now reports the new model and unit
     const before = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status bw-ok", { channel: CHANNEL });
+    await bench.slack.command(USERS.alice, "status bw-ok --share", { channel: CHANNEL });
     const status = await bench.slack.waitFor(
       () =>
         bench.slack

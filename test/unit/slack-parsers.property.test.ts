@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_HISTORY_LIMIT, parseHistoryArgs } from "../../commands/history.ts";
 import { allCommands } from "../../commands/index.ts";
+import { parseStatusArgs } from "../../commands/status.ts";
 import { type Config, loadConfig } from "../../src/config/load-config.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { quote, sh } from "../../src/host/shell-quote.ts";
@@ -352,7 +353,16 @@ const typedOption = (name: string, value: string) =>
 
 /** Well-formed requests with shapes the sub-commands accept, so the admitted side gets exercised. */
 const acceptedShapes = fc.oneof(
-  fc.option(hostWord, { nil: undefined }).map((h) => `status${h === undefined ? "" : ` ${h}`}`),
+  fc
+    .tuple(
+      fc.option(hostWord, { nil: undefined }),
+      fc.constantFrom("", " --share", " —share", " –share"),
+      fc.boolean(),
+    )
+    .map(([h, share, first]) => {
+      const host = h === undefined ? "" : ` ${h}`;
+      return first ? `status${share}${host}` : `status${host}${share}`;
+    }),
   fc
     .tuple(
       fc.option(hostWord, { nil: undefined }),
@@ -451,7 +461,7 @@ describe("every parser that sees /llm text", () => {
     }
   });
 
-  it("parseSwapRequest and parseHistoryArgs: never throw on any list of words; a refusal gives a reason", () => {
+  it("parseSwapRequest, parseHistoryArgs and parseStatusArgs: never throw on any list of words; a refusal gives a reason", () => {
     const words = fc.array(fc.oneof(anyWord, fc.string({ unit: "binary", maxLength: 40 })), { maxLength: 8 });
     fc.assert(
       fc.property(words, (args) => {
@@ -466,6 +476,9 @@ describe("every parser that sees /llm text", () => {
         const history = parseHistoryArgs(args);
         if (!history.ok) expect(history.reason.length).toBeGreaterThan(5);
         else expect(SCHEMA.limit(history.limit)).toBe(true);
+        const status = parseStatusArgs(args);
+        if (!status.ok) expect(status.reason.length).toBeGreaterThan(5);
+        else if (status.host !== undefined) expect(status.host.startsWith("-")).toBe(false);
       }),
       { numRuns: 1000 },
     );
