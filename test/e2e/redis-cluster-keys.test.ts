@@ -71,7 +71,7 @@ async function allKeys(): Promise<string[]> {
 
 describe("on Redis Cluster", () => {
   it("runs status, a swap, history and a cancelled swap with every key under the {modelswap} hash tag", async () => {
-    expect((await answer(`status ${HOST}`, `🟢 ${HOST}`)).text).toContain("healthy");
+    expect((await answer(`status ${HOST} --share`, `🟢 ${HOST}`)).text).toContain("healthy");
 
     const first = await swaps.request(LLAMA, HOST);
     await swaps.approve(first.ts);

@@ -133,16 +133,20 @@ describe("an approver removed from the approvers' group after the plan was poste
     const plan = await swaps.plan(card.ts);
 
     bench.slack.setUserGroupMembers(APPROVERS_GROUP, []);
+    // what erin was told before (her private status answer) is not the answer to her ✅
+    const seen = bench.slack.ephemerals(CHANNEL, USERS.erin).length;
+    const answers = () =>
+      bench.slack
+        .ephemerals(CHANNEL, USERS.erin)
+        .slice(seen)
+        .filter((e) => e.source === "api");
     await bench.slack.react(USERS.erin, CHANNEL, plan.ts, "white_check_mark");
     // whichever comes first: a decision recorded, or erin told why hers is not
-    await until(
-      async () =>
-        (await swaps.decision(id)) ??
-        bench.slack.ephemerals(CHANNEL, USERS.erin).find((e) => e.source === "api"),
-      { what: "erin's ✅ decided or answered" },
-    );
+    await until(async () => (await swaps.decision(id)) ?? answers()[0], {
+      what: "erin's ✅ decided or answered",
+    });
     expect(await swaps.decision(id)).toBeUndefined();
-    const told = bench.slack.ephemerals(CHANNEL, USERS.erin).find((e) => e.source === "api");
+    const told = answers()[0];
     expect(told?.text).toMatch(/Only approvers can approve/);
     expect((await swaps.record(id))?.switch).toBeUndefined();
 

@@ -107,7 +107,8 @@ async function ack(user: string, text: string): Promise<string> {
 
 async function statusOf(host: string): Promise<SlackMessage> {
   const before = bench.slack.messages(CHANNEL).length;
-  expect(await ack(USERS.alice, `status ${host}`)).toContain(`Checking ${host}`);
+  // --share: the status is posted in the channel (private to the asker by default)
+  expect(await ack(USERS.alice, `status ${host} --share`)).toContain(`Checking ${host}`);
   return await bench.slack.waitFor(
     () =>
       bench.slack
