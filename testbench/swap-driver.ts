@@ -85,6 +85,14 @@ export class SwapDriver {
     );
   }
 
+  /** A dry run's plan (no buttons: it is shown, never approved), once its swap has ended. */
+  async dryRunPlan(cardTs: string): Promise<SlackMessage> {
+    await this.untilRecord(this.swapId(cardTs), (r) => r.step === "done", { what: "the dry run's end" });
+    return await until(() => this.plansOf(cardTs).at(-1), {
+      what: `the dry run's plan (${this.card(cardTs).text})`,
+    });
+  }
+
   /** `by` (bob unless told) approves the plan with a ✅, once it is posted. */
   async approve(cardTs: string, by: string = USERS.bob): Promise<void> {
     await this.react(cardTs, by, "white_check_mark");

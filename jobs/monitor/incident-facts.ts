@@ -3,7 +3,7 @@ import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "..
 import { modelName } from "../../src/grammar/model-name.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
-import { execStartWords } from "../../src/plan/read-host-facts.ts";
+import { execStartFlag, execStartWords } from "../../src/plan/read-host-facts.ts";
 import { interestingTail } from "../../src/status/probe-host.ts";
 
 /** What an alert shows beyond the failing check, read from the host when the alert is about to go out. */
@@ -71,14 +71,7 @@ export async function readIncidentFacts(
 /** The model a serving unit names: `--served-model-name`, else the last part of `--model-path`. */
 export function modelOfUnit(unitText: string): string | undefined {
   const words = execStartWords(unitText);
-  const value = (flag: string) => {
-    for (let i = 0; i < words.length; i++) {
-      const word = words[i]!;
-      if (word === flag) return words[i + 1];
-      if (word.startsWith(`${flag}=`)) return word.slice(flag.length + 1);
-    }
-    return undefined;
-  };
+  const value = (flag: string) => execStartFlag(words, flag);
   const served = value("--served-model-name");
   if (served !== undefined && served !== "") return served;
   const path = value("--model-path") ?? value("--model");

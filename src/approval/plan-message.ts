@@ -114,7 +114,7 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
   if (plan.notes.length > 0)
     blocks.push(
       ...sections(
-        plan.notes.map((n) => `_${clean(firstSentence(n), 300)}_`),
+        plan.notes.map((n) => `_${clean(oneLineNote(n), 300)}_`),
         1,
       ),
     );
@@ -130,7 +130,7 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
 }
 
 /** A note in one line: its parenthesised workings dropped ("…less than the 2.6 TiB it needs (4 × …)"). */
-function firstSentence(note: string): string {
+function oneLineNote(note: string): string {
   return truncate(note.replace(/\s*\([^()]*\)/g, "").replace(/\.$/, ""), 160);
 }
 

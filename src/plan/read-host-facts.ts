@@ -74,6 +74,16 @@ export async function readHostFacts(
   };
 }
 
+/** The value of `flag` among ExecStart words (`--flag value` or `--flag=value`, the first one), if given. */
+export function execStartFlag(words: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (word === flag) return words[i + 1];
+    if (word.startsWith(`${flag}=`)) return word.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
 /** The words of a unit file's ExecStart (continuation lines joined; quotes removed). */
 export function execStartWords(unitText: string): string[] {
   const joined = unitText.replace(/\\\n/g, " ");

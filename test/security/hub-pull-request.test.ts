@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
 import { defaultSha, makeModel } from "../../testbench/hub/index.ts";
 import type { SwapDriver } from "../../testbench/swap-driver.ts";
-import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -46,29 +45,21 @@ function topOf(blocks: unknown): string {
     .join("\n");
 }
 
-/** A dry run's plan (no buttons: it is shown, never approved), once its swap has ended. */
-async function dryRunPlan(cardTs: string) {
-  await swaps.untilRecord(swaps.swapId(cardTs), (r) => r.step === "done", { what: "the dry run's end" });
-  return await until(() => swaps.plansOf(cardTs).at(-1), {
-    what: `the dry run's plan (${swaps.card(cardTs).text})`,
-  });
-}
-
 describe("a Hub pull request the config allows", () => {
   it("is planned with the plan's first lines saying it is a pull request, not the repo's main", async () => {
     const card = await swaps.request(`${REPO}@refs/pr/1 --dry-run`, "gpu-1");
-    const plan = await dryRunPlan(card.ts);
+    const plan = await swaps.dryRunPlan(card.ts);
     expect(topOf(plan.blocks)).toContain(
       `:warning: *Model: Hub pull request #1, not the repo's main*: \`${REPO}\` @ \`refs/pr/1\` (\`ccccccc\`); anyone can open one`,
     );
   }, 60_000);
 
   it("never runs a pull request's Python, even from a trusted org; the org's own main may", async () => {
-    const pr = await dryRunPlan((await swaps.request(`${KIMI}@refs/pr/3 --dry-run`, "gpu-1")).ts);
+    const pr = await swaps.dryRunPlan((await swaps.request(`${KIMI}@refs/pr/3 --dry-run`, "gpu-1")).ts);
     expect(JSON.stringify(pr.blocks)).toContain(
       "✗ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code), and this revision is Hub pull request #3: anyone's code",
     );
-    const main = await dryRunPlan((await swaps.request(`${KIMI} --dry-run`, "gpu-1")).ts);
+    const main = await swaps.dryRunPlan((await swaps.request(`${KIMI} --dry-run`, "gpu-1")).ts);
     expect(JSON.stringify(main.blocks)).toContain(
       "✓ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code); moonshotai is trusted in hub.remoteCodeOrgs",
     );

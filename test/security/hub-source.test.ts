@@ -3,7 +3,6 @@ import type { Bench } from "../../testbench/bench.ts";
 import { CHANNEL, USERS } from "../../testbench/bench.ts";
 import { defaultSha, makeModel } from "../../testbench/hub/index.ts";
 import type { SwapDriver } from "../../testbench/swap-driver.ts";
-import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -38,14 +37,6 @@ useSwapBench(
   },
 );
 
-/** A dry run's plan (no buttons: it is shown, never approved), once its swap has ended. */
-async function dryRunPlan(cardTs: string) {
-  await swaps.untilRecord(swaps.swapId(cardTs), (r) => r.step === "done", { what: "the dry run's end" });
-  return await until(() => swaps.plansOf(cardTs).at(-1), {
-    what: `the dry run's plan (${swaps.card(cardTs).text})`,
-  });
-}
-
 describe("a Hub revision that is not the repo's own", () => {
   it("a pull request (refs/pr/N) is refused before anything is queued, saying why and how an admin allows it", async () => {
     const ack = await bench.slack.command(USERS.alice, `swap ${REPO}@refs/pr/1 --host gpu-1 --dry-run`, {
@@ -62,7 +53,7 @@ describe("a Hub revision that is not the repo's own", () => {
 describe("a model that runs its own Python (config.json auto_map)", () => {
   it("is refused unless its org is trusted in hub.remoteCodeOrgs; the plan says so at the top", async () => {
     const card = await swaps.request("moonshotai/Kimi-K2-Thinking --dry-run", "gpu-1");
-    const plan = await dryRunPlan(card.ts);
+    const plan = await swaps.dryRunPlan(card.ts);
     const blocks = plan.blocks as { type: string; text?: { text: string } }[];
     const top = blocks
       .slice(0, 3)

@@ -1,6 +1,7 @@
 import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { modelName } from "../../../src/grammar/model-name.ts";
+import { execStartFlag } from "../../../src/plan/read-host-facts.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 
 /**
@@ -19,11 +20,7 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
   const serving = plan.host.currentUnit;
   if (!serving.exists || !serving.active) return;
   if ((await ctx.ledger.lastBenchmark()) !== undefined) return;
-  const word = (flag: string) => {
-    const at = serving.execStart.findIndex((w) => w === flag);
-    if (at >= 0) return serving.execStart[at + 1];
-    return serving.execStart.find((w) => w.startsWith(`${flag}=`))?.slice(flag.length + 1);
-  };
+  const word = (flag: string) => execStartFlag(serving.execStart, flag);
   const path = word("--model-path") ?? word("--model");
   const model = word("--served-model-name") ?? (path === undefined ? serving.name : modelName(path));
   if (path === undefined) {
