@@ -16,15 +16,17 @@ export interface SshLogin {
 
 export interface BenchSshd {
   readonly port: number;
-  /** SHA256 fingerprint of the current host key, as `ssh-keygen -lf` prints it. */
+  /** SHA256 fingerprint of the current ed25519 host key, as `ssh-keygen -lf` prints it. */
   hostKeySha256(): string;
+  /** The fingerprint of each host key this sshd has, by `ssh-keygen -t` type. */
+  hostKeyFingerprints(): Readonly<Partial<Record<BenchHostKeyType, string>>>;
   /**
    * A new client key whose sessions get these environment variables (via authorized_keys
    * `environment=`): this is how one sshd serves many sandboxed hosts, each with its own PATH.
    * `keyDir` puts the key file in another directory (default: the sshd's own directory).
    */
   authorize(env: Record<string, string>, options?: { keyDir?: string }): Promise<SshLogin>;
-  /** Replaces the host key and restarts sshd: a pinned client must now refuse the host. */
+  /** Replaces the host keys and restarts sshd: a pinned client must now refuse the host. */
   rotateHostKey(): Promise<void>;
   /**
    * Cuts every established connection (SIGKILL to each connection's sshd process), as a network cut or
@@ -35,37 +37,55 @@ export interface BenchSshd {
   start(): Promise<void>;
 }
 
-/** A real OpenSSH sshd on a free loopback port, with a throwaway host key and key-only auth. */
-export async function startSshd(dir: string): Promise<BenchSshd> {
+export type BenchHostKeyType = "ed25519" | "ecdsa" | "rsa";
+
+export interface SshdOptions {
+  /**
+   * Host key types, one throwaway key each (default ed25519 and ecdsa). A Debian or Ubuntu sshd has
+   * ed25519, ecdsa and rsa keys (openssh-server's postinst runs `ssh-keygen -A`); rsa is left out by
+   * default only because a 3072-bit key takes about a second to make.
+   */
+  hostKeyTypes?: readonly BenchHostKeyType[];
+}
+
+/** A real OpenSSH sshd on a free loopback port, with throwaway host keys and key-only auth. */
+export async function startSshd(dir: string, options: SshdOptions = {}): Promise<BenchSshd> {
   await mkdir(dir, { recursive: true });
   await mkdir("/run/sshd", { recursive: true }).catch(() => undefined);
   const port = await freePort();
-  const hostKey = join(dir, "ssh_host_ed25519_key");
+  const hostKeyTypes = options.hostKeyTypes ?? ["ed25519", "ecdsa"];
+  const hostKeyPath = (type: BenchHostKeyType) => join(dir, `ssh_host_${type}_key`);
   const authorizedKeys = join(dir, "authorized_keys");
   const configPath = join(dir, "sshd_config");
   const user = userInfo().username;
-  let fingerprint = "";
+  let fingerprints: Partial<Record<BenchHostKeyType, string>> = {};
   let child: ChildProcess | undefined;
   let keyCount = 0;
 
-  const makeHostKey = async () => {
-    await rm(hostKey, { force: true });
-    await rm(`${hostKey}.pub`, { force: true });
-    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "bench-host", "-f", hostKey]);
-    const { stdout } = await run("ssh-keygen", ["-lf", `${hostKey}.pub`]);
-    fingerprint = stdout.split(" ")[1] ?? "";
+  const makeHostKeys = async () => {
+    const made = await Promise.all(
+      hostKeyTypes.map(async (type) => {
+        const path = hostKeyPath(type);
+        await rm(path, { force: true });
+        await rm(`${path}.pub`, { force: true });
+        await run("ssh-keygen", ["-q", "-t", type, "-N", "", "-C", "bench-host", "-f", path]);
+        const { stdout } = await run("ssh-keygen", ["-lf", `${path}.pub`]);
+        return [type, stdout.split(" ")[1] ?? ""] as const;
+      }),
+    );
+    fingerprints = Object.fromEntries(made);
   };
 
   const home = join(dir, "home");
   await mkdir(home, { recursive: true });
-  await makeHostKey();
+  await makeHostKeys();
   await writeFile(authorizedKeys, "", { mode: 0o600 });
   await writeFile(
     configPath,
     [
       `Port ${port}`,
       "ListenAddress 127.0.0.1",
-      `HostKey ${hostKey}`,
+      ...hostKeyTypes.map((type) => `HostKey ${hostKeyPath(type)}`),
       `AuthorizedKeysFile ${authorizedKeys}`,
       "PermitUserEnvironment PATH,HOME,MODELSWAP_*",
       "PubkeyAuthentication yes",
@@ -113,7 +133,8 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
   await start();
   return {
     port,
-    hostKeySha256: () => fingerprint,
+    hostKeySha256: () => fingerprints.ed25519 ?? "",
+    hostKeyFingerprints: () => ({ ...fingerprints }),
     async authorize(env, where = {}) {
       keyCount += 1;
       const n = keyCount; // taken before any await: hosts are authorized concurrently
@@ -144,7 +165,7 @@ export async function startSshd(dir: string): Promise<BenchSshd> {
     },
     async rotateHostKey() {
       await stop();
-      await makeHostKey();
+      await makeHostKeys();
       await start();
     },
     stop,

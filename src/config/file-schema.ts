@@ -2,6 +2,7 @@ import { z } from "zod";
 import { HOST_NAME } from "../grammar/host-name.ts";
 import { CHANNEL_ID, GROUP_ID, USER_ID } from "../grammar/slack-ids.ts";
 import { UNIT_NAME } from "../grammar/unit-name.ts";
+import { HOST_KEY_TYPES } from "../host/host-key.ts";
 import { problem } from "./fix.ts";
 
 /** Slack ids are uppercase letters and digits; users start with U or W, groups with S, channels with C or G. */
@@ -98,6 +99,12 @@ const sshSchema = z.strictObject({
         "ssh.hostKeySha256 is not a SHA256 fingerprint",
         "run: ssh-keyscan -t ed25519 -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value (43 characters after the colon)",
       ),
+    ),
+  hostKeyType: z
+    .enum(HOST_KEY_TYPES)
+    .optional()
+    .describe(
+      "the type of the pinned key, as ssh-keygen -lf prints it in parentheses (ED25519, ECDSA, RSA), in lower case; when set, only that type's key is asked for; when not, the host's ed25519, then ecdsa, then rsa key is tried until one matches the pin",
     ),
   connectTimeoutSeconds: z.number().positive().max(300).default(10),
   keepaliveSeconds: z.number().positive().max(600).default(15),

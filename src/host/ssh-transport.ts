@@ -3,7 +3,13 @@ import { Client, type ClientChannel } from "ssh2";
 import type { SshConfig } from "../config/file-schema.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { fingerprintSha256 } from "./host-key.ts";
+import {
+  fingerprintSha256,
+  HOST_KEY_ALGORITHMS,
+  HOST_KEY_TYPES,
+  type HostKeyType,
+  hostKeyLabel,
+} from "./host-key.ts";
 import { Semaphore } from "./semaphore.ts";
 import { quote, type ShellCommand } from "./shell-quote.ts";
 import { keyReadProblem, keySetting } from "./ssh-key-file.ts";
@@ -86,7 +92,7 @@ export class SshTransport implements HostTransport {
   }
 
   private async open(): Promise<Client> {
-    const { ssh, hostName, log } = this.options;
+    const { ssh, hostName } = this.options;
     const privateKey = await readFile(ssh.privateKeyPath).catch((error: unknown) => {
       // No `cause`: Node's message names the key's path, which must not reach Slack or the log.
       const setting = keySetting(this.options.configIndex, hostName);
@@ -96,31 +102,74 @@ export class SshTransport implements HostTransport {
         `put the bot's private key where ${setting} says, readable by the bot's user, or correct that setting`,
       );
     });
-    let seenFingerprint: string | undefined;
+    // One handshake per key type until the host presents the pinned key: the pin is a fingerprint,
+    // which does not say its type, and a host offers several (Debian's sshd has ed25519, ecdsa and rsa).
+    // Trying other types weakens nothing: only the pinned key is ever accepted.
+    const types = ssh.hostKeyType !== undefined ? [ssh.hostKeyType] : [this.pinnedType, ...HOST_KEY_TYPES];
+    const seen = new Map<string, string>();
+    let firstError: CodedError | undefined;
+    for (const type of new Set(types)) {
+      if (type === undefined) continue;
+      const attempt = await this.handshake(privateKey, type);
+      if ("client" in attempt) {
+        this.pinnedType = type;
+        return attempt.client;
+      }
+      if (attempt.seen !== undefined) seen.set(attempt.seen.label, attempt.seen.fingerprint);
+      else if (!attempt.noSuchKey) throw attempt.error;
+      firstError ??= attempt.error;
+    }
+    if (seen.size > 0) throw this.mismatchError(seen);
+    const asked = ssh.hostKeyType ?? HOST_KEY_TYPES.join(", ");
+    throw new CodedError(
+      "HOST_KEY_MISMATCH",
+      `${hostName} (${ssh.address}:${ssh.port}) has no host key of the type the config asks for (${asked}); the connection was refused`,
+      `see which keys the host offers (ssh-keyscan -p ${ssh.port} ${ssh.address} | ssh-keygen -lf -), then set hosts[${hostName}].ssh.hostKeyType to the type of the pinned key`,
+      { cause: firstError },
+    );
+  }
+
+  /** The key type that matched the pin last time: reconnects ask for it first. */
+  private pinnedType: HostKeyType | undefined;
+
+  private handshake(
+    privateKey: Buffer,
+    type: HostKeyType,
+  ): Promise<
+    | { client: Client }
+    | { error: CodedError; seen?: { label: string; fingerprint: string }; noSuchKey: boolean }
+  > {
+    const { ssh, hostName, log } = this.options;
+    let seen: { label: string; fingerprint: string } | undefined;
     const client = new Client();
-    return await new Promise<Client>((resolve, reject) => {
+    return new Promise((resolve) => {
       let settled = false;
-      const fail = (error: CodedError) => {
+      const fail = (error: Error & { level?: string; code?: string }) => {
         if (settled) return;
         settled = true;
         client.destroy();
-        reject(error);
+        const mismatch = seen !== undefined && seen.fingerprint !== ssh.hostKeySha256 ? seen : undefined;
+        resolve({
+          error: this.connectError(error),
+          ...(mismatch !== undefined ? { seen: mismatch } : {}),
+          noSuchKey: /no matching host key format/.test(error.message),
+        });
       };
       client.once("ready", () => {
         settled = true;
-        log.debug({ host: hostName }, "ssh connected");
-        resolve(client);
+        log.debug({ host: hostName, hostKeyType: type }, "ssh connected");
+        resolve({ client });
       });
       client.on("error", (error: Error & { level?: string; code?: string }) => {
         if (!settled) {
-          fail(this.connectError(error, seenFingerprint));
+          fail(error);
           return;
         }
         log.warn({ host: hostName, err: error.message }, "ssh connection error");
       });
       client.on("close", () => {
         if (!settled) {
-          fail(this.connectError(new Error("connection closed during handshake"), seenFingerprint));
+          fail(new Error("connection closed during handshake"));
           return;
         }
         if (this.connection !== undefined) log.debug({ host: hostName }, "ssh connection closed");
@@ -134,28 +183,30 @@ export class SshTransport implements HostTransport {
         readyTimeout: ssh.connectTimeoutSeconds * 1000,
         keepaliveInterval: ssh.keepaliveSeconds * 1000,
         keepaliveCountMax: 3,
+        algorithms: { serverHostKey: [...HOST_KEY_ALGORITHMS[type]] as never },
         hostVerifier: (key: Buffer) => {
-          seenFingerprint = fingerprintSha256(key);
-          return seenFingerprint === ssh.hostKeySha256;
+          seen = { label: hostKeyLabel(key), fingerprint: fingerprintSha256(key) };
+          return seen.fingerprint === ssh.hostKeySha256;
         },
       });
     });
   }
 
-  private connectError(
-    error: Error & { level?: string; code?: string },
-    seen: string | undefined,
-  ): CodedError {
+  private mismatchError(seen: ReadonlyMap<string, string>): CodedError {
     const { ssh, hostName } = this.options;
     const where = `${ssh.user}@${ssh.address}:${ssh.port}`;
-    if (seen !== undefined && seen !== ssh.hostKeySha256) {
-      return new CodedError(
-        "HOST_KEY_MISMATCH",
-        `${hostName} (${where}) presented host key ${seen}, but the config pins ${ssh.hostKeySha256}; the connection was refused`,
-        `if the host was reinstalled and you trust it, check the key on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then set hosts[${hostName}].ssh.hostKeySha256 to the new value; otherwise someone may be intercepting the connection`,
-        { cause: error },
-      );
-    }
+    const keys = [...seen].map(([label, fingerprint]) => `${fingerprint} (${label})`).join(", ");
+    const setting = `hosts[${hostName}].ssh.hostKeySha256`;
+    return new CodedError(
+      "HOST_KEY_MISMATCH",
+      `${hostName} (${where}) presented host key${seen.size > 1 ? "s" : ""} ${keys}, but the config pins ${ssh.hostKeySha256}; the connection was refused`,
+      `if the host was reinstalled and you trust it, check the key on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub, or the .pub of the pinned type), then set ${setting} to the new value; otherwise someone may be intercepting the connection`,
+    );
+  }
+
+  private connectError(error: Error & { level?: string; code?: string }): CodedError {
+    const { ssh, hostName } = this.options;
+    const where = `${ssh.user}@${ssh.address}:${ssh.port}`;
     if (error.level === "client-authentication") {
       return new CodedError(
         "HOST_AUTH_FAILED",

@@ -214,7 +214,7 @@ describe("a host key that changes while the bot is connected", () => {
     const record = await swaps.record(swapId);
     expect(record?.switch).toBeUndefined();
     expect(record?.reason).toMatch(
-      /presented host key SHA256:\S+, but the config pins SHA256:\S+; the connection was refused/,
+      /presented host keys SHA256:\S+ \(ED25519\), SHA256:\S+ \(ECDSA\), but the config pins SHA256:\S+; the connection was refused/,
     );
     expect(record?.failure?.code).toBe("HOST_KEY_MISMATCH");
     expect(swaps.card(card.ts).text + JSON.stringify(swaps.card(card.ts).blocks)).toMatch(/host key/);

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CodedError } from "../../src/errors.ts";
+import type { HostKeyType } from "../../src/host/host-key.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { quote, sh } from "../../src/host/shell-quote.ts";
 import { SshTransport } from "../../src/host/ssh-transport.ts";
@@ -22,7 +23,12 @@ let ssh: SshTransport;
 let local: LocalTransport;
 
 function sshTransport(
-  overrides: Partial<{ port: number; hostKeySha256: string; connectTimeoutSeconds: number }>,
+  overrides: Partial<{
+    port: number;
+    hostKeySha256: string;
+    hostKeyType: HostKeyType;
+    connectTimeoutSeconds: number;
+  }>,
   key: string,
   logger = log,
 ) {
@@ -34,6 +40,7 @@ function sshTransport(
       user: process.env.USER ?? "root",
       privateKeyPath: key,
       hostKeySha256: overrides.hostKeySha256 ?? sshd.hostKeySha256(),
+      ...(overrides.hostKeyType !== undefined ? { hostKeyType: overrides.hostKeyType } : {}),
       connectTimeoutSeconds: overrides.connectTimeoutSeconds ?? 5,
       keepaliveSeconds: 5,
       maxSessions: 4,
@@ -162,10 +169,38 @@ describe("SSH host key pinning and reachability", () => {
       .exec(sh`touch /tmp/should-never-run`)
       .catch((e: unknown) => e)) as CodedError;
     expect(error.code).toBe("HOST_KEY_MISMATCH");
-    expect(error.message).toContain(sshd.hostKeySha256());
+    // Every key the host offered is named with its type, as `ssh-keygen -lf` prints them.
+    const keys = sshd.hostKeyFingerprints();
+    expect(error.message).toContain(`${keys.ed25519} (ED25519)`);
+    expect(error.message).toContain(`${keys.ecdsa} (ECDSA)`);
     expect(error.message).toContain(wrongPin);
     expect(error.fix).toMatch(/hostKeySha256/);
     await transport.close();
+  });
+
+  it("accepts a pin of any of the host's key types, not only the one ssh2 would negotiate first", async () => {
+    // ssh2 prefers ssh-ed25519; an operator who pinned the host's ECDSA key (the first line of a plain
+    // `ssh-keyscan HOST | ssh-keygen -lf -` may be it) was refused as if the key had changed.
+    const transport = sshTransport({ hostKeySha256: sshd.hostKeyFingerprints().ecdsa ?? "" }, clientKey);
+    const result = await transport.exec(sh`echo pinned-ecdsa`);
+    expect(result.stdout.trim()).toBe("pinned-ecdsa");
+    await transport.close();
+  });
+
+  it("with hostKeyType set, asks only for that type and says so when the host has none", async () => {
+    const typed = sshTransport(
+      { hostKeySha256: sshd.hostKeyFingerprints().ecdsa ?? "", hostKeyType: "ecdsa" },
+      clientKey,
+    );
+    expect((await typed.exec(sh`echo typed`)).stdout.trim()).toBe("typed");
+    await typed.close();
+
+    const missing = sshTransport({ hostKeyType: "rsa" }, clientKey);
+    const error = (await missing.exec(sh`true`).catch((e: unknown) => e)) as CodedError;
+    expect(error.code).toBe("HOST_KEY_MISMATCH");
+    expect(error.message).toContain("has no host key of the type the config asks for (rsa)");
+    expect(error.fix).toContain("hostKeyType");
+    await missing.close();
   });
 
   it("reports a closed port as unreachable at once", async () => {

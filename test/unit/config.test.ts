@@ -332,6 +332,18 @@ describe("config check messages", () => {
     });
   });
 
+  it("names the accepted host key types for a wrong hostKeyType", async () => {
+    const text = good(keyPath).replace(
+      `hostKeySha256: SHA256:${"a".repeat(43)}`,
+      `hostKeySha256: SHA256:${"a".repeat(43)}\n      hostKeyType: ED25519`,
+    );
+    const { byPath } = await check("key-type.yaml", text);
+    const problem = byPath["hosts[0].ssh.hostKeyType"];
+    expect(problem?.what).toMatch(/ed25519, ecdsa,? (or )?rsa/);
+    expect(problem?.given).toBe('"ED25519"');
+    expect(problem?.fix).toContain("hostKeyType: ed25519");
+  });
+
   it("says a missing section is not set, with an example, rather than 'expected object, received undefined'", async () => {
     const text = good(keyPath).replace("approvers:\n  users: [U0BOB0001]\n", "");
     const { byPath } = await check("noapprovers.yaml", text);
