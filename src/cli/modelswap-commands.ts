@@ -51,7 +51,10 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
           // The demo runs on the testbench (simulated hosts, dev dependencies): from the sources only.
           // The build leaves it out, and tsc does not follow an import whose path is not a literal.
           if (import.meta.url.endsWith(".js")) {
-            process.stderr.write("modelswap demo runs from a checkout's sources: npm run demo\n");
+            process.stderr.write(
+              "modelswap demo runs from a checkout's sources, with the bench and the dev dependencies: npm run demo\n" +
+                "this build (and the Docker image) holds the bot alone; the README's 'The modelswap command' says how to run the demo in a throwaway container\n",
+            );
             return 1;
           }
           const demo: string = "../demo/run-demo.ts";

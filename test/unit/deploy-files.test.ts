@@ -152,6 +152,13 @@ describe("the build", () => {
       expect(version.stdout).toBe(`${pkg.version}\n`);
       const help = await run(process.execPath, [cli, "config", "check", "--help"], { cwd: tmpdir() });
       expect(help.stdout).toMatch(/^Usage: modelswap config check \[file\]/);
+      // the build (and so the image) has no bench: the demo says where it runs instead of failing oddly
+      const demo = await run(process.execPath, [cli, "demo"], { cwd: tmpdir() }).catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect("code" in demo ? demo.code : 0).toBe(1);
+      expect(demo.stderr).toContain("npm run demo");
+      expect(demo.stderr).toContain("throwaway container");
       // the build imports no .ts file and no dev dependency
       const text = await run(
         "grep",
