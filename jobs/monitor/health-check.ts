@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
+import { SERVING_HEALTH_PATH, servingHealthFailure } from "../../src/engine/serving-health.ts";
 import { asCodedError } from "../../src/errors.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
@@ -59,7 +60,7 @@ export async function checkHealth(
     httpStatus: null,
     failure: undefined,
   };
-  const url = `http://127.0.0.1:${target.port}/health_generate`;
+  const url = `http://127.0.0.1:${target.port}${SERVING_HEALTH_PATH}`;
   const command = sh`systemctl is-active ${target.unit}; echo ${UNIT_MARK}$?
 curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url}; echo ${CURL_MARK}$?`;
   try {
@@ -77,7 +78,8 @@ curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url
     const curlExit = curlAt >= 0 ? Number(lines[curlAt]!.slice(CURL_MARK.length)) : null;
     const failures: string[] = [];
     if (result.unitState !== "active") failures.push(`\`${target.unit}\` is ${result.unitState}`);
-    if (result.httpStatus !== 200) failures.push(healthFailure(result.httpStatus, curlExit, timeoutSeconds));
+    if (result.httpStatus !== 200)
+      failures.push(servingHealthFailure(result.httpStatus, curlExit, timeoutSeconds));
     result.ok = failures.length === 0;
     result.failure = result.ok ? undefined : failures.join("; ");
   } catch (error) {
@@ -92,13 +94,4 @@ curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url
   }
   result.durationMs = clock.now() - started;
   return result;
-}
-
-function healthFailure(status: number | null, curlExit: number | null, timeoutSeconds: number): string {
-  if (status !== null) return `/health_generate answered HTTP ${status}`;
-  if (curlExit === 7) return "/health_generate: connection refused (nothing listens on the serving port)";
-  if (curlExit === 28) return `/health_generate timed out after ${timeoutSeconds} s`;
-  if (curlExit === 127) return "/health_generate could not be asked: curl is not installed on the host";
-  if (curlExit === 52) return "/health_generate: the server closed the connection without answering";
-  return `/health_generate did not answer (curl exit ${curlExit ?? "unknown"})`;
 }

@@ -1,3 +1,4 @@
+import { SERVING_HEALTH_PATH, servingHealthFailure } from "../engine/serving-health.ts";
 import { asCodedError, type CodedError, type ErrorCode } from "../errors.ts";
 import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
 import { sh } from "../host/shell-quote.ts";
@@ -13,7 +14,7 @@ export interface ProbeProblem {
 }
 
 export interface ServerProbe {
-  /** HTTP status of /health, or null when nothing answered. */
+  /** HTTP status of /health_generate (SERVING_HEALTH_PATH), or null when nothing answered. */
   healthStatus: number | null;
   healthError: string | undefined;
   /** Served model ids from /v1/models. */
@@ -54,7 +55,7 @@ const CONNECTION_CODES: ReadonlySet<ErrorCode> = new Set([
 
 /**
  * Reads what `/llm status` shows for one host: the serving unit (systemctl show), the GPUs
- * (nvidia-smi), and the server's /health and /v1/models (curl on the host, since the port is usually
+ * (nvidia-smi), and the server's /health_generate (as the monitor asks it) and /v1/models (curl on the host, since the port is usually
  * bound to localhost). Never throws: every failure becomes part of the status.
  */
 export async function probeHost(
@@ -140,11 +141,11 @@ async function readServer(transport: HostTransport, port: number, timeoutMs: num
       sh`curl -sS --max-time ${seconds} -w ${`${HTTP_MARK}%{http_code}`} ${`http://127.0.0.1:${port}${path}`}`,
       { timeoutMs, maxOutputBytes: 256 * 1024 },
     );
-  const [health, models] = await Promise.all([get("/health"), get("/v1/models")]);
+  const [health, models] = await Promise.all([get(SERVING_HEALTH_PATH), get("/v1/models")]);
   const healthAnswer = splitHttp(health.stdout);
   const probe: ServerProbe = {
     healthStatus: healthAnswer.status,
-    healthError: healthAnswer.status === null ? curlReason(health.code, health.stderr) : undefined,
+    healthError: healthAnswer.status === null ? servingHealthFailure(null, health.code, seconds) : undefined,
     models: [],
     modelRoots: [],
   };
@@ -168,13 +169,6 @@ function splitHttp(stdout: string): { status: number | null; body: string } {
   if (at < 0) return { status: null, body: stdout };
   const status = Number(stdout.slice(at + HTTP_MARK.length).trim());
   return { status: status > 0 ? status : null, body: stdout.slice(0, at) };
-}
-
-function curlReason(code: number | null, stderr: string): string {
-  if (code === 7) return "connection refused: nothing listens on the serving port";
-  if (code === 28) return "timed out: the server accepted the connection but did not answer";
-  if (code === 127) return "curl is not installed on the host";
-  return stderr.trim().split("\n")[0] || `curl exited ${code}`;
 }
 
 async function readJournal(transport: HostTransport, unit: string, timeoutMs: number): Promise<string[]> {

@@ -136,7 +136,7 @@ describe("/llm status", () => {
     expect(body).toContain("8× NVIDIA RTX PRO 6000 Blackwell Server Edition (sm 12.0)");
     expect(body).toContain("sglang-gpu-1.service");
     expect(body).toMatch(/active \(running\), up \d+ seconds?/);
-    expect(body).toContain("/health OK");
+    expect(body).toContain("/health_generate OK");
   });
 
   it("shows a host whose unit has failed, with the journal's last lines", async () => {

@@ -1,4 +1,5 @@
 import { findFatalLine } from "../../../src/engine/fatal-lines.ts";
+import { SERVING_HEALTH_PATH } from "../../../src/engine/serving-health.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 
@@ -25,7 +26,7 @@ export async function waitHealthy(
   for (;;) {
     const result = await ctx.host.exec(sh`
       systemctl is-active ${unit} || true
-      curl -s -o /dev/null -w '%{http_code}\\n' --max-time 10 ${`http://127.0.0.1:${port}/health_generate`} || true
+      curl -s -o /dev/null -w '%{http_code}\\n' --max-time 10 ${`http://127.0.0.1:${port}${SERVING_HEALTH_PATH}`} || true
       echo ---journal---
       journalctl -u ${unit} -n 200 --no-pager -o cat 2>/dev/null || true`);
     const [head = "", log = ""] = result.stdout.split("---journal---\n");
