@@ -293,7 +293,7 @@ class Timers {
  */
 async function migrateOnStart(store: Store, log: Logger): Promise<void> {
   try {
-    const result = await migrateStore(store.redis, log.child({ name: "migrate" }));
+    const result = await migrateStore(store, log.child({ name: "migrate" }));
     if (result.migrated > 0) log.info(result, "store migrated to this version's key layout");
   } catch (error) {
     log.error({ err: describeError(error) }, "could not migrate the store; old records stay where they were");

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
-import { swapRecordSchema } from "../swap/swap-record.ts";
-import { keys, STORE_VERSION } from "./keys.ts";
+import { SWAP_OUTCOMES, type SwapOutcome, swapRecordSchema } from "../swap/swap-record.ts";
+import { keys, STORE_VERSION, swapKeys } from "./keys.ts";
+import type { Store } from "./store.ts";
 import { RELEASE_IF_HELD } from "./swap-locks.ts";
 
 /*
@@ -20,6 +21,16 @@ export interface MigrationResult {
   migrated: number;
   /** Records that did not match the new schema after the move (kept; readers report them). */
   invalid: string[];
+  /** Finished swaps already past their retention (`records:`), deleted rather than moved to expire. */
+  expired: string[];
+}
+
+/** A migrated swap that has finished: its keys expire like a new one's, counted from when it finished. */
+interface Retained {
+  id: string;
+  host: string | undefined;
+  /** What is left of its retention; at most the whole retention, zero or less when it has passed. */
+  remainingMs: number;
 }
 
 /**
@@ -29,19 +40,27 @@ export interface MigrationResult {
  * every process of the old version first (docs/redis.md, Upgrades): an old process would go on writing
  * the old keys.
  */
-export async function migrateStore(redis: Redis, log: Logger): Promise<MigrationResult> {
+export async function migrateStore(store: Store, log: Logger): Promise<MigrationResult> {
+  const redis = store.redis;
   const current = Number((await redis.get(keys.version)) ?? 0);
-  if (current >= STORE_VERSION) return { from: current, to: current, migrated: 0, invalid: [] };
+  const nothing = (at: number): MigrationResult => ({
+    from: at,
+    to: at,
+    migrated: 0,
+    invalid: [],
+    expired: [],
+  });
+  if (current >= STORE_VERSION) return nothing(current);
   const token = randomBytes(8).toString("hex");
   for (;;) {
     if ((await redis.set(keys.migrationLock, token, "EX", 300, "NX")) === "OK") break;
     await new Promise((resolve) => setTimeout(resolve, 200));
     const now = Number((await redis.get(keys.version)) ?? 0);
-    if (now >= STORE_VERSION) return { from: now, to: now, migrated: 0, invalid: [] };
+    if (now >= STORE_VERSION) return nothing(now);
   }
   try {
-    const result: MigrationResult = { from: current, to: STORE_VERSION, migrated: 0, invalid: [] };
-    if (current < 2) await fromV1(redis, log, result);
+    const result: MigrationResult = { ...nothing(current), to: STORE_VERSION };
+    if (current < 2) await fromV1(store, log, result);
     await redis.set(keys.version, String(STORE_VERSION));
     return result;
   } finally {
@@ -49,7 +68,9 @@ export async function migrateStore(redis: Redis, log: Logger): Promise<Migration
   }
 }
 
-async function fromV1(redis: Redis, log: Logger, result: MigrationResult): Promise<void> {
+async function fromV1(store: Store, log: Logger, result: MigrationResult): Promise<void> {
+  const redis = store.redis;
+  const retained: Retained[] = [];
   const rename = async (from: string, to: string) => {
     if ((await redis.exists(from)) === 0) return;
     // a key already at its new name (a migration cut short) wins; the old one goes
@@ -59,7 +80,8 @@ async function fromV1(redis: Redis, log: Logger, result: MigrationResult): Promi
   for (const key of await scan(redis, `${V1}:swap:*`)) {
     const id = key.slice(`${V1}:swap:`.length);
     if (id.includes(":")) continue;
-    await migrateRecord(redis, key, id, log, result);
+    const kept = await migrateRecord(store, key, id, log, result);
+    if (kept !== undefined) retained.push(kept);
   }
   await rename(`${V1}:swaps`, keys.ledger);
   for (const key of await scan(redis, `${V1}:swaps:host:*`))
@@ -98,28 +120,45 @@ async function fromV1(redis: Redis, log: Logger, result: MigrationResult): Promi
   await rename(`${V1}:audit`, keys.audit);
   await rename(`${V1}:metrics:swaps`, keys.tally);
   await rename(`${V1}:metrics:swaps:tallied`, keys.tallied);
+  // last, once a swap's decisions and cancel request have moved too: every key of it expires together
+  for (const { id, host, remainingMs } of retained) {
+    const tx = redis.multi();
+    if (remainingMs > 0) {
+      for (const key of swapKeys(id)) tx.pexpire(key, remainingMs);
+    } else {
+      tx.del(...swapKeys(id)).zrem(keys.ledger, id);
+      if (host !== undefined) tx.zrem(keys.hostLedger(host), id);
+      result.expired.push(id);
+    }
+    await tx.exec();
+  }
+  if (result.expired.length > 0)
+    log.info({ swaps: result.expired }, "v1 swap records past their retention (records:) were deleted");
 }
 
 /**
  * A v1 record: the Hub's config files go (the plan's model facts hold what was read from them), the card's
- * and plan's message ts go to the reporter's state, the approval window gets its own field.
+ * and plan's message ts go to the reporter's state, the approval window gets its own field. A finished
+ * one is returned with what is left of its retention (v1 kept records forever).
  */
 async function migrateRecord(
-  redis: Redis,
+  store: Store,
   key: string,
   id: string,
   log: Logger,
   result: MigrationResult,
-): Promise<void> {
+): Promise<Retained | undefined> {
+  const redis = store.redis;
   const raw = await redis.get(key);
-  if (raw === null) return;
+  if (raw === null) return undefined;
   let old: Record<string, unknown>;
   try {
     old = JSON.parse(raw) as Record<string, unknown>;
   } catch {
     result.invalid.push(id);
     await redis.renamenx(key, keys.swap(id));
-    return;
+    // not JSON: whether it finished cannot be told, so it is kept (readers report it)
+    return undefined;
   }
   const { cardTs, planTs, lastCardUpdate: _card, approvalExpiresAt, ...rest } = old;
   const record: Record<string, unknown> = { ...rest };
@@ -158,6 +197,19 @@ async function migrateRecord(
   }
   await tx.exec();
   result.migrated += 1;
+  return retention(store, id, record);
+}
+
+/** What is left of a finished v1 swap's retention, counted as a new swap's is: from when it finished. */
+function retention(store: Store, id: string, record: Record<string, unknown>): Retained | undefined {
+  const outcome = SWAP_OUTCOMES.find((o): o is SwapOutcome => o === record.outcome);
+  const ttlMs = store.swaps.ttlMs({ outcome });
+  if (ttlMs === undefined) return undefined;
+  const at = [record.finishedAt, record.createdAt]
+    .map((t) => (typeof t === "string" ? Date.parse(t) : Number.NaN))
+    .find((t) => !Number.isNaN(t));
+  const remainingMs = at === undefined ? ttlMs : Math.min(ttlMs, at + ttlMs - Date.now());
+  return { id, host: typeof record.host === "string" ? record.host : undefined, remainingMs };
 }
 
 /** What a host serves gains `previous` (what `/llm rollback` goes back to), from the swap that put it there. */

@@ -22,6 +22,14 @@ const log = createLogger({ level: "silent" });
 const OLD = "{modelswap}";
 const ID = "sw-mx2i7lz1-34a1fc";
 const ACTIVE = "sw-mx2i9aaa-00ff00";
+const DRY = "sw-mx2iaaaa-00d001";
+const OLD_DRY = "sw-mx2iaaab-00d002";
+/** The retention the config asks for (not the defaults, so the migration is seen to use it). */
+const retention = { finishedDays: 30, dryRunHours: 6 };
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** v1 records' finish times, before the test's run: retention counts from when a swap finished. */
+const finished = (agoMs: number) => new Date(Date.now() - agoMs).toISOString();
 const now = new Date("2026-11-20T10:00:00.000Z").toISOString();
 const model = {
   repo: "nvidia/Qwen3.5-397B-A17B-NVFP4",
@@ -110,7 +118,24 @@ beforeAll(async () => {
     .multi()
     .set(
       `${OLD}:swap:${ID}`,
-      JSON.stringify(v1Record(ID, { outcome: "succeeded", previous: { unit: "sglang-old.service" } })),
+      JSON.stringify(
+        v1Record(ID, {
+          outcome: "succeeded",
+          finishedAt: finished(10 * DAY),
+          previous: { unit: "sglang-old.service" },
+        }),
+      ),
+    )
+    // dry runs: one finished two hours ago, one three days ago (past its 6 h: it goes)
+    .set(
+      `${OLD}:swap:${DRY}`,
+      JSON.stringify(v1Record(DRY, { outcome: "planned", finishedAt: finished(2 * HOUR), planHash: "d1" })),
+    )
+    .set(
+      `${OLD}:swap:${OLD_DRY}`,
+      JSON.stringify(
+        v1Record(OLD_DRY, { outcome: "planned", finishedAt: finished(3 * DAY), planHash: "d2" }),
+      ),
     )
     .set(
       `${OLD}:swap:${ACTIVE}`,
@@ -122,8 +147,8 @@ beforeAll(async () => {
         }),
       ),
     )
-    .zadd(`${OLD}:swaps`, created, ID, created + 1, ACTIVE)
-    .zadd(`${OLD}:swaps:host:gpu-1`, created, ID, created + 1, ACTIVE)
+    .zadd(`${OLD}:swaps`, created, ID, created + 1, ACTIVE, created + 2, DRY, created + 3, OLD_DRY)
+    .zadd(`${OLD}:swaps:host:gpu-1`, created, ID, created + 1, ACTIVE, created + 2, DRY, created + 3, OLD_DRY)
     .set(`${OLD}:lock:host:gpu-1`, ACTIVE)
     .set(`${OLD}:lease:swap:${ACTIVE}`, "token", "PX", 60_000)
     .set(
@@ -164,11 +189,11 @@ afterAll(async () => {
 
 describe("migrating a deployment from before the store", () => {
   it("moves every key under {modelswap}:store:, with records that parse and lose the Hub's files", async () => {
-    const result = await migrateStore(redis, log);
-    expect(result).toMatchObject({ from: 0, to: STORE_VERSION, invalid: [] });
+    const store = new Store(redis, { retention });
+    const result = await migrateStore(store, log);
+    expect(result).toMatchObject({ from: 0, to: STORE_VERSION, invalid: [], expired: [OLD_DRY] });
     expect(result.migrated).toBeGreaterThan(10);
 
-    const store = new Store(redis);
     const done = await store.swaps.get(ID);
     expect(done?.outcome).toBe("succeeded");
     expect(JSON.stringify(done)).not.toContain("huge");
@@ -180,6 +205,7 @@ describe("migrating a deployment from before the store", () => {
       plans: { "0123456789abcdef": "1763632801.000200" },
     });
     expect((await store.swaps.history({ host: "gpu-1", limit: 10 })).records.map((r) => r.id)).toEqual([
+      DRY,
       ACTIVE,
       ID,
     ]);
@@ -204,9 +230,27 @@ describe("migrating a deployment from before the store", () => {
     expect(left).toEqual([`${OLD}:swaps:${ID}`]);
   });
 
+  it("gives migrated records the retention of new ones, counted from when they finished", async () => {
+    // the v1 records that filled Redis never expired; now a finished swap's keys go 30 days after it
+    // finished (20 days from now), a dry run's 6 hours after (4 from now); a running one's stay
+    const near = (ttl: number, expected: number) => {
+      expect(ttl).toBeGreaterThan(expected - 5 * 60_000);
+      expect(ttl).toBeLessThanOrEqual(expected);
+    };
+    for (const key of [keys.swap(ID), keys.swapReport(ID), keys.decisions(ID)])
+      near(await redis.pttl(key), 20 * DAY);
+    near(await redis.pttl(keys.swap(DRY)), 4 * HOUR);
+    expect(await redis.pttl(keys.swap(ACTIVE))).toBe(-1);
+    expect(await redis.pttl(keys.swapCancel(ACTIVE))).toBe(-1);
+    // the dry run past its retention is gone, from the ledger too
+    expect(await redis.exists(keys.swap(OLD_DRY), keys.swapReport(OLD_DRY))).toBe(0);
+    expect(await redis.zscore(keys.ledger, OLD_DRY)).toBeNull();
+    expect(await redis.zscore(keys.hostLedger("gpu-1"), OLD_DRY)).toBeNull();
+  });
+
   it("does nothing the second time, and nothing on a deployment already at this version", async () => {
     const before = (await redis.keys("*")).sort();
-    expect(await migrateStore(redis, log)).toMatchObject({ migrated: 0 });
+    expect(await migrateStore(new Store(redis, { retention }), log)).toMatchObject({ migrated: 0 });
     expect((await redis.keys("*")).sort()).toEqual(before);
   });
 });
