@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { HOST_NAME } from "../grammar/host-name.ts";
+import { isRepoPart, REPO_PART_RULES } from "../grammar/model-ref.ts";
 import { CHANNEL_ID, GROUP_ID, USER_ID } from "../grammar/slack-ids.ts";
 import { UNIT_NAME } from "../grammar/unit-name.ts";
 import { HOST_KEY_TYPES } from "../host/host-key.ts";
@@ -149,9 +150,12 @@ const flagValue = z
 
 const hubOrg = z
   .string()
-  .regex(
-    /^[A-Za-z0-9_][A-Za-z0-9._-]{0,95}$/,
-    problem("hub.remoteCodeOrgs entries are Hub org or user names", "use e.g. moonshotai"),
+  .refine(
+    isRepoPart,
+    problem(
+      `hub.remoteCodeOrgs entries are Hub org or user names (${REPO_PART_RULES})`,
+      "use e.g. moonshotai",
+    ),
   );
 
 const hostSchema = z

@@ -1,10 +1,39 @@
 import { z } from "zod";
 import type { ModelRef } from "../hub/types.ts";
 
-/** Repo ids on the Hub: `org/name`, each part letters, digits, `.`, `_`, `-` (not starting with `.` or `-`). */
-const PART = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,95}$/;
-/** Revisions: branch or tag names and commit shas; no `..`, no shell characters. */
-const REVISION = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,127}$/;
+/**
+ * A part of a repo id (`org` or `name`) as the Hub admits it (huggingface_hub's validate_repo_id):
+ * letters, digits, `.`, `_`, `-`, at most 96, starting and ending with a letter, digit or `_`.
+ */
+const REPO_PART = /^[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9_])?$/;
+/** A revision's characters: branch or tag names and commit shas, no shell characters, not an option. */
+const REVISION_CHARS = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,127}$/;
+
+/** The rules of a repo id part, as a refusal says them. */
+export const REPO_PART_RULES =
+  "letters, digits, '.', '_', '-', at most 96, starting and ending with a letter, digit or '_', no '--' or '..'";
+/** The rules of a revision, as a refusal says them. */
+export const REVISION_RULES =
+  "a branch, a tag or a commit sha: letters, digits, '.', '_', '/', '-', starting with a letter, digit or '_'; no '..', '//', component starting with '.' or ending with '.lock', no trailing '.' or '/'";
+
+/** An org or user name, or a repo's name, as the Hub admits it (`--` is the Hub cache's separator). */
+export function isRepoPart(part: string): boolean {
+  return REPO_PART.test(part) && !part.includes("..") && !part.includes("--");
+}
+
+/** A repo id (`org/name`) as the Hub admits it: two parts, the name not ending `.git`. */
+export function isRepoId(text: string): boolean {
+  const [org, name, ...rest] = text.split("/");
+  return (
+    rest.length === 0 && isRepoPart(org ?? "") && isRepoPart(name ?? "") && !(name ?? "").endsWith(".git")
+  );
+}
+
+/** A revision by git's ref-name rules (git check-ref-format), in the characters a shell leaves alone. */
+export function isRevision(text: string): boolean {
+  if (!REVISION_CHARS.test(text) || text.includes("..") || text.endsWith(".")) return false;
+  return text.split("/").every((c) => c !== "" && !c.startsWith(".") && !c.endsWith(".lock"));
+}
 
 /** Every form a model may be named in; anything else is refused with this list. */
 export const ACCEPTED_FORMS = [
@@ -16,8 +45,8 @@ export const ACCEPTED_FORMS = [
 ];
 
 const modelRef = z
-  .object({ org: z.string().regex(PART), name: z.string().regex(PART), revision: z.string().regex(REVISION) })
-  .refine((r) => !r.revision.includes("..") && !r.revision.endsWith("/") && !r.revision.endsWith(".lock"));
+  .object({ org: z.string(), name: z.string(), revision: z.string().refine(isRevision) })
+  .refine((r) => isRepoId(`${r.org}/${r.name}`));
 
 /**
  * The number of a Hub pull-request revision (`refs/pr/N`), or undefined for the repo's own branches,
@@ -31,12 +60,6 @@ export function hubPullRequest(revision: string): number | undefined {
 /** Why a Hub pull-request revision is refused while hub.allowPullRequests is off. */
 export function hubPullRequestRefusal(repo: string, pullRequest: number): string {
   return `${repo}@refs/pr/${pullRequest} is Hub pull request #${pullRequest}, not the repo's own: anyone can open one on any public repo, so modelswap serves only its branches, tags and commits (an admin may set hub.allowPullRequests: true)`;
-}
-
-/** A repo id (`org/name`) as the Hub spells it. */
-export function isRepoId(text: string): boolean {
-  const [org, name, ...rest] = text.split("/");
-  return rest.length === 0 && PART.test(org ?? "") && PART.test(name ?? "");
 }
 
 /** One model reference in any accepted form; Slack's `<url>` and `<url|label>` wrapping is removed. */

@@ -1,4 +1,5 @@
 import { CodedError } from "../errors.ts";
+import { isRepoId, isRevision, REPO_PART_RULES, REVISION_RULES } from "../grammar/model-ref.ts";
 import { type Logger, redactSecrets } from "../log.ts";
 import { badResponse, DEFAULT_RETRY_DELAYS_MS, HubHttp, type HubResponse } from "./hub-http.ts";
 import {
@@ -26,10 +27,6 @@ export interface HubClientOptions {
   retryDelaysMs?: readonly number[];
 }
 
-/** Repo id parts: letters, digits, `.`, `_`, `-`; not starting with `.` or `-`; no `..`. */
-const REPO_PART = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,95}$/;
-/** Branch or tag names and commit shas. */
-const REVISION = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,127}$/;
 const SHA_40 = /^[0-9a-f]{40}$/;
 
 const MAX_INFO_BYTES = 32 * 1024 * 1024;
@@ -285,21 +282,18 @@ export class HubClient {
 }
 
 function checkRef(ref: ModelRef): void {
-  const parts = ref.repo.split("/");
-  const repoOk =
-    parts.length === 2 && parts.every((p) => REPO_PART.test(p) && !p.includes("..") && !p.endsWith("."));
-  if (!repoOk) {
+  if (!isRepoId(ref.repo)) {
     throw new CodedError(
       "INPUT_INVALID",
       `${JSON.stringify(ref.repo.slice(0, 200))} is not a Hub model id`,
-      "Name the model as org/name (letters, digits, '.', '_', '-'), e.g. Qwen/Qwen3-8B-FP8.",
+      `Name the model as org/name, each part ${REPO_PART_RULES} (the name not ending '.git'), e.g. Qwen/Qwen3-8B-FP8.`,
     );
   }
-  if (!REVISION.test(ref.revision) || ref.revision.includes("..") || ref.revision.endsWith("/")) {
+  if (!isRevision(ref.revision)) {
     throw new CodedError(
       "INPUT_INVALID",
       `${JSON.stringify(ref.revision.slice(0, 200))} is not a revision`,
-      "Give a branch, a tag or a commit sha (letters, digits, '.', '_', '/', '-'), or leave it out for main.",
+      `Give ${REVISION_RULES}; or leave it out for main.`,
     );
   }
 }
