@@ -88,6 +88,7 @@ export async function startModelswap({
       secrets,
       retention: config.file.records,
       auditMaxEntries: config.file.audit.maxEntries,
+      log: log.child({ name: "store" }),
     });
   let monitor: RunningMonitor | undefined;
   let port: number | undefined;

@@ -128,6 +128,12 @@ export function renderHistory(rows: readonly HistoryRow[], options: HistoryOptio
   const now = options.now ?? new Date();
   const scope = options.host === undefined ? "all hosts" : options.host;
   const title = `Swap history: ${scope}`;
+  const unreadable = options.unreadable ?? 0;
+  const warning = `⚠️ ${unreadable} ${unreadable === 1 ? "record" : "records"} could not be read (written by another modelswap version?); the bot's log names them`;
+  if (rows.length === 0 && unreadable > 0) {
+    // the ledger has swaps here, none of them readable: saying "none recorded" would hide them
+    return message(`${title}: ${unreadable} unreadable`, [header(title), section(warning)]);
+  }
   if (rows.length === 0) {
     const none =
       options.host === undefined
@@ -158,10 +164,7 @@ export function renderHistory(rows: readonly HistoryRow[], options: HistoryOptio
     `${shown === rows.length ? rows.length : `${shown} of ${rows.length}`} ${rows.length === 1 ? "swap" : "swaps"}, newest first (at most ${options.limit}; \`--limit N\` shows up to 50)`,
     "tok/s: output tokens per second at 1 stream and loaded; ▲/▼ vs the model before on the host",
   ];
-  if ((options.unreadable ?? 0) > 0)
-    notes.push(
-      `⚠️ ${options.unreadable} ${options.unreadable === 1 ? "record" : "records"} could not be read (written by another modelswap version?); the bot's log names them`,
-    );
+  if (unreadable > 0) notes.push(warning);
   blocks.push(context(...notes));
   const fallback = [
     `${title} (newest first):`,

@@ -1,5 +1,7 @@
 import type { ChainableCommander, Redis } from "ioredis";
-import { redactSecrets } from "../log.ts";
+import { z } from "zod";
+import { type Logger, redactSecrets } from "../log.ts";
+import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
 
 /** The audit stream's key, under the deployment's hash tag (same Redis Cluster slot as everything else). */
@@ -41,16 +43,44 @@ export interface AuditEvent {
   detail: string;
 }
 
-/** An event as read back, with its stream id (`<ms>-<seq>`, unique and ordered). */
-export interface AuditEntry extends AuditEvent {
-  id: string;
+/**
+ * A kind this version does not know: a later version added it. Kept and shown as it is (an audit trail
+ * hides nothing), typed apart so no code mistakes it for one it knows.
+ */
+export interface UnknownAuditKind {
+  unknown: string;
 }
+
+/** An event as read back, with its stream id (`<ms>-<seq>`, unique and ordered). */
+export interface AuditEntry extends Omit<AuditEvent, "kind"> {
+  id: string;
+  kind: AuditKind | UnknownAuditKind;
+}
+
+const isoTime = z.iso.datetime({ offset: true });
+/** A stream entry's fields as `fields()` writes them. */
+const entrySchema = z.object({
+  at: isoTime.optional(),
+  kind: z
+    .string()
+    .min(1)
+    .transform((k): AuditKind | UnknownAuditKind =>
+      (AUDIT_KINDS as readonly string[]).includes(k) ? (k as AuditKind) : { unknown: k },
+    ),
+  who: z.string(),
+  host: z.string().optional(),
+  swap: z.string().optional(),
+  stage: z.string().optional(),
+  detail: z.string(),
+});
 
 export interface AuditLogOptions {
   /** `audit.maxEntries`: the stream is trimmed (approximately) to this many newest events. */
   maxEntries?: number;
   /** Secret values (tokens) that must never be stored: replaced by `[redacted]`, as in Slack posts. */
   secrets?: readonly string[];
+  /** Where an entry that does not parse is reported (it is left out of what is read). */
+  log?: Logger;
 }
 
 /** The longest detail kept; more is cut with a mark (an event is one line, not a log). */
@@ -60,7 +90,7 @@ const FIELDS = ["at", "kind", "who", "host", "swap", "stage", "detail"] as const
 const PAGE = 500;
 
 /**
- * The append-only audit trail: a Redis Stream (`{modelswap}:audit`) of every request, decision, stage
+ * The append-only audit trail: a Redis Stream (`{modelswap}:store:audit`) of every request, decision, stage
  * outcome, rollback, outcome, alert and recovery, with who and when. Entries are only ever added (XADD);
  * the stream is trimmed with `MAXLEN ~ audit.maxEntries`, which drops the oldest events only once the
  * stream holds more than that many (default 1,000,000). Every value is a string; details are passed
@@ -69,6 +99,7 @@ const PAGE = 500;
 export class AuditLog {
   readonly maxEntries: number;
   private readonly secrets: readonly string[];
+  private readonly log: Logger;
 
   constructor(
     private readonly redis: Redis,
@@ -76,6 +107,7 @@ export class AuditLog {
   ) {
     this.maxEntries = options.maxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES;
     this.secrets = options.secrets ?? [];
+    this.log = storeLog(options.log);
   }
 
   /** Appends one event; `at` defaults to now. Returns the stream id. Throws when Redis does. */
@@ -118,7 +150,7 @@ export class AuditLog {
     for (;;) {
       const page = await this.redis.xrevrange(AUDIT_STREAM, end, "-", "COUNT", PAGE);
       for (const [id, values] of page) {
-        const entry = toEntry(id, values);
+        const entry = this.toEntry(id, values);
         if (entry === undefined) continue;
         if (query.host !== undefined && entry.host !== query.host) continue;
         if (query.swap !== undefined && entry.swap !== query.swap) continue;
@@ -140,24 +172,22 @@ export class AuditLog {
     const redacted = redactSecrets(flat, this.secrets);
     return redacted.length > MAX_DETAIL_CHARS ? `${redacted.slice(0, MAX_DETAIL_CHARS - 1)}…` : redacted;
   }
-}
 
-function toEntry(id: string, values: readonly string[]): AuditEntry | undefined {
-  const map = new Map<string, string>();
-  for (let i = 0; i + 1 < values.length; i += 2) map.set(values[i] ?? "", values[i + 1] ?? "");
-  const kind = map.get("kind");
-  // Kinds a later version adds are kept as they are: an audit trail hides nothing.
-  if (kind === undefined) return undefined;
-  const entry: AuditEntry = {
-    id,
-    at: map.get("at") ?? new Date(Number(id.split("-")[0])).toISOString(),
-    kind: kind as AuditKind,
-    who: map.get("who") ?? "",
-    detail: map.get("detail") ?? "",
-  };
-  for (const field of ["host", "swap", "stage"] as const) {
-    const value = map.get(field);
-    if (value !== undefined) entry[field] = value;
+  /** A stream entry, parsed; one that does not (no kind, who or detail; a bad time) is reported and left out. */
+  private toEntry(id: string, values: readonly string[]): AuditEntry | undefined {
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < values.length; i += 2) fields[values[i] ?? ""] = values[i + 1] ?? "";
+    const parsed = entrySchema.safeParse(fields);
+    if (!parsed.success) {
+      reportCorrupt(this.log, "audit entry", id, parsed.error);
+      return undefined;
+    }
+    const { at, host, swap, stage, ...rest } = parsed.data;
+    // every entry this version writes has `at`; the stream id's time stands in for one that has none
+    const entry: AuditEntry = { id, at: at ?? new Date(Number(id.split("-")[0])).toISOString(), ...rest };
+    if (host !== undefined) entry.host = host;
+    if (swap !== undefined) entry.swap = swap;
+    if (stage !== undefined) entry.stage = stage;
+    return entry;
   }
-  return entry;
 }

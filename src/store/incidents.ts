@@ -1,4 +1,7 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
+import type { Logger } from "../log.ts";
+import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
 
 /** An open incident: the host failed `failureThreshold` checks in a row and has not recovered since. */
@@ -128,16 +131,52 @@ return 1
 const RELEASE =
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
+/** A counter the scripts keep (HINCRBY): a whole number. */
+const count = z
+  .string()
+  .regex(/^\d{1,15}$/, "not a count")
+  .transform(Number);
+/** A time the scripts keep: Unix milliseconds. */
+const epochMs = z
+  .string()
+  .regex(/^\d{1,15}$/, "not a time in ms")
+  .transform((t) => new Date(Number(t)));
+
+/**
+ * The host's hash as state() reads it (the scripts' own working fields, streakSince, passSince and
+ * incClaimedAt, are theirs alone). Every field may be missing: a host not checked yet has none.
+ */
+const healthHashSchema = z.object({
+  failures: count.optional(),
+  passes: count.optional(),
+  lastCheck: epochMs.optional(),
+  lastResult: z.enum(["pass", "fail", "suppressed"]).optional(),
+  lastDetail: z.string().optional(),
+  incSince: epochMs.optional(),
+  incFirst: z.string().optional(),
+  incLast: z.string().optional(),
+  incAlertTs: z.string().optional(),
+  incModel: z.string().optional(),
+  alertsPosted: count.optional(),
+  recoveriesPosted: count.optional(),
+});
+type HealthHash = z.infer<typeof healthHashSchema>;
+
 /**
  * Per-host health state in Redis (one hash per host under the deployment's hash tag): consecutive
  * failures and passes, and the open incident. It survives restarts and is shared by every worker; each
  * change is one Lua script, so two workers never both see "threshold reached" for one incident.
  */
 export class IncidentTracker {
+  private readonly log: Logger;
+
   constructor(
     private readonly redis: Redis,
     private readonly thresholds: Thresholds,
-  ) {}
+    log?: Logger,
+  ) {
+    this.log = storeLog(log);
+  }
 
   /** Records one check's outcome and says what changed. */
   async record(host: string, check: { ok: boolean; detail: string }, now = Date.now()): Promise<Transition> {
@@ -211,29 +250,42 @@ export class IncidentTracker {
     );
   }
 
+  /**
+   * The host's health as last recorded, parsed: a field that does not parse (changed by hand) is
+   * reported (STORE_RECORD_INVALID) and read as missing, the others are still used.
+   */
   async state(host: string): Promise<HostHealthState> {
-    const raw = await this.redis.hgetall(hostKey(host));
-    const num = (field: string) => Number(raw[field] ?? 0) || 0;
+    const h = this.parseHash(host, await this.redis.hgetall(hostKey(host)));
     const incident: Incident | undefined =
-      raw.incSince === undefined
+      h.incSince === undefined
         ? undefined
         : {
-            since: new Date(Number(raw.incSince)),
-            firstFailure: raw.incFirst ?? "",
-            lastFailure: raw.incLast ?? "",
-            ...(raw.incAlertTs === undefined ? {} : { alertTs: raw.incAlertTs }),
-            ...(raw.incModel === undefined ? {} : { model: raw.incModel }),
+            since: h.incSince,
+            firstFailure: h.incFirst ?? "",
+            lastFailure: h.incLast ?? "",
+            ...(h.incAlertTs === undefined ? {} : { alertTs: h.incAlertTs }),
+            ...(h.incModel === undefined ? {} : { model: h.incModel }),
           };
     return {
-      failures: num("failures"),
-      passes: num("passes"),
-      lastCheck: raw.lastCheck === undefined ? undefined : new Date(Number(raw.lastCheck)),
-      lastResult: raw.lastResult as HostHealthState["lastResult"],
-      lastDetail: raw.lastDetail,
+      failures: h.failures ?? 0,
+      passes: h.passes ?? 0,
+      lastCheck: h.lastCheck,
+      lastResult: h.lastResult,
+      lastDetail: h.lastDetail,
       incident,
-      alertsPosted: num("alertsPosted"),
-      recoveriesPosted: num("recoveriesPosted"),
+      alertsPosted: h.alertsPosted ?? 0,
+      recoveriesPosted: h.recoveriesPosted ?? 0,
     };
+  }
+
+  private parseHash(host: string, raw: Record<string, string>): HealthHash {
+    const parsed = healthHashSchema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    reportCorrupt(this.log, "health state of host", host, parsed.error);
+    const bad = new Set(parsed.error.issues.map((i) => String(i.path[0])));
+    const kept = Object.fromEntries(Object.entries(raw).filter(([field]) => !bad.has(field)));
+    // what is left parses: every field is optional and each bad one is gone
+    return healthHashSchema.parse(kept);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import type { Logger } from "../log.ts";
 import { ApprovalState } from "./approvals.ts";
 import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from "./audit-log.ts";
 import { EventDeliveries } from "./event-deliveries.ts";
@@ -18,6 +19,11 @@ export interface StoreOptions {
   auditMaxEntries?: number;
   /** The health monitor's thresholds (only the monitor records checks; readers need none). */
   health?: Thresholds;
+  /**
+   * Where a part reports a value in Redis it could not read and left out (STORE_RECORD_INVALID): the
+   * health state, the audit stream. Default: a pino logger on stderr.
+   */
+  log?: Logger;
 }
 
 /**
@@ -46,6 +52,7 @@ export class Store {
     this.audit = new AuditLog(redis, {
       maxEntries: options.auditMaxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES,
       secrets,
+      ...(options.log === undefined ? {} : { log: options.log }),
     });
     this.swaps = new SwapRecords(redis, this.audit, secrets, options.retention ?? DEFAULT_RETENTION);
     this.locks = new SwapLocks(redis);
@@ -56,6 +63,7 @@ export class Store {
     this.incidents = new IncidentTracker(
       redis,
       options.health ?? { failureThreshold: 3, recoveryThreshold: 2, claimTimeoutMs: 60_000 },
+      options.log,
     );
     this.deliveries = new EventDeliveries(redis);
     this.signedRequests = new SignedRequests(redis);

@@ -5,6 +5,7 @@ import { redactSecretsInJson } from "../log.ts";
 import { type StoredSwapEvent, storedSwapEventSchema } from "../swap/swap-events.ts";
 import { type SwapRecord, swapRecordSchema } from "../swap/swap-record.ts";
 import type { AuditEvent, AuditLog } from "./audit-log.ts";
+import { invalidRecord } from "./corrupt-value.ts";
 import { keys, swapKeys } from "./keys.ts";
 import { tallyInTransaction } from "./swap-tally.ts";
 
@@ -32,19 +33,6 @@ export interface SaveExtras {
   audit?: readonly AuditEvent[];
   /** Writes of other store parts that belong to this save (what the host serves, the host lock). */
   also?: (tx: ChainableCommander) => void;
-}
-
-/** A stored record that does not match its schema: reported with what is wrong, never used. */
-export function invalidRecord(what: string, id: string, error: z.ZodError): CodedError {
-  const first = error.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-    .join("; ");
-  return new CodedError(
-    "STORE_RECORD_INVALID",
-    `the ${what} ${id} in Redis does not match its schema (${first})`,
-    "it was written by another modelswap version or changed by hand: run every process on one version (docs/redis.md, Upgrades); the record is left as it is",
-  );
 }
 
 /** Parses one stored JSON value with its schema; a mismatch throws STORE_RECORD_INVALID. */

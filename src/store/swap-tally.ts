@@ -1,6 +1,9 @@
 import type { ChainableCommander, Redis } from "ioredis";
+import { z } from "zod";
+import type { Logger } from "../log.ts";
 import { DURATION_BUCKETS, formatValue } from "../metrics/registry.ts";
 import { STAGES, type SwapRecord } from "../swap/swap-record.ts";
+import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
 
 /**
@@ -27,14 +30,35 @@ return 1
 `;
 
 /** Hash fields are JSON arrays, so host and stage names need no separator of their own. */
-type Field =
-  | ["swaps", host: string, outcome: string]
-  | ["downtime_bucket", host: string, outcome: string, le: string]
-  | ["downtime_sum", host: string, outcome: string]
-  | ["downtime_last", host: string]
-  | ["stage_bucket", stage: string, le: string]
-  | ["stage_sum", stage: string]
-  | ["pages", host: string];
+const name = z.string();
+const fieldSchema = z.union([
+  z.tuple([z.literal("swaps"), name, name]),
+  z.tuple([z.literal("downtime_bucket"), name, name, name]),
+  z.tuple([z.literal("downtime_sum"), name, name]),
+  z.tuple([z.literal("downtime_last"), name]),
+  z.tuple([z.literal("stage_bucket"), name, name]),
+  z.tuple([z.literal("stage_sum"), name]),
+  z.tuple([z.literal("pages"), name]),
+]);
+type Field = z.infer<typeof fieldSchema>;
+/** A field and its value as HINCRBYFLOAT and HSET leave them: the field JSON, the value a finite number. */
+const entrySchema = z.object({
+  field: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "not JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(fieldSchema),
+  value: z
+    .string()
+    .refine((t) => t.trim() !== "" && Number.isFinite(Number(t)), "not a number")
+    .transform(Number),
+});
 
 /**
  * The service's downtime in a swap, the same number the card and the thread say: from the old unit's
@@ -95,7 +119,11 @@ export interface SwapTally {
   pages: Map<string, number>;
 }
 
-export async function readSwapTally(redis: Redis): Promise<SwapTally> {
+/**
+ * The tally, parsed: a field or value that does not parse (changed by hand) is reported
+ * (STORE_RECORD_INVALID) and left out, never counted; the others are still read.
+ */
+export async function readSwapTally(redis: Redis, log?: Logger): Promise<SwapTally> {
   const raw = await redis.hgetall(SWAP_TALLY_KEY);
   const tally: SwapTally = {
     swaps: [],
@@ -105,13 +133,12 @@ export async function readSwapTally(redis: Redis): Promise<SwapTally> {
     pages: new Map(),
   };
   for (const [key, text] of Object.entries(raw)) {
-    let field: Field;
-    try {
-      field = JSON.parse(key) as Field;
-    } catch {
-      continue; // not ours
+    const parsed = entrySchema.safeParse({ field: key, value: text });
+    if (!parsed.success) {
+      reportCorrupt(storeLog(log), "swap tally field", key.slice(0, 200), parsed.error);
+      continue;
     }
-    const value = Number(text);
+    const { field, value }: { field: Field; value: number } = parsed.data;
     switch (field[0]) {
       case "swaps":
         tally.swaps.push({ host: field[1], outcome: field[2], count: value });

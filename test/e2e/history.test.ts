@@ -1,10 +1,13 @@
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ReportQueue } from "../../src/queue/report-queue.ts";
 import { AuditLog } from "../../src/store/audit-log.ts";
+import { keys } from "../../src/store/keys.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
-import { SwapDriver } from "../../testbench/swap-driver.ts";
+import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
 
 /**
  * The ledger and the audit stream end to end: two real swaps on one simulated host (request, ✅ by an
@@ -203,4 +206,58 @@ describe("ledger, audit and /llm history", () => {
     expect(newest).toContain(`\`${QWEN}\` @ `);
     expect(newest).toContain(`vs \`${LLAMA}\``);
   }, 60_000);
+
+  it("says a record could not be read, in /llm history and in the bot's log; the reporter skips it and reports the other swaps", async () => {
+    // two records in the ledger, the newest, that no version of modelswap wrote: one not JSON, one
+    // JSON of another shape (changed by hand, or a restore gone wrong)
+    const notJson = "sw-mzzzzzz1-c0ffee";
+    const wrongShape = "sw-mzzzzzz2-c0ffee";
+    const at = Date.now();
+    await redis
+      .multi()
+      .set(keys.swap(notJson), '{"id": "sw-mzzzzzz1-c0ffee", "host": "gpu-')
+      .set(keys.swap(wrongShape), JSON.stringify({ id: wrongShape, host: HOST, step: "warp", stages: 7 }))
+      .zadd(keys.ledger, at, notJson, at + 1, wrongShape)
+      .zadd(keys.hostLedger(HOST), at, notJson, at + 1, wrongShape)
+      .exec();
+    try {
+      // the swaps that can be read are still listed, with a warning that two could not be
+      const all = await history(USERS.alice, HOST);
+      expect(entries(all)).toHaveLength(3);
+      expect(JSON.stringify(all.blocks)).toContain("⚠️ 2 records could not be read");
+      // only the unreadable ones in range: not "no swaps recorded", which would hide them
+      const only = await history(USERS.alice, `${HOST} --limit 2`);
+      expect(only.text).not.toContain("no swaps recorded");
+      expect(JSON.stringify(only.blocks)).not.toContain("No swaps recorded");
+      expect(JSON.stringify(only.blocks)).toContain("⚠️ 2 records could not be read");
+      const log = join(bench.dir, "bot.log");
+      await waitForLog(
+        log,
+        (l) => l.includes("do not parse") && l.includes(notJson) && l.includes(wrongShape),
+        {
+          what: "the history job naming the unreadable records",
+        },
+      );
+
+      // the reporter asked to report them: each skipped with a log line that has the code; other swaps go on
+      const reports = new ReportQueue(redis);
+      await reports.soon(notJson);
+      await reports.soon(wrongShape);
+      await reports.close();
+      for (const id of [notJson, wrongShape])
+        await waitForLog(
+          log,
+          (l) =>
+            l.includes("cannot report a swap whose record does not parse") &&
+            l.includes(id) &&
+            l.includes("STORE_RECORD_INVALID"),
+          { what: `the reporter skipping ${id}` },
+        );
+      const card = await swaps.request(QWEN, HOST);
+      await swaps.approve(card.ts);
+      await swaps.outcome(card.ts, /Swapped/, 90_000);
+    } finally {
+      await redis.del(keys.swap(notJson), keys.swap(wrongShape));
+    }
+  }, 120_000);
 });
