@@ -196,25 +196,3 @@ describe("benchmarkStage", () => {
     expect(fake.events()).toEqual([]);
   });
 });
-
-describe("baselineStep (the first swap on a host)", () => {
-  it("measures the outgoing model single-stream once, skipping a host with earlier numbers or nothing serving", async () => {
-    const { baselineStep } = await import("../../../jobs/swap/stages/baseline.ts");
-    const fake = lateContext({ settings: { baseline: "probe" } });
-    fake.host.on(/sglang\.bench_serving/, benchOutput(SINGLE_NUMBERS));
-    await baselineStep(fake.ctx);
-    expect(fake.host.ran(/sglang\.bench_serving/)).toHaveLength(1);
-    expect(fake.host.ran(/sglang\.bench_serving/)[0]).toContain("--max-concurrency 1");
-    expect(fake.swap.record.baseline).toMatchObject({
-      kind: "probe",
-      single: { outputThroughput: expect.any(Number) },
-    });
-    // once
-    await baselineStep(fake.ctx);
-    expect(fake.host.ran(/sglang\.bench_serving/)).toHaveLength(1);
-
-    const known = lateContext({ settings: { baseline: "probe" }, lastBenchmark: KIMI });
-    await baselineStep(known.ctx);
-    expect(known.host.ran(/sglang\.bench_serving/)).toEqual([]);
-  });
-});
