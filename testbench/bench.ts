@@ -27,6 +27,7 @@ import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/ind
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { newAppToken, type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
 import { type BenchSshd, startSshd } from "./sshd.ts";
+import { until } from "./until.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
 const run = promisify(execFile);
@@ -435,17 +436,16 @@ export class Bench {
 }
 
 async function waitHealthy(port: number, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/health`);
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`bench: ${what} did not become healthy within ${timeoutMs} ms`);
+  await until(
+    async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/health`)).status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    { what: `bench: ${what} to answer /health`, timeoutMs, intervalMs: 100 },
+  );
 }
 
 async function unrelatedFingerprint(dir: string): Promise<string> {

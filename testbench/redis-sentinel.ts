@@ -3,6 +3,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./free-port.ts";
+import { until } from "./until.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
 export interface SentinelOptions {
@@ -80,18 +81,20 @@ export async function startSentinel(dir: string, options: SentinelOptions): Prom
 /** Waits until the sentinel has reached the master (its flags say `master`, nothing else). */
 async function waitMasterUp(port: number, name: string, password: string | undefined): Promise<void> {
   const client = new Redis({ port, host: "127.0.0.1", ...(password === undefined ? {} : { password }) });
-  const deadline = Date.now() + 10_000;
   let flags = "";
   try {
-    while (Date.now() < deadline) {
-      const fields = (await client.call("SENTINEL", "MASTER", name)) as string[];
-      flags = fields[fields.indexOf("flags") + 1] ?? "";
-      const lastOk = Number(fields[fields.indexOf("last-ok-ping-reply") + 1] ?? "-1");
-      if (flags === "master" && lastOk >= 0 && lastOk < 2000) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until(
+      async () => {
+        const fields = (await client.call("SENTINEL", "MASTER", name)) as string[];
+        flags = fields[fields.indexOf("flags") + 1] ?? "";
+        const lastOk = Number(fields[fields.indexOf("last-ok-ping-reply") + 1] ?? "-1");
+        return flags === "master" && lastOk >= 0 && lastOk < 2000;
+      },
+      { what: `the sentinel on ${port} to see master ${name} up`, timeoutMs: 10_000, intervalMs: 100 },
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message} (its flags: ${flags || "none read"})`, { cause: error });
   } finally {
     client.disconnect();
   }
-  throw new Error(`the sentinel on ${port} never saw master ${name} up (flags: ${flags})`);
 }

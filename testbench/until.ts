@@ -10,6 +10,9 @@ export interface UntilOptions {
   intervalMs?: number;
 }
 
+/** What `until` throws when nothing came in time (a probe's own error is thrown as it is). */
+export class UntilTimeout extends Error {}
+
 /**
  * Polls `probe` until it gives a value (anything but `undefined`, `null` or `false`, so `0` and `""`
  * count) and returns that value; throws `timed out after <timeoutMs> ms waiting for <what>` when none
@@ -29,7 +32,7 @@ export async function until<T>(
     const last = Date.now() >= deadline;
     const value = await probe();
     if (value !== undefined && value !== null && value !== false) return value;
-    if (last) throw new Error(`timed out after ${timeoutMs} ms waiting for ${options.what}`);
+    if (last) throw new UntilTimeout(`timed out after ${timeoutMs} ms waiting for ${options.what}`);
     await new Promise((resolve) =>
       setTimeout(resolve, Math.max(0, Math.min(intervalMs, deadline - Date.now()))),
     );

@@ -48,30 +48,11 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-interface Swap {
-  id: string;
-  host: string;
-  card: SlackMessage;
-}
-
 /** Top-level cards about one host (its swaps' live cards; the broadcast outcome is a thread reply). */
 function cardsOf(host: string): SlackMessage[] {
   return bench.slack
     .messages(CHANNEL)
     .filter((m) => m.thread_ts === undefined && m.text.includes(`→ ${host}`));
-}
-
-async function requestSwap(host: string): Promise<Swap> {
-  const card = await swaps.request(MODEL, host);
-  return { id: swaps.swapId(card.ts), host, card };
-}
-
-/** Waits for the swap's outcome, broadcast to the channel (the last thing a swap posts); returns its card's text. */
-/** The card's text once it shows how the swap ended (the thread's final line comes just before it). */
-async function outcome(swap: Swap): Promise<string> {
-  await swaps.finalLine(swap.card.ts, 60_000);
-  return (await swaps.outcome(swap.card.ts, /Swapped|Rolled back|Failed|Rejected|expired|Cancelled/, 30_000))
-    .text;
 }
 
 /** The `reaction_added` event Slack sends when `user` reacts `name` to a message. */
@@ -108,32 +89,33 @@ async function deliver(event: JsonObject, eventId: string, attempts: number[], t
  * one request and one approval in the audit stream, one `disable --now` of the old unit and one
  * `enable --now` of the new one, one broadcast "Swapped".
  */
-async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
-  const text = await outcome(swap);
-  expect(text).toMatch(/✅ Swapped/);
-  expect(cardsOf(swap.host)).toHaveLength(1);
-  expect(swaps.plansOf(swap.card.ts)).toHaveLength(1);
-  expect(swaps.plansOf(swap.card.ts)[0]?.text).toMatch(/: approved$/);
-  const broadcasts = bench.slack.thread(CHANNEL, swap.card.ts).filter((m) => m.reply_broadcast === true);
+async function expectExactlyOnce(hostName: string, card: SlackMessage, approver: string): Promise<void> {
+  // the final line is the last thing a swap posts; the card says how it ended just before
+  await swaps.finalLine(card.ts, 60_000);
+  const ended = await swaps.outcome(card.ts, /Swapped|Rolled back|Failed|Rejected|expired|Cancelled/, 30_000);
+  expect(ended.text).toMatch(/✅ Swapped/);
+  const id = swaps.swapId(card.ts);
+  expect(cardsOf(hostName)).toHaveLength(1);
+  expect(swaps.plansOf(card.ts)).toHaveLength(1);
+  expect(swaps.plansOf(card.ts)[0]?.text).toMatch(/: approved$/);
+  const broadcasts = bench.slack.thread(CHANNEL, card.ts).filter((m) => m.reply_broadcast === true);
   expect(broadcasts).toHaveLength(1);
   expect(broadcasts[0]?.text).toMatch(/now serves/);
 
-  const events = await audit.read({ swap: swap.id, limit: 200 });
+  const events = await audit.read({ swap: id, limit: 200 });
   const kinds = (kind: string) => events.filter((e) => e.kind === kind);
   expect(kinds("request")).toHaveLength(1);
   expect(kinds("approval").map((e) => e.who)).toEqual([approver]);
   expect(kinds("rejection")).toEqual([]);
   expect(kinds("outcome")).toHaveLength(1);
 
-  const record = await swaps.record(swap.id);
+  const record = await swaps.record(id);
   expect(record?.outcome).toBe("succeeded");
   expect(record?.decision).toMatchObject({ approved: true, by: approver });
-  expect((await store.swaps.history({ host: swap.host, limit: 10 })).records.map((r) => r.id)).toEqual([
-    swap.id,
-  ]);
+  expect((await store.swaps.history({ host: hostName, limit: 10 })).records.map((r) => r.id)).toEqual([id]);
 
-  const host = bench.host(swap.host);
-  const calls = (await host.sim.calls()).slice(setupCalls.get(swap.host));
+  const host = bench.host(hostName);
+  const calls = (await host.sim.calls()).slice(setupCalls.get(hostName));
   const systemctl = calls.filter((c) => c.cmd === "systemctl");
   const verb = (v: string) => systemctl.filter((c) => c.argv[0] === v).map((c) => c.argv.join(" "));
   expect(verb("enable")).toEqual([`enable --now ${record?.plan?.unitName}`]);
@@ -142,7 +124,9 @@ async function expectExactlyOnce(swap: Swap, approver: string): Promise<void> {
 }
 
 describe("Slack deliveries", () => {
-  let retried: Swap;
+  /** The card of the swap the first test queues, and its id: later tests deliver its decisions. */
+  let retried: SlackMessage;
+  let retriedId: string;
 
   it("a /llm swap submitted twice at once queues one swap; the second is told the host is busy", async () => {
     const jobsBefore = await bench.queuedJobCount();
@@ -164,12 +148,13 @@ describe("Slack deliveries", () => {
     expect(busy[0]).toMatch(/was requested just now|\(sim-org\/open-llama-1B\) is at stage \*[a-z]+\*/);
     expect(await bench.queuedJobCount()).toBe(jobsBefore + 1);
     const card = await bench.slack.waitFor(() => swaps.cardsOf(id!)[0], { what: `the card of ${id}` });
-    retried = { id: id!, host: "retried", card };
+    retried = card;
+    retriedId = id!;
     expect(cardsOf("retried")).toHaveLength(1);
   });
 
   it("forged and stale commands, events and clicks get 401 and change nothing", async () => {
-    const plan = await swaps.plan(retried.card.ts);
+    const plan = await swaps.plan(retried.ts);
     const stale = Math.floor(Date.now() / 1000) - 6 * 60;
     const forged = { signWith: "not-the-signing-secret" };
     const jobs = await bench.queuedJobCount();
@@ -198,16 +183,16 @@ describe("Slack deliveries", () => {
     expect(cardsOf("toggled")).toEqual([]);
     expect(bench.slack.calls("chat.postEphemeral")).toHaveLength(ephemeralCalls);
     expect(bench.slack.responses()).toHaveLength(responsePosts);
-    expect((await swaps.record(retried.id))?.planHash).toBeDefined();
-    expect(await swaps.decision(retried.id)).toBeUndefined();
-    expect((await audit.read({ swap: retried.id, limit: 100 })).map((e) => e.kind)).not.toContain("approval");
+    expect((await swaps.record(retriedId))?.planHash).toBeDefined();
+    expect(await swaps.decision(retriedId)).toBeUndefined();
+    expect((await audit.read({ swap: retriedId, limit: 100 })).map((e) => e.kind)).not.toContain("approval");
     expect(bench.slack.message(CHANNEL, plan.ts)?.text).toMatch(/awaiting approval$/);
   });
 
   // Each case has a host and a swap of its own; they run side by side to keep the file short.
   describe.concurrent("exactly one swap, one approval, one switch", () => {
     it("when Slack delivers a ✅ four times (retries at once, then one after another)", async () => {
-      const plan = await swaps.plan(retried.card.ts);
+      const plan = await swaps.plan(retried.ts);
       const bobApproves = reactionEvent("reaction_added", USERS.bob, plan.ts);
       await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], true);
       await deliver(bobApproves, "Ev0BOBAPPR01", [0, 1, 2, 3], false);
@@ -219,16 +204,17 @@ describe("Slack deliveries", () => {
       await bench.slack.waitFor(() => bench.slack.ephemerals(CHANNEL, USERS.mallory).length > 0, {
         what: "the explanation to mallory",
       });
-      await expectExactlyOnce(retried, USERS.bob);
+      await expectExactlyOnce("retried", retried, USERS.bob);
       expect(bench.slack.ephemerals(CHANNEL, USERS.mallory).map((e) => e.text)).toEqual([
         "Only approvers can approve or reject swaps.",
       ]);
-      expect(swaps.toldAbout(retried.id, USERS.bob)).toEqual([]);
+      expect(swaps.toldAbout(retriedId, USERS.bob)).toEqual([]);
     });
 
     it("when Approve is double-clicked, and two approvers click at once", async () => {
-      const swap = await requestSwap("clicked");
-      const plan = await swaps.plan(swap.card.ts);
+      const card = await swaps.request(MODEL, "clicked");
+      const id = swaps.swapId(card.ts);
+      const plan = await swaps.plan(card.ts);
       const clicks = await Promise.all([
         bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
         bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve"),
@@ -236,18 +222,18 @@ describe("Slack deliveries", () => {
       ]);
       expect(clicks.map((c) => c.status)).toEqual([200, 200, 200]);
       // the button handler acks first and records the decision after: wait for it
-      const winner = (await swaps.untilDecided(swap.id)).by;
+      const winner = (await swaps.untilDecided(id)).by;
       expect([USERS.bob, USERS.dave]).toContain(winner);
       // each click of the approver who lost is answered with who decided (after the decision, too); the
       // winner's second click changes nothing and is not answered
       const loser = winner === USERS.bob ? USERS.dave : USERS.bob;
       const lostClicks = loser === USERS.bob ? 2 : 1;
-      await bench.slack.waitFor(() => swaps.toldAbout(swap.id, loser).length >= lostClicks, {
+      await bench.slack.waitFor(() => swaps.toldAbout(id, loser).length >= lostClicks, {
         what: `the answer to each of ${loser}'s clicks`,
       });
-      await expectExactlyOnce(swap, winner);
-      expect(swaps.toldAbout(swap.id, winner)).toEqual([]);
-      expect(swaps.toldAbout(swap.id, loser)).toEqual(
+      await expectExactlyOnce("clicked", card, winner);
+      expect(swaps.toldAbout(id, winner)).toEqual([]);
+      expect(swaps.toldAbout(id, loser)).toEqual(
         Array(lostClicks).fill(
           expect.stringMatching(new RegExp(`already approved by <@${winner}>|not waiting for a decision`)),
         ),
@@ -255,8 +241,9 @@ describe("Slack deliveries", () => {
     });
 
     it("when a ✅ is added, removed and added again, and a removal and a late ❌ are retried", async () => {
-      const swap = await requestSwap("toggled");
-      const plan = await swaps.plan(swap.card.ts);
+      const card = await swaps.request(MODEL, "toggled");
+      const id = swaps.swapId(card.ts);
+      const plan = await swaps.plan(card.ts);
       for (const result of [
         await bench.slack.react(USERS.bob, CHANNEL, plan.ts, APPROVE),
         await bench.slack.unreact(USERS.bob, CHANNEL, plan.ts, APPROVE),
@@ -264,7 +251,7 @@ describe("Slack deliveries", () => {
       ])
         expect(result.status).toBe(200);
       // the ✅ is acked before it is handled: the ❌ below is late only once bob's approval is recorded
-      expect(await swaps.untilDecided(swap.id)).toMatchObject({ approved: true, by: USERS.bob });
+      expect(await swaps.untilDecided(id)).toMatchObject({ approved: true, by: USERS.bob });
       // the app does not subscribe to reaction_removed; delivered anyway, it withdraws nothing
       await deliver(
         reactionEvent("reaction_removed", USERS.bob, plan.ts),
@@ -278,12 +265,12 @@ describe("Slack deliveries", () => {
         [0, 1, 2, 3],
         true,
       );
-      await bench.slack.waitFor(() => swaps.toldAbout(swap.id, USERS.dave).length > 0, {
+      await bench.slack.waitFor(() => swaps.toldAbout(id, USERS.dave).length > 0, {
         what: "the answer to dave's late ❌",
       });
-      await expectExactlyOnce(swap, USERS.bob);
-      expect(swaps.toldAbout(swap.id, USERS.bob)).toEqual([]);
-      expect(swaps.toldAbout(swap.id, USERS.dave)).toEqual([
+      await expectExactlyOnce("toggled", card, USERS.bob);
+      expect(swaps.toldAbout(id, USERS.bob)).toEqual([]);
+      expect(swaps.toldAbout(id, USERS.dave)).toEqual([
         expect.stringMatching(/already approved by <@U0BOB00001>|not waiting for a decision/),
       ]);
     });

@@ -1,3 +1,4 @@
+import { UntilTimeout, until } from "../until.ts";
 import type { EmulatorState } from "./emulator-state.ts";
 import { renderAllConversations } from "./render-conversation.ts";
 import type {
@@ -118,20 +119,18 @@ export class Inspection {
   /** Polls `predicate` until it returns a value; on timeout throws with `what` and a transcript. */
   async waitFor<T>(predicate: () => T | undefined | null | false, opts: WaitForOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? 5000;
-    const intervalMs = opts.intervalMs ?? 20;
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = predicate();
-      if (value !== undefined && value !== null && value !== false) return value;
-      if (Date.now() >= deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    const what = opts.what ?? "a condition";
+    try {
+      return await until(predicate, { what, timeoutMs, intervalMs: opts.intervalMs ?? 20 });
+    } catch (error) {
+      if (!(error instanceof UntilTimeout)) throw error;
     }
     const recent = this.s.workspace.calls
       .slice(-10)
       .map((c) => `  ${c.method} ${c.ok ? "ok" : `error=${c.error ?? c.status}`}`)
       .join("\n");
     throw new Error(
-      `SlackEmulator.waitFor timed out after ${timeoutMs} ms waiting for ${opts.what ?? "a condition"}\n` +
+      `SlackEmulator.waitFor timed out after ${timeoutMs} ms waiting for ${what}\n` +
         `--- conversations ---\n${renderAllConversations({ workspace: this.s.workspace }) || "(no messages)"}\n` +
         `--- last API calls ---\n${recent || "  (none)"}`,
     );
