@@ -3,6 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./free-port.ts";
+import { until } from "./until.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
 export interface BenchRedis {
@@ -96,12 +97,10 @@ async function ownAllSlots(port: number): Promise<void> {
   try {
     const info = await client.cluster("INFO");
     if (!/cluster_slots_assigned:16384/.test(info)) await client.cluster("ADDSLOTSRANGE", 0, 16383);
-    const deadline = Date.now() + 10_000;
-    while (!/cluster_state:ok/.test(await client.cluster("INFO"))) {
-      if (Date.now() > deadline)
-        throw new Error(`the one-node Redis Cluster on ${port} never reached cluster_state:ok`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until(async () => /cluster_state:ok/.test(await client.cluster("INFO")), {
+      what: `the one-node Redis Cluster on ${port} to reach cluster_state:ok`,
+      timeoutMs: 10_000,
+    });
   } finally {
     client.disconnect();
   }
