@@ -4,8 +4,9 @@ import type { Bench } from "../../testbench/bench.ts";
 import { CHANNEL } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
+import { expectRolledBackOnTheHost, expectRolledBackStory } from "../support/rolled-back.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
-import { type FailedStage, rolledBackStory, untilThreadComplete } from "../support/thread-story.ts";
+import type { FailedStage } from "../support/thread-story.ts";
 
 /**
  * Slack failing never decides a swap that rolls back, either: the host does. The new model fails on the
@@ -109,57 +110,6 @@ function learnedGone(ts: string): boolean {
   return refusedEdit || takenBack;
 }
 
-/**
- * What the host says: rolled back — the old unit serves and is enabled again, the new one is stopped and
- * disabled — the host is free and the swap's job is done (neither failed nor left running).
- */
-async function expectRolledBackOnTheHost(host: string, id: string): Promise<void> {
-  const record = await swaps.untilRecord(id, (r) => r.outcome !== undefined, {
-    what: "the swap's outcome",
-    timeoutMs: 90_000,
-  });
-  expect(record.outcome, record.reason).toBe("rolled_back");
-  expect(record.rollback).toMatchObject({ ok: true });
-  const { sim, unit, servingPort } = bench.host(host);
-  expect(await sim.unitState(unit)).toMatchObject({ activeState: "active", unitFileState: "enabled" });
-  const fresh = await sim.unitState(record.plan!.unitName);
-  expect(fresh.unitFileState).toBe("disabled");
-  expect(["inactive", "failed"]).toContain(fresh.activeState);
-  // the old model answers a generation again
-  expect((await fetch(`http://127.0.0.1:${servingPort}/health_generate`)).status).toBe(200);
-  expect(await (await swaps.store()).locks.hostHolder(host)).toBeUndefined();
-  await until(async () => (await swaps.jobState(id)) === "completed", {
-    what: `the job of swap ${id} completed`,
-    timeoutMs: 30_000,
-  });
-}
-
-/**
- * Once Slack answers: one card reads Rolled back, its thread tells the whole story in order, each
- * milestone once and no message twice, and ends with the outcome, broadcast once, saying the reason,
- * its code and what to try — the code and the fix said nowhere else in the thread.
- */
-async function expectWholeStory(id: string, failed: FailedStage) {
-  const card = await untilThreadComplete(bench, swaps, id, {
-    card: /Rolled back/,
-    story: rolledBackStory(failed),
-    timeoutMs: 90_000,
-  });
-  const thread = bench.slack.thread(CHANNEL, card.ts);
-  const texts = thread.map((m) => m.text);
-  expect(texts.filter((t, i) => texts.indexOf(t) !== i)).toEqual([]);
-  const last = thread.at(-1)!;
-  const code = /\(([A-Z][A-Z_]+)\)\. /.exec(last.text)?.[1];
-  expect(last.text, "the outcome, its reason, its code and what to try").toMatch(
-    /^↩️ \*Swap to .* rolled back\*: .+ \([A-Z][A-Z_]+\)\. \S+ is healthy again\. \*Fix:\* \S/,
-  );
-  if (failed === "sanity") expect(code).toBe("SANITY_FAILED");
-  expect(texts.filter((t) => t.includes(`(${code})`))).toHaveLength(1);
-  expect(texts.filter((t) => t.includes("*Fix:*"))).toHaveLength(1);
-  expect(thread.filter((m) => m.reply_broadcast === true)).toEqual([last]);
-  return card;
-}
-
 describe.concurrent("Slack fails while a swap rolls back", () => {
   // side by side: each swap's faults are for its own card and thread
   for (const failed of FAILURES) {
@@ -173,8 +123,8 @@ describe.concurrent("Slack fails while a swap rolls back", () => {
         atStage: refuseOnce,
         inRollback: refuseOnce,
       });
-      await expectRolledBackOnTheHost(host, id);
-      await expectWholeStory(id, failed);
+      await expectRolledBackOnTheHost(bench, swaps, host, id);
+      await expectRolledBackStory(bench, swaps, id, failed);
       // the refusals did happen: Slack answered internal_error to this swap's card edits and thread posts
       const refused = bench.slack.calls().filter((c) => c.error === "internal_error");
       expect(refused.filter((c) => c.method === "chat.update" && c.args.ts === cardTs)).toHaveLength(2);
@@ -201,8 +151,8 @@ describe.concurrent("Slack fails while a swap rolls back", () => {
           deleted.push(second.ts);
         },
       });
-      await expectRolledBackOnTheHost(host, id);
-      const card = await expectWholeStory(id, failed);
+      await expectRolledBackOnTheHost(bench, swaps, host, id);
+      const card = await expectRolledBackStory(bench, swaps, id, failed);
       expect(deleted).toHaveLength(2);
       expect(deleted).not.toContain(card.ts);
       // the first card is gone (a tombstone over its thread), and the bot learned each deletion from Slack
@@ -253,7 +203,7 @@ describe.concurrent("Slack fails while a swap rolls back", () => {
         deny("token_revoked")(ts);
       },
     });
-    await expectRolledBackOnTheHost(DENIED, id);
+    await expectRolledBackOnTheHost(bench, swaps, DENIED, id);
     for (const error of ["channel_not_found", "token_revoked"] as const) {
       const [line] = await warned(id, error);
       expect(JSON.parse(line!)).toMatchObject({
@@ -264,6 +214,6 @@ describe.concurrent("Slack fails while a swap rolls back", () => {
         fix: FIX[error],
       });
     }
-    await expectWholeStory(id, "sanity");
+    await expectRolledBackStory(bench, swaps, id, "sanity");
   }, 150_000);
 });
