@@ -17,6 +17,25 @@ export const SUCCEEDED_STORY: readonly [string, RegExp][] = [
   ["the outcome", /now serves/],
 ];
 
+/** The stage whose failure rolls a swap back: the new unit never became healthy, or it answered nonsense. */
+export type FailedStage = "health" | "sanity";
+
+/**
+ * The milestones a rolled-back swap's thread tells, in order, each once: its plan, the download, the
+ * engine build, the switch, the failure of `failed` (with its log), the rollback beginning, and the
+ * outcome (rolled back, with the reason, its code and what to try).
+ */
+export function rolledBackStory(failed: FailedStage): readonly [string, RegExp][] {
+  return [
+    ...SUCCEEDED_STORY.slice(0, 4),
+    failed === "health"
+      ? ["the health failure", /^❌ `[^`]+` did not become healthy:/]
+      : ["the sanity failure", /^❌ Sanity check failed:/],
+    ["the rollback", /^↩️ Rolling back to /],
+    ["the outcome", /^↩️ \*Swap to .* rolled back\*:/],
+  ];
+}
+
 /** Milestones that happen side by side, so either may be told first (the download and the build run in parallel). */
 const SIDE_BY_SIDE = [["the download", "the engine build"]] as const;
 

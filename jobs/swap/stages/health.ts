@@ -40,6 +40,22 @@ export async function servesTheNewModel(
   return undefined;
 }
 
+/**
+ * What to try when the new unit did not become healthy (said once, at the end): the journal's fatal line
+ * or the timeout says why, and each cause has its own fix.
+ */
+export function healthFix(why: string, limitSeconds: number): string {
+  if (why.startsWith("not healthy after"))
+    return `a model that merely loads slowly needs a longer limit: swaps.healthTimeoutSeconds (this swap's limit was ${limitSeconds} s); the journal above shows how far the load got`;
+  if (/ImportError|ModuleNotFoundError|undefined symbol/.test(why))
+    return "the engine build does not load on this host: try another build (--engine-ref a newer tag or branch)";
+  if (/NaN/.test(why))
+    return "NaN logits mean a kernel is broken on this GPU: try another engine build (--engine-ref a newer tag or branch), or other backends for this recipe (recipes.overrides in the config)";
+  if (/out of memory|OutOfMemoryError|Not enough memory/i.test(why))
+    return "the model does not fit in the GPUs' memory: more GPUs (--tp) or a smaller checkpoint";
+  return "the journal above says why the server stopped: check the plan's flags against the engine (recipes.overrides in the config) or try another engine build (--engine-ref)";
+}
+
 /** How often a long health wait saves its progress (the card shows it; the reporter paces the edits). */
 const PROGRESS_EVERY_MS = 5000;
 
@@ -75,12 +91,17 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
       why: result.why,
       journal: eventLines(interestingTail(result.journal)),
     });
-    return { fail: result.why, touched: true };
+    return { fail: result.why, touched: true, code: "HEALTH_FAILED", fix: healthFix(result.why, limit) };
   }
   const wrong = await servesTheNewModel(ctx);
   if (wrong !== undefined) {
     swap.stage("health", "failed", wrong);
-    return { fail: wrong, touched: true };
+    return {
+      fail: wrong,
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: `something other than the new unit answers on port ${ctx.host.config.servingPort}: stop it (ss -ltnp shows the process), then swap again`,
+    };
   }
   const healthyAt = isoNow(clock);
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;

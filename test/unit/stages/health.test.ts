@@ -72,6 +72,8 @@ describe("healthStage", () => {
     expect(await healthStage(fake.ctx)).toEqual({
       fail: `${NEW_UNIT} runs the old unit's process (MainPID ${OLD_PID}): nothing new was started`,
       touched: true,
+      code: "HEALTH_FAILED",
+      fix: "something other than the new unit answers on port 30000: stop it (ss -ltnp shows the process), then swap again",
     });
     expect(fake.swap.record.healthyAt).toBeUndefined();
     expect(fake.events().map((e) => e.type)).not.toContain("healthy");
@@ -152,7 +154,12 @@ describe("healthStage", () => {
     const result = await healthStage(fake.ctx);
 
     const why = `${NEW_UNIT} failed: ${OOM_LINE}`;
-    expect(result).toEqual({ fail: why, touched: true });
+    expect(result).toEqual({
+      fail: why,
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: "the model does not fit in the GPUs' memory: more GPUs (--tp) or a smaller checkpoint",
+    });
     // one poll interval, not the 22 minutes of the limit
     expect(fake.clock.now() - T0).toBe(500);
     expect(fake.swap.record.stages.health).toMatchObject({
@@ -199,7 +206,12 @@ describe("healthStage", () => {
     const result = await healthStage(fake.ctx);
 
     // The reason is this run's (the wait reads the journal since the unit's last start) …
-    expect(result).toEqual({ fail: `${NEW_UNIT} failed: ${OOM_LINE}`, touched: true });
+    expect(result).toEqual({
+      fail: `${NEW_UNIT} failed: ${OOM_LINE}`,
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: expect.stringContaining("more GPUs (--tp)"),
+    });
     // … and so should the journal lines the thread shows be.
     const journal = (fake.events()[0] as { journal: string[] }).journal;
     expect(journal.join("\n")).not.toContain("ImportError");
@@ -217,7 +229,12 @@ describe("healthStage", () => {
 
     const result = await healthStage(fake.ctx);
 
-    expect(result).toEqual({ fail: `fatal line in the journal: ${sampling}`, touched: true });
+    expect(result).toEqual({
+      fail: `fatal line in the journal: ${sampling}`,
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: expect.stringContaining("NaN logits mean a kernel is broken on this GPU"),
+    });
     expect(fake.clock.now() - T0).toBe(1000);
     expect(fake.events()).toMatchObject([
       { type: "health-failed", unit: NEW_UNIT, why: `fatal line in the journal: ${sampling}` },
@@ -241,7 +258,12 @@ describe("healthStage", () => {
 
     const result = await healthStage(fake.ctx);
 
-    expect(result).toEqual({ fail: "not healthy after 91 s (limit 90 s)", touched: true });
+    expect(result).toEqual({
+      fail: "not healthy after 91 s (limit 90 s)",
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: expect.stringContaining("swaps.healthTimeoutSeconds (this swap's limit was 90 s)"),
+    });
     // polled every 500 ms from the unit's start until past the limit
     expect(fake.clock.now() - T0).toBe(90_500);
     expect(poll.count()).toBe(182);
@@ -264,7 +286,12 @@ describe("healthStage", () => {
     const result = await healthStage(fake.ctx);
 
     expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1320);
-    expect(result).toEqual({ fail: "not healthy after 1321 s (limit 1320 s)", touched: true });
+    expect(result).toEqual({
+      fail: "not healthy after 1321 s (limit 1320 s)",
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: expect.stringContaining("this swap's limit was 1320 s"),
+    });
     expect(fake.clock.now() - T0).toBe(1_320_500);
   });
 
@@ -281,7 +308,12 @@ describe("healthStage", () => {
 
     const result = await healthStage(fake.ctx);
 
-    expect(result).toEqual({ fail: "not healthy after 901 s (limit 900 s)", touched: true });
+    expect(result).toEqual({
+      fail: "not healthy after 901 s (limit 900 s)",
+      touched: true,
+      code: "HEALTH_FAILED",
+      fix: expect.stringContaining("this swap's limit was 900 s"),
+    });
     expect(fake.clock.now() - T0).toBe(300_500);
     expect(fake.swap.record.stages.health.startedAt).toBe(ago(599));
   });
