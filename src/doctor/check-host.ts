@@ -33,9 +33,10 @@ export async function checkHost(
 ): Promise<DoctorRow[]> {
   const target = `host ${host.name}`;
   const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+  // each command gets the doctor's limit; the handshake the host's own (what the bot waits), at most that
   const bounded: HostConfig = {
     ...host,
-    commandTimeoutSeconds: Math.min(host.commandTimeoutSeconds, seconds),
+    commandTimeoutSeconds: seconds,
     ...(host.ssh === undefined
       ? {}
       : { ssh: { ...host.ssh, connectTimeoutSeconds: Math.min(host.ssh.connectTimeoutSeconds, seconds) } }),
@@ -135,11 +136,13 @@ function sudoRow(transport: HostTransport, host: HostConfig, target: string, use
       // or not (exit 1), as sudo(8) documents for -l with a command; nothing runs
       const commands = privilegedCommands(host);
       const asked = await transport.exec(
-        lines(
-          commands.map(
-            ({ command }, i) => sh`sudo -n -l ${command} > /dev/null 2>&1 && echo ${i}:yes || echo ${i}:no`,
+        lines([
+          ...commands.map(
+            ({ command }, i) =>
+              sh`{ sudo -n -l ${command} > /dev/null 2>&1 && echo ${i}:yes || echo ${i}:no; } &`,
           ),
-        ),
+          sh`wait`,
+        ]),
       );
       const refused = commands.filter((_, i) => !asked.stdout.includes(`${i}:yes`)).map((c) => c.what);
       if (refused.length === 0)
@@ -223,7 +226,7 @@ function upstreamRow(transport: HostTransport, host: HostConfig, target: string,
           "fail",
           target,
           "engine upstream",
-          `git ls-remote ${upstream} failed on the host (exit ${result.code}): ${lastLine(result.stderr || result.stdout)}`,
+          `git ls-remote ${upstream} failed on the host (exit ${result.code}): ${gitError(result.stderr || result.stdout)}`,
           "ENGINE_UPSTREAM_UNREACHABLE",
           `check hosts[${host.name}].engineUpstream and that the host reaches it (run git ls-remote there): every swap fetches its engine from it`,
         );
@@ -281,7 +284,7 @@ function modelsDirRows(transport: HostTransport, host: HostConfig, target: strin
             "models dir",
             saw,
             "MODELS_DIR_LOW_SPACE",
-            `free space there (old models in ${dir} are kept: remove the ones you will not roll back to); a swap's plan refuses a model that does not fit`,
+            "free space there: old models are kept for rollbacks, remove the ones you will not go back to (a plan refuses a model that does not fit)",
           );
         }
         return pass(target, "models dir", saw);
@@ -336,6 +339,16 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** git's own reason (its first `fatal:` or `error:` line; the lines after it are advice). */
+function gitError(text: string): string {
+  return (
+    text
+      .split("\n")
+      .find((l) => /^(fatal|error):/.test(l.trim()))
+      ?.trim() ?? lastLine(text)
+  );
 }
 
 function lastLine(text: string): string {

@@ -1,5 +1,5 @@
 import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
-import { sh } from "../host/shell-quote.ts";
+import { lines, type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 import type { HostFacts } from "./types.ts";
 
@@ -19,13 +19,18 @@ type Exec = Pick<HostTransport, "exec">;
  * RAM, the engine venv, the Hub CLI, and the unit serving now (with its unit file). Reads only.
  */
 export async function readHostFacts(transport: Exec, target: HostFactsTarget): Promise<HostFacts> {
-  const [gpus, freeDiskBytes, onDisk, memory, venv, hubCli, unit] = await Promise.all([
+  const [gpus, disk, memory, venv, hubCli, unit] = await Promise.all([
     readGpus(transport),
-    readFreeDiskBytes(transport, target.modelsDir),
-    transport.exec(sh`
+    // one command: the free space, then the bytes of this model already there
+    transport.exec(
+      lines([
+        freeDiskCommand(target.modelsDir),
+        sh`
       if [ -d ${target.modelDir} ]; then
         find ${target.modelDir} -path '*/.cache' -prune -o -type f -printf '%s\\n' | awk '{s+=$1} END {print s+0}'
-      else echo 0; fi`),
+      else echo 0; fi`,
+      ]),
+    ),
     transport.exec(sh`free -b | awk '/^Mem:/ {print $2}'`),
     readVenvPython(transport, target.venv),
     readHubCli(transport),
@@ -35,6 +40,10 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
       echo ---unit---
       if [ -n "$f" ] && [ -r "$f" ]; then cat "$f"; fi`),
   ]);
+  const [avail = "0", onDisk = "0"] = disk.stdout
+    .trim()
+    .split("\n")
+    .map((l) => l.trim());
   const [show = "", text = ""] = unit.stdout.split("---unit---\n");
   const props = new Map(
     show
@@ -45,8 +54,8 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
   return {
     host: target.host,
     gpus,
-    freeDiskBytes,
-    bytesOnDisk: Number(onDisk.stdout.trim()) || 0,
+    freeDiskBytes: Number(avail) || 0,
+    bytesOnDisk: Number(onDisk) || 0,
     memoryBytes: Number(memory.stdout.trim()) || 0,
     venvOk: venv.ok,
     hubCli,
@@ -69,10 +78,15 @@ export async function readGpus(transport: Exec): Promise<GpuInfo[]> {
 
 /** Bytes available to the bot's user at `dir`, or at its nearest existing parent while it does not exist. */
 export async function readFreeDiskBytes(transport: Exec, dir: string): Promise<number> {
-  const disk = await transport.exec(sh`
+  const disk = await transport.exec(freeDiskCommand(dir));
+  return Number(disk.stdout.trim().split("\n")[0]) || 0;
+}
+
+/** `df -B1 --output=avail` of `dir` (or its nearest existing parent): one line, the bytes available. */
+function freeDiskCommand(dir: string): ShellCommand {
+  return sh`
     d=${dir}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done
-    df -B1 --output=avail "$d" | tail -n 1`);
-  return Number(disk.stdout.trim()) || 0;
+    df -B1 --output=avail "$d" | tail -n 1`;
 }
 
 /** Whether `<venv>/bin/python` runs, and the version it says (`Python 3.12.3`). */

@@ -45,7 +45,7 @@ export interface RedisPolicyProblem {
 }
 
 const UNCHECKED_FIX =
-  "make sure Redis runs with maxmemory-policy noeviction and appendonly yes (see docs/redis.md)";
+  "make sure it runs with maxmemory-policy noeviction and appendonly yes (see docs/redis.md)";
 
 /**
  * What is wrong with the settings Redis reported: an eviction policy other than noeviction (an evicted
