@@ -22,7 +22,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends openssh-client 
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY package.json manifest.yml ./
 COPY bin ./bin
 ENV NODE_ENV=production
 USER node

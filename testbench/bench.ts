@@ -71,6 +71,11 @@ export interface BenchHostSpec {
   /** Which Hugging Face CLIs the host has (default `hf`). */
   hubCli?: SimGpuHostOptions["hubCli"];
   /**
+   * `sudo: true` in its config: privileged commands go through the sandbox's `sudo` (gpu-host/README.md),
+   * whose rules are the fault `sudoRules` (default: the rules docs/operations.md gives).
+   */
+  sudo?: boolean;
+  /**
    * A light host for fleet-sized benches: it shares the sandbox, serving unit and port of the named host
    * (which must not itself share one), but has its own name, SSH key and so its own SSH connection.
    * Its other fields are ignored.
@@ -329,6 +334,7 @@ export class Bench {
       unitDir: sim.unitDir,
       currentUnit: unit,
       servingPort,
+      ...(spec.sudo === true ? { sudo: true } : {}),
       commandTimeoutSeconds: spec.commandTimeoutSeconds ?? this.options.commandTimeoutSeconds ?? 10,
       enginePatches:
         spec.enginePatch === true

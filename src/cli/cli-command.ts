@@ -6,6 +6,8 @@ export interface CliOption {
   valueName?: string;
   /** One line for the usage. */
   description: string;
+  /** A string option that may be given more than once (`--host a --host b`): its value is a list. */
+  multiple?: boolean;
 }
 
 /** What a command's `run` gets: its options and positional arguments, already checked. */

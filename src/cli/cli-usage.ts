@@ -39,7 +39,9 @@ function leaves(group: CliCommand, prefix: readonly string[]): [string, string][
 }
 
 function optionSpelling(name: string, option: CliOption): string {
-  const long = option.type === "string" ? `--${name} <${option.valueName ?? "value"}>` : `--${name}`;
+  const value =
+    option.multiple === true ? ` <${option.valueName ?? "value"}>…` : ` <${option.valueName ?? "value"}>`;
+  const long = option.type === "string" ? `--${name}${value}` : `--${name}`;
   return option.short === undefined ? long : `-${option.short}, ${long}`;
 }
 

@@ -63,6 +63,48 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
         },
       },
       {
+        name: "doctor",
+        summary: "check Slack, Redis and every host the config names; says what is wrong and the fix",
+        description:
+          "Connects to everything a deployment needs and checks it: Slack (the bot token, its scopes against\n" +
+          "manifest.yml, the app-level token, the channel), Redis (PING, noeviction, AOF) and each host (the SSH\n" +
+          "host key against its pin, the login, sudo, hf, the venv, the engine upstream, the models directory,\n" +
+          "nvidia-smi). Prints a table, one row per check; exits 1 when a check fails (warnings allowed), 0\n" +
+          "otherwise. Reads the environment and the config file as `modelswap start` does; starts nothing and\n" +
+          'changes nothing (docs/operations.md, "modelswap doctor").',
+        options: {
+          host: {
+            type: "string",
+            multiple: true,
+            valueName: "name",
+            description: "check only this host (again for more); Slack and Redis are always checked",
+          },
+          json: { type: "boolean", description: "print the checks as JSON instead of the table" },
+          timeout: {
+            type: "string",
+            valueName: "seconds",
+            description: "limit for each check, the SSH handshake included (default 15, 1–300)",
+          },
+        },
+        run: async ({ values }) => {
+          const timeout = values.timeout === undefined ? 15 : Number(values.timeout);
+          if (!Number.isInteger(timeout) || timeout < 1 || timeout > 300) {
+            process.stderr.write(
+              `modelswap doctor: --timeout must be a whole number of seconds from 1 to 300, not '${String(values.timeout)}'\n`,
+            );
+            return 2;
+          }
+          const hosts = Array.isArray(values.host) ? values.host.map(String) : [];
+          return await (await import("../doctor/run-doctor.ts")).runDoctor({
+            hosts,
+            json: values.json === true,
+            timeoutSeconds: timeout,
+            env,
+            out: process.stdout,
+          });
+        },
+      },
+      {
         name: "config",
         summary: "the config file and the environment",
         description: "The config file and the environment the bot and the worker read.",

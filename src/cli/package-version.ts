@@ -1,16 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { packageFile } from "../package-file.ts";
 
-/**
- * modelswap's version, from its package.json (what `modelswap --version` prints): the first one above
- * this file, which sits in src/cli/ of the sources or dist/src/cli/ of the build.
- */
+/** modelswap's version, from its package.json (what `modelswap --version` prints). */
 export function packageVersion(): string {
-  for (let dir = new URL("./", import.meta.url); ; dir = new URL("../", dir)) {
-    const file = new URL("package.json", dir);
-    if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version: string };
-      if (pkg.name === "modelswap") return pkg.version;
-    }
-    if (dir.pathname === "/") throw new Error("modelswap's package.json was not found");
-  }
+  return (JSON.parse(readFileSync(packageFile("package.json"), "utf8")) as { version: string }).version;
 }

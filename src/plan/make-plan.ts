@@ -267,7 +267,7 @@ function remoteCodeCheck(
   ];
 }
 
-function venvCheck(host: HostFacts, venv: string): PlanCheck {
+export function venvCheck(host: Pick<HostFacts, "venvOk">, venv: string): PlanCheck {
   if (host.venvOk) return { id: "venv", ok: true, detail: `${venv}/bin/python runs` };
   return {
     id: "venv",
@@ -277,7 +277,7 @@ function venvCheck(host: HostFacts, venv: string): PlanCheck {
   };
 }
 
-function hubCliCheck(host: HostFacts): PlanCheck {
+export function hubCliCheck(host: Pick<HostFacts, "hubCli">): PlanCheck {
   if (host.hubCli === "hf") return { id: "hub-cli", ok: true, detail: "hf (huggingface_hub) is installed" };
   const fix = "pip install -U huggingface_hub (in the venv or for the SSH user) gives the hf command";
   if (host.hubCli === "huggingface-cli") {
@@ -293,7 +293,7 @@ function hubCliCheck(host: HostFacts): PlanCheck {
 }
 
 /** GPUs as the plan states them: "8 × NVIDIA RTX PRO 6000 Blackwell Server Edition (sm_120, 95.6 GiB)". */
-export function describeGpus(host: HostFacts): string {
+export function describeGpus(host: Pick<HostFacts, "gpus">): string {
   const first = host.gpus[0];
   if (first === undefined) return "no GPUs found";
   return `${host.gpus.length} × ${first.name} (${smLabel(first.computeCapability)}, ${formatGiB(first.memoryTotalMiB * 1024 * 1024)})`;

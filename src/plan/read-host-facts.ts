@@ -1,5 +1,5 @@
-import { gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
-import { sh } from "../host/shell-quote.ts";
+import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
+import { lines, type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 import type { HostFacts } from "./types.ts";
 
@@ -12,39 +12,38 @@ export interface HostFactsTarget {
   modelDir: string;
 }
 
+type Exec = Pick<HostTransport, "exec">;
+
 /**
  * Preflight's read of a host: GPUs, free disk where models go, bytes of this model already on disk,
  * RAM, the engine venv, the Hub CLI, and the unit serving now (with its unit file). Reads only.
  */
-export async function readHostFacts(
-  transport: Pick<HostTransport, "exec">,
-  target: HostFactsTarget,
-): Promise<HostFacts> {
-  const [gpus, disk, memory, venv, cli, unit] = await Promise.all([
-    transport.exec(gpuQueryCommand()),
-    transport.exec(sh`
-      d=${target.modelsDir}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done
-      df -B1 --output=avail "$d" | tail -n 1
+export async function readHostFacts(transport: Exec, target: HostFactsTarget): Promise<HostFacts> {
+  const [gpus, disk, memory, venv, hubCli, unit] = await Promise.all([
+    readGpus(transport),
+    // one command: the free space, then the bytes of this model already there
+    transport.exec(
+      lines([
+        freeDiskCommand(target.modelsDir),
+        sh`
       if [ -d ${target.modelDir} ]; then
         find ${target.modelDir} -path '*/.cache' -prune -o -type f -printf '%s\\n' | awk '{s+=$1} END {print s+0}'
-      else echo 0; fi`),
-    transport.exec(sh`free -b | awk '/^Mem:/ {print $2}'`),
-    transport.exec(
-      sh`test -x ${`${target.venv}/bin/python`} && ${`${target.venv}/bin/python`} --version 2>&1`,
+      else echo 0; fi`,
+      ]),
     ),
-    transport.exec(sh`command -v hf || true; command -v huggingface-cli || true`),
+    transport.exec(sh`free -b | awk '/^Mem:/ {print $2}'`),
+    readVenvPython(transport, target.venv),
+    readHubCli(transport),
     transport.exec(sh`
       systemctl show ${target.currentUnit} --property=LoadState,ActiveState,FragmentPath
       f=$(systemctl show ${target.currentUnit} --property=FragmentPath --value)
       echo ---unit---
       if [ -n "$f" ] && [ -r "$f" ]; then cat "$f"; fi`),
   ]);
-  if (gpus.code !== 0) throw nvidiaSmiError(gpus.code, gpus.stderr, gpus.stdout);
   const [avail = "0", onDisk = "0"] = disk.stdout
     .trim()
     .split("\n")
     .map((l) => l.trim());
-  const cliLines = cli.stdout.split("\n").map((l) => l.trim());
   const [show = "", text = ""] = unit.stdout.split("---unit---\n");
   const props = new Map(
     show
@@ -54,16 +53,12 @@ export async function readHostFacts(
   );
   return {
     host: target.host,
-    gpus: parseGpuQuery(gpus.stdout),
+    gpus,
     freeDiskBytes: Number(avail) || 0,
     bytesOnDisk: Number(onDisk) || 0,
     memoryBytes: Number(memory.stdout.trim()) || 0,
-    venvOk: venv.code === 0,
-    hubCli: cliLines.some((l) => l.endsWith("/hf"))
-      ? "hf"
-      : cliLines.some((l) => l.endsWith("/huggingface-cli"))
-        ? "huggingface-cli"
-        : undefined,
+    venvOk: venv.ok,
+    hubCli,
     currentUnit: {
       name: target.currentUnit,
       exists: props.get("LoadState") === "loaded",
@@ -72,6 +67,46 @@ export async function readHostFacts(
       execStart: execStartWords(text),
     },
   };
+}
+
+/** The host's GPUs from `nvidia-smi --query-gpu`; a failing nvidia-smi throws its error (nvidiaSmiError). */
+export async function readGpus(transport: Exec): Promise<GpuInfo[]> {
+  const gpus = await transport.exec(gpuQueryCommand());
+  if (gpus.code !== 0) throw nvidiaSmiError(gpus.code, gpus.stderr, gpus.stdout);
+  return parseGpuQuery(gpus.stdout);
+}
+
+/** Bytes available to the bot's user at `dir`, or at its nearest existing parent while it does not exist. */
+export async function readFreeDiskBytes(transport: Exec, dir: string): Promise<number> {
+  const disk = await transport.exec(freeDiskCommand(dir));
+  return Number(disk.stdout.trim().split("\n")[0]) || 0;
+}
+
+/** `df -B1 --output=avail` of `dir` (or its nearest existing parent): one line, the bytes available. */
+function freeDiskCommand(dir: string): ShellCommand {
+  return sh`
+    d=${dir}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done
+    df -B1 --output=avail "$d" | tail -n 1`;
+}
+
+/** Whether `<venv>/bin/python` runs, and the version it says (`Python 3.12.3`). */
+export async function readVenvPython(
+  transport: Exec,
+  venv: string,
+): Promise<{ ok: boolean; version: string; said: string }> {
+  const python = `${venv}/bin/python`;
+  const result = await transport.exec(sh`test -x ${python} && ${python} --version 2>&1`);
+  const said = (result.stdout.trim() || result.stderr.trim()).split("\n").at(-1) ?? "";
+  return { ok: result.code === 0, version: result.code === 0 ? said : "", said };
+}
+
+/** Which Hugging Face CLI the SSH user's PATH has: `hf`, only the old `huggingface-cli`, or none. */
+export async function readHubCli(transport: Exec): Promise<HostFacts["hubCli"]> {
+  const cli = await transport.exec(sh`command -v hf || true; command -v huggingface-cli || true`);
+  const lines = cli.stdout.split("\n").map((l) => l.trim());
+  if (lines.some((l) => l.endsWith("/hf"))) return "hf";
+  if (lines.some((l) => l.endsWith("/huggingface-cli"))) return "huggingface-cli";
+  return undefined;
 }
 
 /** The value of `flag` among ExecStart words (`--flag value` or `--flag=value`, the first one), if given. */

@@ -37,46 +37,81 @@ export async function readRedisPolicy(redis: Redis): Promise<RedisPolicy | { ref
   }
 }
 
+/** A Redis setting that can lose modelswap's state: its code, what is wrong, and the fix. */
+export interface RedisPolicyProblem {
+  code: "REDIS_EVICTION_POLICY" | "REDIS_AOF_OFF" | "REDIS_POLICY_UNCHECKED";
+  message: string;
+  fix: string;
+}
+
+const UNCHECKED_FIX =
+  "make sure it runs with maxmemory-policy noeviction and appendonly yes (see docs/redis.md)";
+
 /**
- * Warns, with a code and the fix, when Redis could silently lose modelswap's state: an eviction policy
- * other than noeviction (an evicted key is a lost job, lock or swap record; BullMQ requires noeviction),
- * or AOF off (a restart loses every queued swap since the last snapshot). Returns what it found.
+ * What is wrong with the settings Redis reported: an eviction policy other than noeviction (an evicted
+ * key is a lost job, lock or swap record; BullMQ requires noeviction), AOF off (a restart loses every
+ * queued swap since the last snapshot), or a setting it did not report. The start-up warning and
+ * `modelswap doctor` both say these, in these words.
+ */
+export function redisPolicyProblems(policy: RedisPolicy | { refused: string }): RedisPolicyProblem[] {
+  if ("refused" in policy) {
+    return [
+      {
+        code: "REDIS_POLICY_UNCHECKED",
+        message: "Redis refused CONFIG GET and INFO, so modelswap could not check its settings",
+        fix: UNCHECKED_FIX,
+      },
+    ];
+  }
+  const problems: RedisPolicyProblem[] = [];
+  if (policy.maxmemoryPolicy !== undefined && policy.maxmemoryPolicy !== "noeviction") {
+    problems.push({
+      code: "REDIS_EVICTION_POLICY",
+      message: `Redis runs with maxmemory-policy ${policy.maxmemoryPolicy}: when it fills up it evicts keys, and an evicted key is a lost job, lock or swap record`,
+      fix: EVICTION_FIX,
+    });
+  }
+  if (policy.appendonly === "no") {
+    problems.push({
+      code: "REDIS_AOF_OFF",
+      message:
+        "Redis runs without its append-only file (appendonly no): a Redis crash or restart loses queued swaps and everything written since the last snapshot",
+      fix: AOF_FIX,
+    });
+  }
+  if (policy.maxmemoryPolicy === undefined || policy.appendonly === undefined) {
+    problems.push({
+      code: "REDIS_POLICY_UNCHECKED",
+      message: "Redis did not report maxmemory-policy or appendonly",
+      fix: UNCHECKED_FIX,
+    });
+  }
+  return problems;
+}
+
+/**
+ * Warns, with a code and the fix, when Redis could silently lose modelswap's state (redisPolicyProblems).
+ * Returns what it found.
  */
 export async function checkRedisPolicy(
   redis: Redis,
   log: Logger,
 ): Promise<RedisPolicy | { refused: string }> {
   const policy = await readRedisPolicy(redis);
-  if ("refused" in policy) {
-    log.info(
-      { code: "REDIS_POLICY_UNCHECKED", reason: policy.refused },
-      "Redis refused CONFIG GET and INFO, so modelswap could not check its settings: make sure it runs with maxmemory-policy noeviction and appendonly yes (see docs/redis.md)",
-    );
-    return policy;
+  const problems = redisPolicyProblems(policy);
+  for (const problem of problems) {
+    if (problem.code === "REDIS_POLICY_UNCHECKED") {
+      const detail = "refused" in policy ? { reason: policy.refused } : { source: policy.source };
+      log.info({ code: problem.code, ...detail }, `${problem.message}: ${problem.fix}`);
+      continue;
+    }
+    const detail =
+      problem.code === "REDIS_EVICTION_POLICY"
+        ? { maxmemoryPolicy: (policy as RedisPolicy).maxmemoryPolicy }
+        : { appendonly: "no" };
+    log.warn({ code: problem.code, ...detail, fix: problem.fix }, `${problem.message}. Fix: ${problem.fix}`);
   }
-  let fine = true;
-  if (policy.maxmemoryPolicy !== undefined && policy.maxmemoryPolicy !== "noeviction") {
-    fine = false;
-    log.warn(
-      { code: "REDIS_EVICTION_POLICY", maxmemoryPolicy: policy.maxmemoryPolicy, fix: EVICTION_FIX },
-      `Redis runs with maxmemory-policy ${policy.maxmemoryPolicy}: when it fills up it evicts keys, and an evicted key is a lost job, lock or swap record. Fix: ${EVICTION_FIX}`,
-    );
-  }
-  if (policy.appendonly === "no") {
-    fine = false;
-    log.warn(
-      { code: "REDIS_AOF_OFF", appendonly: "no", fix: AOF_FIX },
-      `Redis runs without its append-only file (appendonly no): a Redis crash or restart loses queued swaps and everything written since the last snapshot. Fix: ${AOF_FIX}`,
-    );
-  }
-  if (policy.maxmemoryPolicy === undefined || policy.appendonly === undefined) {
-    fine = false;
-    log.info(
-      { code: "REDIS_POLICY_UNCHECKED", source: policy.source },
-      "Redis did not report maxmemory-policy or appendonly: make sure it runs with maxmemory-policy noeviction and appendonly yes (see docs/redis.md)",
-    );
-  }
-  if (fine) {
+  if (problems.length === 0 && !("refused" in policy)) {
     log.info(
       { maxmemoryPolicy: policy.maxmemoryPolicy, appendonly: policy.appendonly, source: policy.source },
       "Redis keeps what modelswap writes: maxmemory-policy noeviction, appendonly yes",

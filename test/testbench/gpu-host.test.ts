@@ -592,3 +592,50 @@ WantedBy=multi-user.target
     expect((await host.unitState("tree")).activeState).toBe("inactive");
   });
 });
+
+describe("sudo shim", () => {
+  let host: SimGpuHost;
+  beforeAll(async () => {
+    host = await newHost("h200-1gpu", "gpu-s");
+  });
+
+  it("lists the rules docs/operations.md gives, in sudo's format, without a password", async () => {
+    const listing = await host.exec("sudo -n -l");
+    expect(listing.code).toBe(0);
+    expect(listing.stdout).toMatch(/^Matching Defaults entries for \S+ on gpu-s:\n {4}env_reset, /);
+    expect(listing.stdout).toContain(`may run the following commands on gpu-s:\n    (root) NOPASSWD: `);
+    expect(listing.stdout).toContain(
+      `${host.binDir}/systemctl ^(enable|disable) --now sglang-[a-z0-9-]+[.]service$`,
+    );
+  });
+
+  it("-l <command>: the resolved command when the rules allow it, exit 1 and nothing when not", async () => {
+    const allowed = await host.exec("sudo -n -l systemctl enable --now sglang-qwen.service");
+    expect(allowed).toMatchObject({
+      code: 0,
+      stdout: `${host.binDir}/systemctl enable --now sglang-qwen.service\n`,
+    });
+    const tee = await host.exec(`sudo -n -l tee ${host.unitDir}/sglang-qwen.service /etc/shadow`);
+    expect(tee).toMatchObject({ code: 1, stdout: "" });
+    expect((await host.exec("sudo -n -l systemctl restart sglang-qwen.service")).code).toBe(1);
+  });
+
+  it("runs an allowed command, refuses another with sudo's words, and follows the sudoRules fault", async () => {
+    const written = await host.exec(
+      `echo '[Unit]' | sudo -n tee ${host.unitDir}/sglang-new.service > /dev/null && cat ${host.unitDir}/sglang-new.service`,
+    );
+    expect(written).toMatchObject({ code: 0, stdout: "[Unit]\n" });
+    const refused = await host.exec("sudo -n systemctl stop sglang-new.service");
+    expect(refused).toMatchObject({ code: 1, stderr: "sudo: a password is required\n" });
+    await host.setFault("sudoRules", []);
+    try {
+      expect(await host.exec("sudo -n -l")).toMatchObject({
+        code: 1,
+        stderr: "sudo: a password is required\n",
+      });
+      expect((await host.exec("sudo -n systemctl daemon-reload")).code).toBe(1);
+    } finally {
+      await host.clearFaults();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import { App, LogLevel } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePng } from "../../src/reporter/chart/png-encode.ts";
+import { manifestBotScopes } from "../../src/slack/manifest-scopes.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import {
   type JsonObject,
@@ -268,6 +269,28 @@ describe("Slack emulator with a real Bolt app", () => {
     const wrong = await rawApi("auth.test", {}, { authorization: "Bearer xoxb-wrong" });
     expect(wrong.body).toEqual({ ok: false, error: "invalid_auth" });
     expect((await rawApi("auth.test", { token: BOT_TOKEN }, {})).body.ok).toBe(true);
+  });
+
+  it("lists the bot token's scopes in x-oauth-scopes, on failed calls too, and lets a test take some away", async () => {
+    const header = async (method: string) => {
+      const res = await fetch(`${slack.apiUrl}${method}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${BOT_TOKEN}` },
+      });
+      return res.headers.get("x-oauth-scopes");
+    };
+    expect(await header("auth.test")).toBe(manifestBotScopes().join(", "));
+    // chat.update of nothing fails, and still tells the scopes (as Slack does)
+    expect(await header("chat.update")).toBe(manifestBotScopes().join(", "));
+    slack.setGrantedScopes(["commands", "chat:write"]);
+    try {
+      expect(await header("auth.test")).toBe("commands, chat:write");
+      // what @slack/web-api makes of it
+      const client = new WebClient(BOT_TOKEN, { slackApiUrl: slack.apiUrl });
+      expect((await client.auth.test()).response_metadata?.scopes).toEqual(["commands", "chat:write"]);
+    } finally {
+      slack.setGrantedScopes(manifestBotScopes());
+    }
   });
 
   it("answers 429 with Retry-After past chat.postMessage's per-channel limit", async () => {

@@ -459,7 +459,7 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   if (opts.hostMemGiB !== undefined) config.hostMemGiB = opts.hostMemGiB;
   writeJsonAtomic(paths.configFile, config);
   if (readJsonFile<unknown>(paths.faultsFile, null) === null) writeJsonAtomic(paths.faultsFile, {});
-  for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free"]) {
+  for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free", "sudo"]) {
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
   }
   const hubCli = opts.hubCli ?? "hf";

@@ -1,3 +1,4 @@
+import { manifestBotScopes } from "../../src/slack/manifest-scopes.ts";
 import { ApiFaults } from "./fault-switches.ts";
 import { RateLimiter } from "./rate-limiter.ts";
 import type { SocketModeLink } from "./socket-mode.ts";
@@ -41,6 +42,7 @@ export function createEmulatorState(opts: SlackEmulatorOptions, url: string): Em
       baseUrl: url,
       validTokens: new Set([opts.botToken, ...(opts.extraTokens ?? [])]),
       appTokens: new Set(),
+      grantedScopes: [...(opts.scopes ?? manifestBotScopes())],
     },
     responsePosts: [],
     ackDeadlineMs: opts.ackDeadlineMs ?? 3000,

@@ -323,6 +323,14 @@ export class SlackEmulator {
    * usergroups.users.list answers the new members. No event is sent: modelswap subscribes to none
    * (`subteam_members_changed` would need the usergroups:read event subscription). Throws for an unknown group.
    */
+  /**
+   * A workspace admin changes the app's bot scopes and it is reinstalled (or scopes are revoked): the
+   * bot token's answers list these in `x-oauth-scopes` from now on.
+   */
+  setGrantedScopes(scopes: readonly string[]): void {
+    this.state.ctx.grantedScopes = [...scopes];
+  }
+
   setUserGroupMembers(groupId: string, users: readonly string[]): void {
     const group = this.workspace.userGroups.find((g) => g.id === groupId);
     if (group === undefined) throw new Error(`SlackEmulator: no user group ${groupId}`);

@@ -64,6 +64,8 @@ export interface RateLimitSettingsInput {
 export interface SlackEmulatorOptions {
   botToken: string;
   signingSecret: string;
+  /** The bot token's scopes (the `x-oauth-scopes` header of each answer); default manifest.yml's bot scopes. */
+  scopes?: string[];
   /** Further tokens that the Web API accepts as the same bot (e.g. a second installation). */
   extraTokens?: string[];
   teamId?: string;

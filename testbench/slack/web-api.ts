@@ -24,6 +24,13 @@ export interface ApiContext {
   appTokens: Set<string>;
   /** Issues a Socket Mode URL (apps.connections.open); unset until the emulator speaks Socket Mode. */
   openSocket?: () => string;
+  /**
+   * The bot token's scopes, sent in the `x-oauth-scopes` header of every answer to a call with it (Slack
+   * does so even for failed calls: https://api.slack.com/legacy/oauth-scopes#working-with-scopes,
+   * zulip/zulip#16788; the format, comma and space separated: slackapi/node-slack-sdk#292). Methods are
+   * not refused for a missing scope (no `missing_scope` yet).
+   */
+  grantedScopes: string[];
 }
 
 /** Methods called with the app-level token rather than the bot token. */
@@ -590,6 +597,12 @@ export function handleApiCall(ctx: ApiContext, req: ApiRequest, forced: ForcedAn
   if (other.has(token))
     return { status: 200, body: { ok: false, error: "not_allowed_token_type" }, headers: {} };
   if (!own.has(token)) return { status: 200, body: { ok: false, error: "invalid_auth" }, headers: {} };
+  const answer = answerCall(ctx, req, forced);
+  if (appLevel) return answer;
+  return { ...answer, headers: { ...answer.headers, "x-oauth-scopes": ctx.grantedScopes.join(", ") } };
+}
+
+function answerCall(ctx: ApiContext, req: ApiRequest, forced: ForcedAnswers): ApiAnswer {
   const handler = handlers[req.method];
   if (handler === undefined)
     return { status: 200, body: { ok: false, error: "unknown_method" }, headers: {} };

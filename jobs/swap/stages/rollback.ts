@@ -1,4 +1,5 @@
 import { isoNow } from "../../../src/clock.ts";
+import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
@@ -34,7 +35,7 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   }
   try {
     if (oldUnit !== plan.unitName) {
-      await host.exec(host.privileged(sh`systemctl disable --now ${plan.unitName}`));
+      await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)));
     }
     // Nothing served before this swap: back to that is the new unit stopped (done above).
     if (!plan.host.currentUnit.exists)
@@ -45,7 +46,7 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
       swap.record.switch?.oldStoppedAt === undefined &&
       (await host.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
     if (!stillServing) {
-      await host.must(host.privileged(sh`systemctl enable --now ${oldUnit}`), `starting ${oldUnit}`);
+      await host.must(host.privileged(unitCommands.enableNow(oldUnit)), `starting ${oldUnit}`);
     }
   } catch (error) {
     return {

@@ -1,4 +1,5 @@
 import { isoNow } from "../../../src/clock.ts";
+import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
@@ -23,23 +24,20 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
   await swap.begin("switch", `${oldUnit} → ${plan.unitName}`);
   try {
     await host.must(
-      sh`${host.privileged(sh`tee ${`${host.config.unitDir}/${plan.unitName}`}`)} > /dev/null`,
+      sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
       `writing ${plan.unitName}`,
       { stdin: plan.unitText },
     );
-    await host.must(host.privileged(sh`systemctl daemon-reload`), "systemctl daemon-reload");
+    await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
     if (swap.record.switch!.oldStoppedAt === undefined) {
       // A host that served nothing (no such unit file) has nothing to stop.
       if (oldUnit !== plan.unitName && plan.host.currentUnit.exists) {
-        await host.must(host.privileged(sh`systemctl disable --now ${oldUnit}`), `stopping ${oldUnit}`);
+        await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`);
       }
       swap.set({ switch: { ...swap.record.switch!, oldStoppedAt: isoNow(clock) } });
       await swap.checkpoint();
     }
-    await host.must(
-      host.privileged(sh`systemctl enable --now ${plan.unitName}`),
-      `starting ${plan.unitName}`,
-    );
+    await host.must(host.privileged(unitCommands.enableNow(plan.unitName)), `starting ${plan.unitName}`);
     const started = swap.record.switch!;
     swap.set({ switch: { ...started, newStartedAt: started.newStartedAt ?? isoNow(clock), done: true } });
   } catch (error) {

@@ -22,7 +22,7 @@ import { defaultCacheDir, download, formatSize } from "./hf-download.mjs";
 import { formatKnownException, traceback, UsageError } from "./hf-errors.mjs";
 import { hfHeaders, request } from "./hf-http.mjs";
 import { HF_DOWNLOAD_HELP, HF_HELP, HF_VERSION, SKILL_HINT } from "./hf-texts.mjs";
-import { readConfig, readFaults, recordCall, SANDBOX_ENV } from "./sandbox.mjs";
+import { fault, readConfig, readFaults, recordCall, SANDBOX_ENV } from "./sandbox.mjs";
 
 const REAL_COMMANDS = new Set([
   "auth",
@@ -417,8 +417,11 @@ async function main(argv) {
   const state = sandboxState();
   if (state.inSandbox) recordCall("hf", argv);
   const command = argv[0];
+  // fault `hfVersion`: an older (or newer) huggingface_hub, printed in 1.33's format (a bare version)
+  const forced = state.inSandbox ? fault("hfVersion") : undefined;
+  const version = typeof forced === "string" ? forced : HF_VERSION;
   if (command === "-v" || command === "--version") {
-    out(HF_VERSION);
+    out(version);
     return 0;
   }
   skillHint(command);
@@ -427,7 +430,7 @@ async function main(argv) {
     return 0;
   }
   if (command === "version") {
-    out(HF_VERSION);
+    out(version);
     return 0;
   }
   if (command === "env") return await runEnv(state);

@@ -1,0 +1,89 @@
+import type { Redis } from "ioredis";
+import type { RedisEnv } from "../queue/redis-connection.ts";
+import { createRedis, describeRedis } from "../queue/redis-connection.ts";
+import { readRedisPolicy, redisPolicyProblems } from "../queue/redis-policy.ts";
+import { type DoctorRow, pass, problem } from "./doctor-row.ts";
+
+const TARGET = "Redis";
+
+/**
+ * `modelswap doctor`'s Redis rows: the connection the bot would open (REDIS_URL, or the master the
+ * Sentinels name), a PING, and the settings the start-up warning checks (maxmemory-policy noeviction,
+ * appendonly yes: redisPolicyProblems, the same words and fixes).
+ */
+export async function checkRedis(env: RedisEnv, timeoutMs: number): Promise<DoctorRow[]> {
+  const where = describeRedis(env);
+  const redis = createRedis(env, "producer");
+  let lastError = "";
+  redis.on("error", (error: Error) => {
+    lastError = error.message;
+  });
+  try {
+    const up = await ready(redis, timeoutMs);
+    if (!up) {
+      return [
+        problem(
+          "fail",
+          TARGET,
+          "reachable",
+          `${where}: no connection within ${Math.round(timeoutMs / 1000)} s${lastError === "" ? "" : ` (${lastError})`}`,
+          "REDIS_UNREACHABLE",
+          env.REDIS_SENTINELS === undefined
+            ? "start Redis, or set REDIS_URL to where it listens (and REDIS_PASSWORD if it has one); see docs/redis.md"
+            : "check REDIS_SENTINELS, REDIS_SENTINEL_MASTER and the passwords, and that the sentinels know a master; see docs/redis.md",
+        ),
+      ];
+    }
+    const started = Date.now();
+    await redis.ping();
+    const version = /^redis_version:(.*)$/m.exec(await redis.info("server").catch(() => ""))?.[1]?.trim();
+    const rows = [
+      pass(
+        TARGET,
+        "reachable",
+        `${where}: PONG in ${Date.now() - started} ms${version === undefined ? "" : `, Redis ${version}`}`,
+      ),
+    ];
+    const policy = await readRedisPolicy(redis);
+    const problems = redisPolicyProblems(policy);
+    const of = (code: string) => problems.find((p) => p.code === code);
+    const unchecked = of("REDIS_POLICY_UNCHECKED");
+    if (unchecked !== undefined)
+      rows.push(problem("warn", TARGET, "settings", unchecked.message, unchecked.code, unchecked.fix));
+    if ("refused" in policy) return rows;
+    const eviction = of("REDIS_EVICTION_POLICY");
+    if (eviction !== undefined)
+      rows.push(problem("fail", TARGET, "eviction", eviction.message, eviction.code, eviction.fix));
+    else if (policy.maxmemoryPolicy !== undefined)
+      rows.push(pass(TARGET, "eviction", `maxmemory-policy ${policy.maxmemoryPolicy}`));
+    const aof = of("REDIS_AOF_OFF");
+    if (aof !== undefined) rows.push(problem("fail", TARGET, "aof", aof.message, aof.code, aof.fix));
+    else if (policy.appendonly !== undefined)
+      rows.push(pass(TARGET, "aof", `appendonly ${policy.appendonly}`));
+    return rows;
+  } catch (error) {
+    return [
+      problem(
+        "fail",
+        TARGET,
+        "reachable",
+        `${where}: ${error instanceof Error ? error.message : String(error)}`,
+        "REDIS_UNREACHABLE",
+        "check that Redis answers there (redis-cli -u … PING) and that REDIS_PASSWORD is right; see docs/redis.md",
+      ),
+    ];
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function ready(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === "ready") return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    redis.once("ready", () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}

@@ -1,0 +1,40 @@
+import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import { unitNameFor } from "./render-unit.ts";
+
+/**
+ * The commands modelswap runs with privileges (as `sudo -n <command>` on a host with `sudo: true`): the
+ * switch's and the rollback's, and nothing else. docs/operations.md ("sudo: exactly the rights it
+ * needs") lists them for the sudoers file; `modelswap doctor` asks the host's sudo about each.
+ */
+export const unitCommands = {
+  /** Writes the unit file from standard input (its output goes to /dev/null). */
+  writeUnit: (unitDir: string, unit: string): ShellCommand => sh`tee ${`${unitDir}/${unit}`}`,
+  daemonReload: (): ShellCommand => sh`systemctl daemon-reload`,
+  enableNow: (unit: string): ShellCommand => sh`systemctl enable --now ${unit}`,
+  disableNow: (unit: string): ShellCommand => sh`systemctl disable --now ${unit}`,
+};
+
+/** A unit name of the shape the bot writes (`sglang-<model>-<commit>.service`), for checking rules against. */
+export const SAMPLE_BOT_UNIT = unitNameFor("modelswap/doctor-check", "0000000");
+
+/**
+ * Every privileged command a host's swaps and rollbacks run, with the configured serving unit and a unit
+ * of the shape the bot writes: what the sudoers rules must allow.
+ */
+export function privilegedCommands(host: {
+  unitDir: string;
+  currentUnit: string;
+}): { what: string; command: ShellCommand }[] {
+  const units = [host.currentUnit, SAMPLE_BOT_UNIT];
+  return [
+    ...units.map((u) => ({
+      what: `tee ${host.unitDir}/${u}`,
+      command: unitCommands.writeUnit(host.unitDir, u),
+    })),
+    { what: "systemctl daemon-reload", command: unitCommands.daemonReload() },
+    ...units.flatMap((u) => [
+      { what: `systemctl enable --now ${u}`, command: unitCommands.enableNow(u) },
+      { what: `systemctl disable --now ${u}`, command: unitCommands.disableNow(u) },
+    ]),
+  ];
+}
