@@ -10,7 +10,9 @@ COPY commands ./commands
 COPY jobs ./jobs
 RUN npm run build
 
-# deps: only the runtime dependencies (no tsx, no TypeScript compiler, no test tools)
+# deps: only the runtime dependencies (no tsx, no TypeScript compiler, no test tools). npm ci here picks
+# @resvg/resvg-js's binary for the image's platform (linux-x64-gnu on amd64, linux-arm64-gnu on arm64):
+# build for the platform you run on, never copy a node_modules from another one.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -2,10 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Queue, type Worker } from "bullmq";
 import type { Redis } from "ioredis";
+import { Registry } from "prom-client";
 import type { Config } from "../config/load-config.ts";
 import { type Logger, redactSecrets, redactSecretsInJson } from "../log.ts";
-import { collectMetrics } from "../metrics/collect.ts";
-import { EXPOSITION_CONTENT_TYPE, Registry } from "../metrics/registry.ts";
+import { MetricsCollector } from "../metrics/collect.ts";
 import { SlackCallMetrics } from "../metrics/slack-calls.ts";
 import { COMMAND_QUEUE } from "../queue/command-queue.ts";
 import { MONITOR_QUEUE } from "../queue/monitor-queue.ts";
@@ -48,6 +48,7 @@ export class OpsEndpoints {
   readonly slackCalls = new SlackCallMetrics(this.registry);
   private readonly redis: Redis;
   private readonly queues: Queue[];
+  private readonly collector: MetricsCollector;
   private readonly workers: Worker[] = [];
   private readonly dashboard: Handler | undefined;
   private server: Server | undefined;
@@ -61,6 +62,12 @@ export class OpsEndpoints {
       const queue = new Queue(name, { connection: this.redis, prefix: QUEUE_PREFIX });
       queue.on("error", () => undefined);
       return queue;
+    });
+    this.collector = new MetricsCollector({
+      registry: this.registry,
+      redis: this.redis,
+      queues: this.queues,
+      hosts: options.hosts,
     });
     this.dashboard =
       env.MODELSWAP_DASHBOARD_PASSWORD === undefined
@@ -182,15 +189,11 @@ export class OpsEndpoints {
   }
 
   private metrics(res: ServerResponse): void {
-    void collectMetrics({
-      registry: this.registry,
-      redis: this.redis,
-      queues: this.queues,
-      hosts: this.options.hosts,
-    })
+    void this.collector
+      .scrape()
       .then(({ text, redisError }) => {
         this.noteRedis(redisError);
-        res.writeHead(200, { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" });
+        res.writeHead(200, { "content-type": this.registry.contentType, "cache-control": "no-store" });
         res.end(text);
       })
       .catch((error: unknown) => this.fail(res, error));

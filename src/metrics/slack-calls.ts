@@ -1,4 +1,4 @@
-import type { Counter, Registry } from "./registry.ts";
+import { Counter, type Registry } from "prom-client";
 
 const PER_PROCESS =
   "Counted in this process's memory: each modelswap process reports its own calls (sum over instances).";
@@ -10,26 +10,29 @@ const METHOD = /^[a-zA-Z0-9_.]{1,64}$/;
  * network) gave, and every 429 with the Retry-After the client then waited.
  */
 export class SlackCallMetrics {
-  private readonly calls: Counter;
-  private readonly errors: Counter;
-  private readonly rateLimitWait: Counter;
+  private readonly calls: Counter<"method" | "result">;
+  private readonly errors: Counter<"method" | "error">;
+  private readonly rateLimitWait: Counter<"method">;
 
   constructor(registry: Registry) {
-    this.calls = registry.counter(
-      "modelswap_slack_api_calls_total",
-      `Slack Web API calls by method and result: ok, error (Slack refused it or it never got an answer, after the client's retries), rate_limited (one per 429 answer; the client waits Retry-After and tries again, and that try is counted too). ${PER_PROCESS}`,
-      ["method", "result"],
-    );
-    this.errors = registry.counter(
-      "modelswap_slack_api_errors_total",
-      `Slack Web API calls that failed, by method and Slack's error (e.g. not_in_channel, invalid_auth, ratelimited), request_failed when Slack could not be reached, or http_<status>. ${PER_PROCESS}`,
-      ["method", "error"],
-    );
-    this.rateLimitWait = registry.counter(
-      "modelswap_slack_rate_limit_wait_seconds_total",
-      `Seconds Slack asked the bot to wait (Retry-After of its 429 answers), by method. ${PER_PROCESS}`,
-      ["method"],
-    );
+    this.calls = new Counter({
+      name: "modelswap_slack_api_calls_total",
+      help: `Slack Web API calls by method and result: ok, error (Slack refused it or it never got an answer, after the client's retries), rate_limited (one per 429 answer; the client waits Retry-After and tries again, and that try is counted too). ${PER_PROCESS}`,
+      labelNames: ["method", "result"],
+      registers: [registry],
+    });
+    this.errors = new Counter({
+      name: "modelswap_slack_api_errors_total",
+      help: `Slack Web API calls that failed, by method and Slack's error (e.g. not_in_channel, invalid_auth, ratelimited), request_failed when Slack could not be reached, or http_<status>. ${PER_PROCESS}`,
+      labelNames: ["method", "error"],
+      registers: [registry],
+    });
+    this.rateLimitWait = new Counter({
+      name: "modelswap_slack_rate_limit_wait_seconds_total",
+      help: `Seconds Slack asked the bot to wait (Retry-After of its 429 answers), by method. ${PER_PROCESS}`,
+      labelNames: ["method"],
+      registers: [registry],
+    });
   }
 
   ok(method: string): void {

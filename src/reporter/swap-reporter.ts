@@ -361,7 +361,7 @@ class ReportRun {
     const sha = record.plan?.model.sha.slice(0, 7);
     const model = `${record.plan?.model.repo ?? record.request.model.repo}${sha ? `@${sha}` : ""}`;
     try {
-      const chart = renderBenchmarkChart(event.current, event.previous, {
+      const chart = await renderBenchmarkChart(event.current, event.previous, {
         model,
         host: record.host,
         swapId: record.id,

@@ -1,7 +1,7 @@
 import type { ChainableCommander, Redis } from "ioredis";
 import { z } from "zod";
 import type { Logger } from "../log.ts";
-import { DURATION_BUCKETS, formatValue } from "../metrics/registry.ts";
+import { DURATION_BUCKETS } from "../metrics/duration-buckets.ts";
 import { STAGES, type SwapRecord } from "../swap/swap-record.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
@@ -74,7 +74,7 @@ export function downtimeOf(record: SwapRecord): number | undefined {
 
 function le(value: number): string {
   const bound = DURATION_BUCKETS.find((b) => value <= b);
-  return bound === undefined ? "+Inf" : formatValue(bound);
+  return bound === undefined ? "+Inf" : String(bound);
 }
 
 /** What a finished swap adds to the tally: (op, field, value) triples, flat. */

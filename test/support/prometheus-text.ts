@@ -1,10 +1,11 @@
 /**
  * A strict reader of Prometheus's text exposition format 0.0.4, written from the format's description
  * (https://prometheus.io/docs/instrumenting/exposition_formats/) and independent of the code that writes
- * it: every line is a `# HELP`, a `# TYPE`, another comment or a sample; label values use only the
- * escapes `\\`, `\"` and `\n`; a family's HELP and TYPE come once and before its samples, and its
- * samples are not split by another family; histograms have cumulative buckets ending in `+Inf` equal to
- * `_count`. Any breach throws, naming the line.
+ * it: every line is a `# HELP`, a `# TYPE`, another comment, a sample or empty (the format ignores empty
+ * lines; prom-client writes one between families); label values use only the escapes `\\`, `\"` and
+ * `\n`; a family's HELP and TYPE come once and before its samples, and its samples are not split by
+ * another family; histograms have cumulative buckets ending in `+Inf` equal to `_count`. Any breach
+ * throws, naming the line.
  */
 
 export interface ParsedSample {
@@ -61,7 +62,7 @@ export function parseExposition(text: string): Map<string, ParsedFamily> {
       }
       return;
     }
-    if (line.startsWith("#")) return; // a plain comment
+    if (line.startsWith("#") || line === "") return; // a plain comment, or an empty line
     const sample = parseSample(line, at);
     const base = baseName(sample.name, families);
     family(base).samples.push(sample);

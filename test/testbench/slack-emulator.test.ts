@@ -1,7 +1,7 @@
 import { App, LogLevel } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodePng } from "../../src/reporter/chart/png-encode.ts";
+import { svgToPng } from "../../src/reporter/chart/svg-to-png.ts";
 import { manifestBotScopes } from "../../src/slack/manifest-scopes.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import {
@@ -564,13 +564,10 @@ describe("Slack emulator with a real Bolt app", () => {
     ).toBe("file_not_found");
 
     const parent = await app.client.chat.postMessage({ channel: CHANNEL, text: "a tiny chart" });
-    const png = encodePng({
-      kind: "indexed",
-      width: 3,
-      height: 2,
-      palette: [[0, 0, 0]],
-      pixels: new Uint8Array(6),
-    });
+    const png = await svgToPng(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="3" height="2"><rect width="3" height="2"/></svg>',
+      "DejaVu Sans",
+    );
     await app.client.filesUploadV2({
       channel_id: CHANNEL,
       thread_ts: parent.ts as string,

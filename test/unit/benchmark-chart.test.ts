@@ -1,135 +1,55 @@
-import { execFileSync } from "node:child_process";
-import { crc32 as zlibCrc32 } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { BenchResult } from "../../src/engine/bench-serving.ts";
-import { COLOR, PALETTE } from "../../src/reporter/chart/bar-chart.ts";
+import { COLOR, FONT_FAMILY, PALETTE } from "../../src/reporter/chart/bar-chart.ts";
 import { renderBenchmarkChart } from "../../src/reporter/chart/benchmark-chart.ts";
-import { fitText, glyph, textWidth } from "../../src/reporter/chart/bitmap-font.ts";
-import { crc32, encodePng } from "../../src/reporter/chart/png-encode.ts";
+import { fitText, textWidth, xmlText } from "../../src/reporter/chart/svg-text.ts";
+import { svgToPng } from "../../src/reporter/chart/svg-to-png.ts";
 import { countColor, type DecodedPng, decodePng, runsOf } from "../support/png-decode.ts";
 
-describe("png-encode", () => {
-  it("computes CRC-32 as zlib does", () => {
-    expect(crc32(Buffer.from("123456789"))).toBe(0xcbf43926);
-    fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
-        expect(crc32(bytes)).toBe(zlibCrc32(bytes));
-      }),
-    );
+describe("svg-text", () => {
+  it("escapes XML and replaces what XML cannot hold", () => {
+    expect(xmlText(`a<b & "c" 'd'>`)).toBe("a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
+    expect(xmlText("nul\u0000 bell\u0007 \uD800 ok µs — ▲")).toBe("nul\uFFFD bell\uFFFD \uFFFD ok µs — ▲");
   });
 
-  it("writes palette and RGBA images that decode to the same pixels", () => {
-    const size = fc.record({
-      width: fc.integer({ min: 1, max: 40 }),
-      height: fc.integer({ min: 1, max: 30 }),
-    });
-    fc.assert(
-      fc.property(
-        size.chain(({ width, height }) =>
-          fc.record({
-            width: fc.constant(width),
-            height: fc.constant(height),
-            palette: fc.array(fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255)), {
-              minLength: 16,
-              maxLength: 16,
-            }),
-            pixels: fc.uint8Array({ minLength: width * height, maxLength: width * height, max: 15 }),
-          }),
-        ),
-        (image) => {
-          const png = decodePng(encodePng({ kind: "indexed", ...image }));
-          expect([png.width, png.height, png.colorType]).toEqual([image.width, image.height, 3]);
-          expect(png.chunks).toEqual(["IHDR", "PLTE", "IDAT", "IEND"]);
-          for (let y = 0; y < image.height; y++)
-            for (let x = 0; x < image.width; x++)
-              expect(png.rgb(x, y)).toEqual(image.palette[image.pixels[y * image.width + x]!]);
-        },
-      ),
-      { numRuns: 30 },
-    );
-    fc.assert(
-      fc.property(
-        size.chain(({ width, height }) =>
-          fc.record({
-            width: fc.constant(width),
-            height: fc.constant(height),
-            pixels: fc.uint8Array({ minLength: width * height * 4, maxLength: width * height * 4 }),
-          }),
-        ),
-        (image) => {
-          const png = decodePng(encodePng({ kind: "rgba", ...image }));
-          expect(png.colorType).toBe(6);
-          const i = (image.height - 1) * image.width * 4;
-          expect(png.rgb(0, image.height - 1)).toEqual([...image.pixels.subarray(i, i + 3)]);
-        },
-      ),
-      { numRuns: 30 },
-    );
-  });
-
-  it("is read by an independent implementation (Python's zlib and binascii)", () => {
-    const png = encodePng({
-      kind: "indexed",
-      width: 3,
-      height: 2,
-      palette: [
-        [0, 0, 0],
-        [255, 0, 0],
-      ],
-      pixels: Uint8Array.from([0, 1, 0, 1, 0, 1]),
-    });
-    const script = [
-      "import sys, zlib, binascii, struct",
-      "b = sys.stdin.buffer.read()",
-      "assert b[:8] == b'\\x89PNG\\r\\n\\x1a\\n'",
-      "i, idat, out = 8, b'', []",
-      "while i < len(b):",
-      "  n, = struct.unpack('>I', b[i:i+4]); t = b[i+4:i+8]; d = b[i+8:i+8+n]",
-      "  assert struct.unpack('>I', b[i+8+n:i+12+n])[0] == binascii.crc32(t + d), t",
-      "  out.append(t.decode()); idat += d if t == b'IDAT' else b''; i += 12 + n",
-      "w, h = struct.unpack('>II', b[16:24])",
-      "raw = zlib.decompress(idat)",
-      "print(','.join(out), w, h, raw.hex())",
-    ].join("\n");
-    const said = execFileSync("python3", ["-c", script], { input: png }).toString().trim();
-    expect(said).toBe("IHDR,PLTE,IDAT,IEND 3 2 0000010000010001");
-  });
-
-  it("refuses sizes and pixels that do not make an image", () => {
-    expect(() => encodePng({ kind: "rgba", width: 0, height: 1, pixels: new Uint8Array() })).toThrow(
-      RangeError,
-    );
-    expect(() => encodePng({ kind: "rgba", width: 2, height: 1, pixels: new Uint8Array(4) })).toThrow(
-      /need 8 bytes/,
-    );
-    expect(() =>
-      encodePng({ kind: "indexed", width: 1, height: 1, palette: [[0, 0, 0]], pixels: Uint8Array.from([3]) }),
-    ).toThrow(/not in the palette/);
+  it("estimates widths and cuts text to one", () => {
+    expect(fitText("short", 100, 16)).toBe("short");
+    const cut = fitText("a".repeat(200), 120, 16);
+    expect(cut.endsWith("…")).toBe(true);
+    expect(textWidth(cut, 16)).toBeLessThanOrEqual(120);
+    expect(textWidth("W", 16)).toBeGreaterThan(textWidth("i", 16));
   });
 });
 
-describe("bitmap-font", () => {
-  it("has a glyph of 8 rows of 5 pixels for every printable ASCII character, and ? for others", () => {
-    const unknown = glyph("\u2603");
-    expect(unknown).toBe(glyph("?"));
-    for (let code = 0x20; code <= 0x7e; code++) {
-      const char = String.fromCharCode(code);
-      const g = glyph(char);
-      expect(g, char).toHaveLength(8);
-      for (const row of g) expect(row, char).toHaveLength(5);
-      if (char !== "?") expect(g, char).not.toBe(unknown);
-      if (char !== " ") expect(g.flat().some(Boolean), char).toBe(true);
+/** Dark pixels of a PNG: where text was drawn on white. */
+const ink = (png: DecodedPng): number => {
+  let dark = 0;
+  for (const c of png.packed) if ((c >> 16) + ((c >> 8) & 0xff) + (c & 0xff) < 384) dark += 1;
+  return dark;
+};
+const line = (text: string) =>
+  svgToPng(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="60" height="30"><rect width="60" height="30" fill="#fff"/><text x="4" y="22" font-size="20" font-family="${FONT_FAMILY}">${xmlText(text)}</text></svg>`,
+    FONT_FAMILY,
+  ).then((png) => decodePng(png));
+
+describe("svgToPng", () => {
+  it("draws every character a label or unit may carry with the shipped font, none as ? or a blank", async () => {
+    const question = await line("?");
+    expect(ink(question)).toBeGreaterThan(10);
+    const missing = await line("\u{10FFFD}"); // a private-use character no font has
+    for (const char of ["µ", "—", "–", "▲", "▼", "±", "×", "→", "·", "…", "é", "ß", "Ω", "°"]) {
+      const drawn = await line(char);
+      expect(ink(drawn), char).toBeGreaterThan(0);
+      expect(drawn.packed, char).not.toEqual(question.packed);
+      expect(drawn.packed, char).not.toEqual(missing.packed);
     }
-    for (const char of "▲▼…–×→·±") expect(glyph(char)).not.toBe(unknown);
   });
 
-  it("measures and cuts text to a width", () => {
-    expect(textWidth("ab", 2)).toBe(22);
-    expect(fitText("short", 100, 2)).toBe("short");
-    const cut = fitText("a".repeat(200), 120, 2);
-    expect(cut.endsWith("…")).toBe(true);
-    expect(textWidth(cut, 2)).toBeLessThanOrEqual(120);
+  it("draws the same pixels every time (shipped fonts only, no system fonts)", async () => {
+    const [a, b] = await Promise.all([line("µs — ▲8.7%"), line("µs — ▲8.7%")]);
+    expect(a.packed).toEqual(b.packed);
   });
 });
 
@@ -155,8 +75,8 @@ function barHeights(png: DecodedPng, color: number, panel: number): number[] {
 const count = (png: DecodedPng, color: number): number => countColor(png, rgb(color));
 
 describe("renderBenchmarkChart", () => {
-  it("draws the faster model's bar taller, lower latency in green and higher in red", () => {
-    const chart = renderBenchmarkChart(
+  it("draws the faster model's bar taller, lower latency in green and higher in red", async () => {
+    const chart = await renderBenchmarkChart(
       { single: result(1, 80, 300, 20), loaded: result(16, 600, 500, 30) },
       {
         model: "moonshotai/Kimi-K2-Thinking",
@@ -165,10 +85,14 @@ describe("renderBenchmarkChart", () => {
       },
       about,
     );
+    // a PNG: the signature, IHDR's width and height, every chunk's CRC, IDAT inflated by node:zlib
+    expect(chart.png.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a");
+    expect(chart.png.subarray(12, 16).toString("latin1")).toBe("IHDR");
+    expect([chart.png.readUInt32BE(16), chart.png.readUInt32BE(20)]).toEqual([720, chart.height]);
     const png = decodePng(chart.png);
     expect([png.width, png.height]).toEqual([chart.width, chart.height]);
-    expect(png.colorType).toBe(3);
-    expect(chart.png.length).toBeLessThan(20_000);
+    expect(png.colorType).toBe(6); // resvg writes RGBA
+    expect(chart.png.length).toBeLessThan(100_000);
 
     // Output tok/s at 1 stream: 80 now vs 40 before, one bar each, the new one twice as tall
     const [now] = barHeights(png, COLOR.now, 0);
@@ -187,8 +111,8 @@ describe("renderBenchmarkChart", () => {
     expect(chart.altText).toContain("vs moonshotai/Kimi-K2-Thinking");
   });
 
-  it("shows the new model alone when there are no earlier numbers, and n/a for what is missing", () => {
-    const chart = renderBenchmarkChart(
+  it("shows the new model alone when there are no earlier numbers, and n/a for what is missing", async () => {
+    const chart = await renderBenchmarkChart(
       { single: result(1, 41.25, Number.NaN, 23.9), loaded: result(16, Number.POSITIVE_INFINITY, 611, 29.8) },
       undefined,
       about,
@@ -203,13 +127,28 @@ describe("renderBenchmarkChart", () => {
     ).toEqual([]);
   });
 
-  it("draws any numbers and names without failing", () => {
+  it("draws a label's non-ASCII characters as themselves, not as ?", async () => {
+    const pair = { single: result(1, 80, 300, 20), loaded: result(16, 600, 500, 30) };
+    const draw = async (model: string) =>
+      decodePng((await renderBenchmarkChart(pair, undefined, { ...about, model })).png);
+    const [unicode, ascii, questions] = await Promise.all([
+      draw("org/µs—naïve"),
+      draw("org/us-naive"),
+      draw("org/?s?na?ve"),
+    ]);
+    const differ = (a: DecodedPng, b: DecodedPng) => a.packed.some((c, i) => c !== b.packed[i]);
+    expect(differ(unicode, questions)).toBe(true);
+    expect(differ(unicode, ascii)).toBe(true);
+    expect(differ(questions, ascii)).toBe(true);
+  });
+
+  it("draws any numbers and names without failing", async () => {
     const number = fc.oneof(fc.double(), fc.constant(undefined));
-    fc.assert(
-      fc.property(
-        fc.string({ maxLength: 300 }),
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: "binary", maxLength: 100 })),
         fc.array(number, { minLength: 6, maxLength: 6 }),
-        (name, v) => {
+        async (name, v) => {
           const r = (i: number): BenchResult => ({
             maxConcurrency: i === 0 ? 1 : 64,
             outputThroughput: v[i] ?? undefined,
@@ -217,7 +156,7 @@ describe("renderBenchmarkChart", () => {
             meanTpotMs: v[i + 2] ?? undefined,
             raw: {},
           });
-          const chart = renderBenchmarkChart(
+          const chart = await renderBenchmarkChart(
             { single: r(0), loaded: r(3) },
             { model: name, single: r(3), loaded: r(0) },
             { ...about, model: name, host: name },

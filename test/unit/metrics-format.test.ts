@@ -1,55 +1,64 @@
+import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
-import { mergeFamilies, parseBullmqMetrics } from "../../src/metrics/collect.ts";
-import { histogramSamples, Registry, renderFamilies } from "../../src/metrics/registry.ts";
-import { swapFamilies } from "../../src/metrics/swap-families.ts";
+import { bullmqRegistry } from "../../src/metrics/bullmq-metrics.ts";
+import type { DeploymentState } from "../../src/metrics/read-deployment.ts";
+import { SlackCallMetrics } from "../../src/metrics/slack-calls.ts";
+import { StoredHistogram } from "../../src/metrics/stored-histogram.ts";
+import { registerSwapMetrics } from "../../src/metrics/swap-metrics.ts";
 import { downtimeOf, tallyOf } from "../../src/store/swap-tally.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { parseExposition, sampleValue } from "../support/prometheus-text.ts";
 
-/** The text format as modelswap writes it, read back by an independent strict parser. */
+/** The text format as modelswap writes it (through prom-client), read back by an independent strict parser. */
 describe("the exposition format", () => {
-  it("escapes label values and HELP so that they read back unchanged", () => {
+  it("escapes label values so that they read back unchanged", async () => {
     const registry = new Registry();
-    const counter = registry.counter("x_total", 'help with a \\ backslash\nand a newline and "quotes"', [
-      "v",
-    ]);
+    const slack = new SlackCallMetrics(registry);
+    // an error word is whatever Slack or the network said
     const hostile = 'a "quoted" \\ back\\slash\nnew line } , = {';
-    counter.inc({ v: hostile }, 2);
-    counter.inc({ v: "plain" });
-    const text = renderFamilies(registry.collect());
-    expect(text).toContain('x_total{v="a \\"quoted\\" \\\\ back\\\\slash\\nnew line } , = {"} 2\n');
+    slack.failed("chat.postMessage", hostile);
+    slack.failed("chat.postMessage", hostile);
+    slack.failed("chat.update", "not_in_channel");
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'modelswap_slack_api_errors_total{method="chat.postMessage",error="a \\"quoted\\" \\\\ back\\\\slash\\nnew line } , = {"} 2\n',
+    );
     const families = parseExposition(text);
-    expect(sampleValue(families, "x_total", { v: hostile })).toBe(2);
-    expect(sampleValue(families, "x_total", { v: "plain" })).toBe(1);
-    expect(families.get("x_total")?.help).toBe('help with a \\ backslash\nand a newline and "quotes"');
+    expect(
+      sampleValue(families, "modelswap_slack_api_errors_total", {
+        method: "chat.postMessage",
+        error: hostile,
+      }),
+    ).toBe(2);
+    expect(
+      sampleValue(families, "modelswap_slack_api_calls_total", { method: "chat.update", result: "error" }),
+    ).toBe(1);
+    expect(families.get("modelswap_slack_api_calls_total")?.type).toBe("counter");
   });
 
-  it("refuses what Prometheus would refuse or misread", () => {
+  it("writes a stored histogram cumulative, ending in +Inf equal to the count, with the stored sum", async () => {
     const registry = new Registry();
-    const c = registry.counter("c_total", "c", ["a"]);
-    expect(() => c.inc({ a: "x" }, -1)).toThrow(/only goes up/);
-    expect(() => c.inc({ b: "x" })).toThrow(/no label b/);
-    expect(() => registry.counter("c_total", "again")).toThrow(/twice/);
-    expect(() => registry.counter("bad-name", "x")).toThrow(/metric name/);
-    expect(() => registry.counter("d_total", "x", ["le"])).toThrow(/label name/);
-  });
-
-  it("writes histograms cumulative, ending in +Inf equal to the count", () => {
-    const samples = histogramSamples({ stage: "switch" }, [1, 5, 15], [2, 0, 3, 1], 40.5);
-    expect(samples.map((s) => [s.suffix, s.labels.le, s.value])).toEqual([
-      ["_bucket", "1", 2],
-      ["_bucket", "5", 2],
-      ["_bucket", "15", 5],
-      ["_bucket", "+Inf", 6],
-      ["_sum", undefined, 40.5],
-      ["_count", undefined, 6],
+    new StoredHistogram(
+      "h_seconds",
+      "h",
+      [1, 5, 15],
+      () => [{ labels: { stage: "switch" }, counts: [2, 0, 3, 1], sum: 40.5 }],
+      registry,
+    );
+    const families = parseExposition(await registry.metrics());
+    expect(families.get("h_seconds")?.type).toBe("histogram");
+    expect(families.get("h_seconds")?.samples.map((s) => [s.name, s.labels.le, s.value])).toEqual([
+      ["h_seconds_bucket", "1", 2],
+      ["h_seconds_bucket", "5", 2],
+      ["h_seconds_bucket", "15", 5],
+      ["h_seconds_bucket", "+Inf", 6],
+      ["h_seconds_sum", undefined, 40.5],
+      ["h_seconds_count", undefined, 6],
     ]);
-    const text = renderFamilies([{ name: "h_seconds", help: "h", type: "histogram", samples }]);
-    expect(sampleValue(parseExposition(text), "h_seconds_count", { stage: "switch" })).toBe(6);
   });
 
-  it("merges BullMQ's per-queue exports into one family per name", () => {
+  it("merges BullMQ's per-queue exports into one family per name", async () => {
     const queue = (name: string, waiting: number) =>
       [
         "# HELP bullmq_job_count Number of jobs in the queue by state",
@@ -62,12 +71,12 @@ describe("the exposition format", () => {
       ].join("\n");
     // concatenated as BullMQ writes them, the text repeats HELP and TYPE: a strict reader refuses it
     expect(() => parseExposition(`${queue("a", 1)}\n${queue("b", 2)}\n`)).toThrow(/second HELP|continues/);
-    const merged = mergeFamilies([
-      ...parseBullmqMetrics(queue("a", 1)),
-      ...parseBullmqMetrics(queue("b", 2)),
-    ]);
-    const families = parseExposition(renderFamilies(merged));
+    const text = await bullmqRegistry([queue("a", 1), queue("b", 2)]).metrics();
+    const families = parseExposition(text);
     expect(families.get("bullmq_job_count")?.type).toBe("gauge");
+    expect(families.get("bullmq_job_count")?.help).toMatch(
+      /^Number of jobs in the queue by state \(BullMQ's exporter; Read from Redis/,
+    );
     expect(families.get("bullmq_job_completed_total")?.type).toBe("counter");
     expect(sampleValue(families, "bullmq_job_count", { queue: "b", state: "waiting" })).toBe(2);
     expect(sampleValue(families, "bullmq_job_completed_total", { queue: "a" })).toBe(7);
@@ -164,23 +173,45 @@ describe("a finished swap's tally", () => {
     expect(tallyOf(record({ outcome: "failed" }))).not.toContain(JSON.stringify(["pages", "gpu-1"]));
   });
 
-  it("exports a zero for every configured host and outcome", () => {
-    const families = parseExposition(
-      renderFamilies(
-        swapFamilies(
-          {
-            swaps: [{ host: "a", outcome: "succeeded", count: 3 }],
-            downtime: new Map(),
-            downtimeLast: new Map(),
-            stages: new Map(),
-            pages: new Map(),
-          },
-          ["a", "b"],
-        ),
-      ),
-    );
+  it("exports a zero for every configured host and outcome", async () => {
+    const registry = new Registry();
+    const state: DeploymentState = {
+      hosts: ["a", "b"],
+      tally: {
+        swaps: [{ host: "a", outcome: "succeeded", count: 3 }],
+        downtime: new Map(),
+        downtimeLast: new Map(),
+        // a bound that is no longer one (90 s) counts in the next bound up (120 s)
+        stages: new Map([
+          [
+            "switch",
+            {
+              counts: new Map([
+                ["90", 2],
+                ["+Inf", 1],
+              ]),
+              sum: 9000,
+            },
+          ],
+        ]),
+        pages: new Map(),
+      },
+      health: [],
+      active: [],
+      bullmq: [],
+    };
+    registerSwapMetrics(registry, () => state);
+    const families = parseExposition(await registry.metrics());
     expect(sampleValue(families, "modelswap_swaps_total", { host: "a", outcome: "succeeded" })).toBe(3);
     expect(sampleValue(families, "modelswap_swaps_total", { host: "b", outcome: "rolled_back" })).toBe(0);
-    expect(sampleValue(families, "modelswap_stage_duration_seconds_count", { stage: "switch" })).toBe(0);
+    expect(sampleValue(families, "modelswap_stage_duration_seconds_count", { stage: "health" })).toBe(0);
+    expect(
+      sampleValue(families, "modelswap_stage_duration_seconds_bucket", { stage: "switch", le: "60" }),
+    ).toBe(0);
+    expect(
+      sampleValue(families, "modelswap_stage_duration_seconds_bucket", { stage: "switch", le: "120" }),
+    ).toBe(2);
+    expect(sampleValue(families, "modelswap_stage_duration_seconds_count", { stage: "switch" })).toBe(3);
+    expect(sampleValue(families, "modelswap_stage_duration_seconds_sum", { stage: "switch" })).toBe(9000);
   });
 });

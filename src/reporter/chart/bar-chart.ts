@@ -1,7 +1,6 @@
-import { fitText, GLYPH_HEIGHT, textWidth } from "./bitmap-font.ts";
-import { Canvas } from "./canvas.ts";
+import { fitText, xmlText } from "./svg-text.ts";
 
-/** The chart palette (Slack's own colours), by name; values are palette indices. */
+/** The chart palette (Slack's own colours), by name; values index PALETTE. */
 export const PALETTE: readonly (readonly [number, number, number])[] = [
   [255, 255, 255], // background
   [29, 28, 29], // text
@@ -40,7 +39,7 @@ export interface BarPanel {
   bars: readonly Bar[];
   /** How a value is written above its bar. */
   format: (value: number) => string;
-  /** Under the bars, e.g. the change ("▲8.7%") in the colour that says better or worse. */
+  /** Under the bars, e.g. the change ("▲8.7% better") in the colour that says better or worse. */
   note?: { text: string; color: number };
 }
 
@@ -52,61 +51,101 @@ export interface BarChartSpec {
   footer?: string;
 }
 
-/** Sizes in pixels. Text is drawn at scale 2 (10×16 px glyphs), the title at 3, to stay legible when Slack shrinks the preview. */
+/** The font the chart names; svgToPng loads it from the package that ships it. */
+export const FONT_FAMILY = "DejaVu Sans";
+
+/** Sizes in pixels: 16 px text and a 22 px title stay legible when Slack shrinks the preview. */
 const W = 720;
 const MARGIN = 20;
 const GAP = 16;
-const TEXT = 2;
-const TITLE = 3;
-const LINE = GLYPH_HEIGHT * TEXT + 6;
+const TEXT = 16;
+const TITLE = 22;
+const LINE = TEXT + 6;
 const PLOT = 112;
 const BAR_MAX = 72;
 
+const fill = (color: number): string => {
+  const [r, g, b] = PALETTE[color] ?? PALETTE[COLOR.text]!;
+  return `#${[r, g, b].map((c) => c.toString(16).padStart(2, "0")).join("")}`;
+};
+
+/** A rectangle on whole pixels, so its colour is exact inside (crispEdges). */
+const rect = (x: number, y: number, w: number, h: number, color: number): string =>
+  `<rect x="${Math.round(x)}" y="${Math.round(y)}" width="${Math.max(0, Math.round(x + w) - Math.round(x))}" height="${Math.max(0, Math.round(y + h) - Math.round(y))}" fill="${fill(color)}"/>`;
+
+/** Text whose top is at y (SVG places the baseline: DejaVu Sans's ascent is about 0.76 em). */
+function text(
+  x: number,
+  y: number,
+  content: string,
+  color: number,
+  options: { size?: number; bold?: boolean; anchor?: "start" | "middle" } = {},
+): string {
+  const size = options.size ?? TEXT;
+  const weight = options.bold ? ` font-weight="bold"` : "";
+  const anchor = options.anchor === "middle" ? ` text-anchor="middle"` : "";
+  const baseline = Math.round(y + size * 0.8);
+  return `<text x="${Math.round(x)}" y="${baseline}" font-size="${size}"${weight}${anchor} fill="${fill(color)}">${xmlText(content)}</text>`;
+}
+
 /**
- * Small multiples of bar groups: one panel per metric, each with its own scale starting at zero (tok/s
- * and milliseconds never share an axis), every bar labelled with its value. Returns the PNG bytes.
+ * Small multiples of bar groups as an SVG document: one panel per metric, each with its own scale
+ * starting at zero (tok/s and milliseconds never share an axis), every bar labelled with its value,
+ * the change under the bars in the colour that says better or worse.
  */
-export function renderBarChart(spec: BarChartSpec): { png: Buffer; width: number; height: number } {
-  const titleH = GLYPH_HEIGHT * TITLE + 10;
+export function barChartSvg(spec: BarChartSpec): { svg: string; width: number; height: number } {
+  const titleH = TITLE + 12;
   const legendH = spec.legend.length * LINE + 8;
   const panelH = LINE + PLOT + LINE + (spec.rows.some((r) => r.panels.some((p) => p.note)) ? LINE : 0) + 8;
   const rowH = LINE + 6 + panelH + 10;
   const footerH = spec.footer === undefined ? 0 : LINE;
   const height = MARGIN + titleH + legendH + spec.rows.length * rowH + footerH + MARGIN;
-  const canvas = new Canvas(W, height, PALETTE, COLOR.background);
   const inner = W - 2 * MARGIN;
+  const parts: string[] = [rect(0, 0, W, height, COLOR.background)];
 
   let y = MARGIN;
-  canvas.text(MARGIN, y, fitText(spec.title, inner, TITLE), COLOR.text, TITLE);
+  parts.push(
+    text(MARGIN, y, fitText(spec.title, inner, TITLE, true), COLOR.text, { size: TITLE, bold: true }),
+  );
   y += titleH;
   for (const entry of spec.legend) {
-    const box = GLYPH_HEIGHT * TEXT - 4;
-    canvas.fillRect(MARGIN, y + 1, box, box, entry.color);
-    canvas.text(MARGIN + box + 8, y, fitText(entry.label, inner - box - 8, TEXT), COLOR.text, TEXT);
+    const box = TEXT;
+    parts.push(rect(MARGIN, y + 1, box, box, entry.color));
+    parts.push(text(MARGIN + box + 8, y, fitText(entry.label, inner - box - 8, TEXT), COLOR.text));
     y += LINE;
   }
   y += 8;
 
+  let clip = 0;
   for (const row of spec.rows) {
-    canvas.text(MARGIN, y, fitText(row.label, inner, TEXT), COLOR.text, TEXT);
-    canvas.hline(MARGIN, y + LINE, inner, COLOR.rule);
+    parts.push(text(MARGIN, y, fitText(row.label, inner, TEXT, true), COLOR.text, { bold: true }));
+    parts.push(rect(MARGIN, y + LINE, inner, 1, COLOR.rule));
     y += LINE + 6;
     const count = Math.max(1, row.panels.length);
     const panelW = (inner - (count - 1) * GAP) / count;
     row.panels.forEach((panel, i) => {
-      drawPanel(canvas, panel, MARGIN + i * (panelW + GAP), y, panelW, panelH);
+      parts.push(barPanel(panel, MARGIN + i * (panelW + GAP), y, panelW, panelH, `panel-${clip++}`));
     });
     y += panelH + 10;
   }
-  if (spec.footer !== undefined) canvas.text(MARGIN, y, fitText(spec.footer, inner, TEXT), COLOR.muted, TEXT);
-  return { png: canvas.toPng(), width: W, height };
+  if (spec.footer !== undefined) parts.push(text(MARGIN, y, fitText(spec.footer, inner, TEXT), COLOR.muted));
+
+  const svg = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="${FONT_FAMILY}" shape-rendering="crispEdges">`,
+    ...parts,
+    "</svg>",
+  ].join("\n");
+  return { svg, width: W, height };
 }
 
-function drawPanel(canvas: Canvas, panel: BarPanel, x: number, y: number, w: number, h: number): void {
-  canvas.fillRect(x, y, w, h, COLOR.panel);
+function barPanel(panel: BarPanel, x: number, y: number, w: number, h: number, id: string): string {
   const pad = 8;
-  canvas.text(x + pad, y + pad, fitText(panel.title, w - 2 * pad, TEXT), COLOR.text, TEXT);
-
+  const parts = [
+    `<clipPath id="${id}">${rect(x, y, w, h, COLOR.panel)}</clipPath>`,
+    `<g clip-path="url(#${id})">`,
+    rect(x, y, w, h, COLOR.panel),
+    text(x + pad, y + pad, fitText(panel.title, w - 2 * pad, TEXT), COLOR.text),
+  ];
   const baseline = y + pad + LINE + PLOT;
   const values = panel.bars.map((b) =>
     b.value !== undefined && Number.isFinite(b.value) ? Math.max(0, b.value) : undefined,
@@ -122,20 +161,25 @@ function drawPanel(canvas: Canvas, panel: BarPanel, x: number, y: number, w: num
     const centre = x + pad + slot * i + slot / 2;
     const value = values[i];
     if (value === undefined) {
-      canvas.textCentered(centre, baseline - LINE, "n/a", COLOR.muted, TEXT);
+      parts.push(text(centre, baseline - LINE, "n/a", COLOR.muted, { anchor: "middle" }));
     } else {
       const barH = Math.max(1, Math.round(value * scale));
-      canvas.fillRect(centre - barW / 2, baseline - barH, barW, barH, bar.color);
+      parts.push(rect(centre - barW / 2, baseline - barH, barW, barH, bar.color));
       const label = fitText(panel.format(value), slot - 2, TEXT);
-      canvas.textCentered(centre, baseline - barH - LINE + 2, label, COLOR.text, TEXT);
+      parts.push(text(centre, baseline - barH - LINE + 2, label, COLOR.text, { anchor: "middle" }));
     }
-    const name = fitText(bar.label, slot - 2, TEXT);
-    canvas.textCentered(centre, baseline + 6, name, COLOR.muted, TEXT);
+    parts.push(
+      text(centre, baseline + 6, fitText(bar.label, slot - 2, TEXT), COLOR.muted, { anchor: "middle" }),
+    );
   });
-  canvas.hline(x + pad, baseline, w - 2 * pad, COLOR.muted);
+  parts.push(rect(x + pad, baseline, w - 2 * pad, 1, COLOR.muted));
 
   if (panel.note !== undefined) {
-    const note = fitText(panel.note.text, w - 2 * pad, TEXT);
-    canvas.text(x + (w - textWidth(note, TEXT)) / 2, baseline + 6 + LINE, note, panel.note.color, TEXT);
+    const note = fitText(panel.note.text, w - 2 * pad, TEXT, true);
+    parts.push(
+      text(x + w / 2, baseline + 6 + LINE, note, panel.note.color, { anchor: "middle", bold: true }),
+    );
   }
+  parts.push("</g>");
+  return parts.join("\n");
 }

@@ -8,7 +8,8 @@ import {
   streams,
 } from "../benchmark-table.ts";
 import { truncate } from "../message.ts";
-import { type BarPanel, COLOR, renderBarChart } from "./bar-chart.ts";
+import { type BarPanel, barChartSvg, COLOR, FONT_FAMILY } from "./bar-chart.ts";
+import { svgToPng } from "./svg-to-png.ts";
 
 export interface BenchmarkChart {
   png: Buffer;
@@ -35,15 +36,15 @@ const METRICS: readonly Metric[] = [
 ];
 
 /**
- * The benchmark comparison as a bar chart: a row per load setting (1 stream, loaded), a panel per metric
+ * The benchmark comparison as a bar chart (an SVG drawn to PNG by resvg): a row per load setting (1 stream, loaded), a panel per metric
  * with the previous model's bar beside the new one's, each labelled with its value, and the change in
  * green when it is better and red when it is worse. Without earlier numbers it shows the new model alone.
  */
-export function renderBenchmarkChart(
+export async function renderBenchmarkChart(
   current: BenchPair,
   previous: PreviousBench | undefined,
   about: { model: string; host: string; swapId: string },
-): BenchmarkChart {
+): Promise<BenchmarkChart> {
   const settings = [
     {
       label: streams(current.single.maxConcurrency, "single stream"),
@@ -64,7 +65,7 @@ export function renderBenchmarkChart(
     ...(previous === undefined ? [] : [{ label: `before: ${previous.model}`, color: COLOR.before }]),
     { label: `now: ${about.model}`, color: COLOR.now },
   ];
-  const chart = renderBarChart({
+  const chart = barChartSvg({
     title: `Benchmark on ${about.host}`,
     legend,
     rows,
@@ -74,7 +75,9 @@ export function renderBenchmarkChart(
         : "Green: better (more tok/s, fewer ms). Red: worse.",
   });
   return {
-    ...chart,
+    png: await svgToPng(chart.svg, FONT_FAMILY),
+    width: chart.width,
+    height: chart.height,
     filename: `benchmark-${about.swapId.replace(/[^A-Za-z0-9._-]/g, "_")}.png`,
     title: truncate(`Benchmark on ${about.host}: ${about.model}`, 250),
     altText: truncate(renderBenchmarkComparison(current, previous).text, 1000),

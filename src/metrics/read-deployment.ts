@@ -1,0 +1,49 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { HostHealthState } from "../store/incidents.ts";
+import { Store } from "../store/store.ts";
+import { readSwapTally, type SwapTally } from "../store/swap-tally.ts";
+
+/** Ends the HELP of every metric read from Redis. */
+export const FROM_REDIS =
+  "Read from Redis at scrape time: the whole deployment's value, the same on every modelswap process (aggregate with max, not sum).";
+
+/** What the deployment shares in Redis, read once per scrape; the metrics' collect() callbacks read it. */
+export interface DeploymentState {
+  /** The configured hosts (a zero is exported for each, so a host with no swap yet still shows). */
+  hosts: readonly string[];
+  tally: SwapTally;
+  /** The health monitor's state of each host. */
+  health: readonly (readonly [host: string, state: HostHealthState])[];
+  /** The step of the swap running on each host, undefined when none runs. */
+  active: readonly (readonly [host: string, step: string | undefined])[];
+  /** BullMQ's exporter text of each queue (Queue.exportPrometheusMetrics). */
+  bullmq: readonly string[];
+}
+
+/**
+ * Swaps (the tally), host health and alerts (the health monitor's state), the swap running on each
+ * host (its lock and record), and BullMQ's job counts per queue, read concurrently.
+ */
+export async function readDeployment(
+  redis: Redis,
+  queues: readonly Queue[],
+  hosts: readonly string[],
+): Promise<DeploymentState> {
+  const store = new Store(redis);
+  const [tally, health, active, bullmq] = await Promise.all([
+    readSwapTally(redis),
+    Promise.all(hosts.map(async (host) => [host, await store.incidents.state(host)] as const)),
+    Promise.all(hosts.map(async (host) => [host, await activeStep(store, host)] as const)),
+    Promise.all(queues.map((q) => q.exportPrometheusMetrics())),
+  ]);
+  return { hosts, tally, health, active, bullmq };
+}
+
+/** The step of the swap that holds the host, if one does and it has not ended. */
+async function activeStep(store: Store, host: string): Promise<string | undefined> {
+  const holder = await store.locks.hostHolder(host);
+  if (holder === undefined) return undefined;
+  const record = await store.swaps.get(holder).catch(() => undefined);
+  return record === undefined || record.outcome !== undefined ? undefined : record.step;
+}

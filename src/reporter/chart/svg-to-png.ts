@@ -1,0 +1,45 @@
+import { createRequire } from "node:module";
+import { CodedError } from "../../errors.ts";
+
+type ResvgClass = typeof import("@resvg/resvg-js").Resvg;
+
+/** The fonts the chart uses, from the npm package that ships them: the same text on every machine. */
+const FONT_FILES = ["dejavu-fonts-ttf/ttf/DejaVuSans.ttf", "dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf"];
+
+let loaded: Promise<{ Resvg: ResvgClass; fontFiles: string[] }> | undefined;
+
+/**
+ * resvg's native binary comes from the npm package for this platform (an optional dependency of
+ * @resvg/resvg-js, installed by npm ci for the machine it runs on). It is loaded on first use, so a
+ * machine without one loses the chart, never the process.
+ */
+function renderer(): Promise<{ Resvg: ResvgClass; fontFiles: string[] }> {
+  loaded ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const fontFiles = FONT_FILES.map((f) => require.resolve(f));
+    const { Resvg } = await import("@resvg/resvg-js");
+    return { Resvg, fontFiles };
+  })().catch((error: unknown) => {
+    loaded = undefined;
+    throw new CodedError(
+      "CHART_UNAVAILABLE",
+      `the chart renderer could not be loaded on ${process.platform}-${process.arch}: ${(error as Error).message}`,
+      "Run npm ci on the machine (or in the image) that runs modelswap, so npm installs @resvg/resvg-js's binary for its platform and the dejavu-fonts-ttf fonts; the benchmark table is posted without the chart meanwhile.",
+      { cause: error },
+    );
+  });
+  return loaded;
+}
+
+/**
+ * The SVG as a PNG, drawn by resvg with the shipped fonts only (no system fonts: the image may have
+ * none, and a machine's own would change the output).
+ */
+export async function svgToPng(svg: string, fontFamily: string): Promise<Buffer> {
+  const { Resvg, fontFiles } = await renderer();
+  const resvg = new Resvg(svg, {
+    font: { fontFiles, loadSystemFonts: false, defaultFontFamily: fontFamily },
+    background: "white",
+  });
+  return resvg.render().asPng();
+}
