@@ -396,6 +396,27 @@ export const fileSchema = z
         remoteCodeOrgs: z.array(hubOrg).default([]),
       })
       .prefault({}),
+    /**
+     * Only for `npm run demo` and the test bench; never set it in production. The bench's simulated Hub
+     * serves weight files at 1/weightScale of their real size (their bytes really download and verify);
+     * the plan multiplies their sizes by it, so its VRAM, tp, disk and downtime figures are the real
+     * model's, and it says so in one line. Default 1: sizes as the Hub lists them.
+     */
+    bench: z
+      .strictObject({
+        weightScale: z
+          .number(
+            problem(
+              "bench.weightScale is not a number",
+              "leave it out in production (default 1); the bench sets a whole number ≥ 1",
+            ),
+          )
+          .int(problem("bench.weightScale is not a whole number", "use e.g. 32768, or leave it out"))
+          .min(1, problem("bench.weightScale is below 1", "use 1 (the default) or more"))
+          .max(1e9, problem("bench.weightScale is above 1000000000", "use e.g. 32768, or leave it out"))
+          .default(1),
+      })
+      .prefault({}),
     hosts: z
       .array(
         hostSchema,

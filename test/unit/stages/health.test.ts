@@ -263,9 +263,9 @@ describe("healthStage", () => {
 
     const result = await healthStage(fake.ctx);
 
-    expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1320);
-    expect(result).toEqual({ fail: "not healthy after 1321 s (limit 1320 s)", touched: true });
-    expect(fake.clock.now() - T0).toBe(1_320_500);
+    expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1200);
+    expect(result).toEqual({ fail: "not healthy after 1201 s (limit 1200 s)", touched: true });
+    expect(fake.clock.now() - T0).toBe(1_200_500);
   });
 
   it("resumed by another worker, keeps the unit's clock (switch.newStartedAt)", async () => {
