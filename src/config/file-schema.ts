@@ -404,17 +404,7 @@ export const fileSchema = z
      */
     bench: z
       .strictObject({
-        weightScale: z
-          .number(
-            problem(
-              "bench.weightScale is not a number",
-              "leave it out in production (default 1); the bench sets a whole number ≥ 1",
-            ),
-          )
-          .int(problem("bench.weightScale is not a whole number", "use e.g. 32768, or leave it out"))
-          .min(1, problem("bench.weightScale is below 1", "use 1 (the default) or more"))
-          .max(1e9, problem("bench.weightScale is above 1000000000", "use e.g. 32768, or leave it out"))
-          .default(1),
+        weightScale: z.number().int().min(1).max(1e9).default(1),
       })
       .prefault({}),
     hosts: z
@@ -460,6 +450,11 @@ export const fileSchema = z
   );
 
 export type FileConfig = z.infer<typeof fileSchema>;
+
+/** What `config check` and the bot's start say when bench.weightScale is set. */
+export function benchScaleWarning(scale: number): string {
+  return `bench.weightScale is ${scale}: plans multiply the weight files' sizes by ${scale}, as the demo and the test bench need; in production leave it out (1)`;
+}
 export type HostConfig = FileConfig["hosts"][number];
 export type SshConfig = NonNullable<HostConfig["ssh"]>;
 export type Principals = FileConfig["requesters"];
