@@ -153,7 +153,7 @@ describe("healthStage", () => {
 
     const why = `${NEW_UNIT} failed: ${OOM_LINE}`;
     expect(result).toEqual({ fail: why, touched: true });
-    // one poll interval, not the 22 minutes of the limit
+    // one poll interval, not the 20 minutes of the limit
     expect(fake.clock.now() - T0).toBe(500);
     expect(fake.swap.record.stages.health).toMatchObject({
       state: "failed",

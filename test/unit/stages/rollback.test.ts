@@ -227,7 +227,7 @@ describe("rollback", () => {
 
     const result = await rollback(fake.ctx, WHY);
 
-    // Declaring "no healthy service" at 22 min would page the channel while the old model still loads.
+    // Declaring "no healthy service" at 20 min would page the channel while the old model still loads.
     expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
     expect(fake.events().map((e) => e.type)).toEqual(["rolling-back"]);
   });
