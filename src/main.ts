@@ -6,6 +6,7 @@ import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worke
 import { createReportWorker, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
+import { benchScaleWarning } from "./config/file-schema.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
 import { describeError } from "./errors.ts";
 import { principalsMention } from "./grammar/slack-ids.ts";
@@ -212,6 +213,8 @@ export async function startModelswap({
     { roles, hosts: hosts.names(), port, opsPort, redis: describeRedis(config.env) },
     "modelswap started",
   );
+  const scale = config.file.bench.weightScale;
+  if (scale !== 1) log.warn({ weightScale: scale }, benchScaleWarning(scale));
 
   return {
     port,

@@ -46,6 +46,19 @@ export const MLOPS_GROUP = "S0MLOPS001";
 /** The approvers' user group: listed under approvers.groups only when a bench gives it members. */
 export const APPROVERS_GROUP = "S0APPROVE1";
 
+/**
+ * Free disk at the models dir of the seeds' 8× RTX PRO 6000 Blackwell box: "Is there disk (7 TB free)?"
+ * (DESIGN.md §1, the real swap done by hand). A host given `diskFreeBytes` reports it through `df`.
+ */
+export const SEED_BOX_FREE_DISK_BYTES = 7e12;
+
+/**
+ * The bench's weight scale for real-checkpoint presets: `makeModel(kind, { scale: BENCH_WEIGHT_SCALE })`
+ * serves the real shards at 1/32768 of their size (the seeds' 223 GB Qwen3.5 NVFP4: 19 shards, 6.8 MB),
+ * and a bench started with `weightScale: BENCH_WEIGHT_SCALE` tells the bot (config bench.weightScale).
+ */
+export const BENCH_WEIGHT_SCALE = 32768;
+
 export interface BenchHostSpec {
   name: string;
   gpus?: GpuSetName;
@@ -60,6 +73,11 @@ export interface BenchHostSpec {
   reach?: "refused" | "silent" | "stale-key";
   /** Faults set before the serving unit starts (see gpu-host/README.md and SGLANG.md). */
   faults?: Record<string, unknown>;
+  /**
+   * What `df` reports available at the models dir (the sim's `diskFreeBytes`), e.g.
+   * SEED_BOX_FREE_DISK_BYTES. Default: this machine's real free space.
+   */
+  diskFreeBytes?: number;
   /** Wait until the serving model answers /health (default true when serving). */
   waitHealthy?: boolean;
   /** The bot's per-command timeout for this host (s); default the bench's. */
@@ -126,6 +144,11 @@ export interface BenchOptions {
   hubPolicy?: Record<string, unknown>;
   /** The config's `status:` section (`visibility: private | channel`; the bot's default is private). */
   status?: { visibility?: "private" | "channel" };
+  /**
+   * The config's bench.weightScale: the Hub's weight files are 1/N of the real model's (presets made with
+   * `{ scale: N }`), and the bot's plans reason with their sizes × N. Default: not set (1).
+   */
+  weightScale?: number;
   /**
    * Socket Mode: the bot gets SLACK_APP_TOKEN (and no signing secret) and connects to the Slack emulator
    * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
@@ -323,6 +346,7 @@ export class Bench {
     const unit = (spec.serving !== false && spec.serving?.unit) || `sglang-${spec.name}.service`;
     this.hosts.set(spec.name, { spec, sim, servingPort, unit });
     for (const [name, value] of Object.entries(spec.faults ?? {})) await sim.setFault(name, value);
+    if (spec.diskFreeBytes !== undefined) await sim.setFault("diskFreeBytes", spec.diskFreeBytes);
     if (spec.serving !== false) await this.serve(spec, sim, servingPort, unit);
 
     const common = {
@@ -521,6 +545,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
       ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
       ...(options.status === undefined ? {} : { status: options.status }),
+      ...(options.weightScale === undefined ? {} : { bench: { weightScale: options.weightScale } }),
       hosts,
     };
     bench.configPath = join(dir, "modelswap.yaml");

@@ -66,6 +66,7 @@ export function createStageContext(
       engine: deps.config.file.engine,
       hub: deps.config.file.hub,
       recipeOverrides: deps.config.file.recipes.overrides,
+      weightScale: deps.config.file.bench.weightScale,
       baseline: swaps.baseline,
     },
     emit: (event) => swap.emit(event),

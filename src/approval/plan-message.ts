@@ -5,6 +5,7 @@ import { mention as userMention } from "../grammar/slack-ids.ts";
 import { formatGB } from "../plan/byte-units.ts";
 import { describeGpus } from "../plan/make-plan.ts";
 import type { FlagChoice, SwapPlan } from "../plan/types.ts";
+import { benchScaleLine, realTotalBytes } from "../plan/weight-scale.ts";
 import {
   context,
   escapeMrkdwn,
@@ -60,12 +61,16 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
   const title = `Swap plan: ${truncate(repo, 100)} → ${truncate(plan.host.host, 40)}`;
   // The decision first: what it is, what stops and for how long, who may decide and until when, and
   // the buttons; the reasons (checks, flags, the unit diff) below it.
+  const scale = plan.weightScale ?? 1;
+  const bench = benchScaleLine(scale);
   const blocks: KnownBlock[] = [header(title), section(statusLine(plan, opts))];
+  if (bench !== undefined) blocks.push(context(`🧪 ${bench}`));
+  const basis = plan.downtimeBasis === undefined ? "" : `: ${clean(plan.downtimeBasis, 300)}`;
   blocks.push(
     section(
       [
         `*Stops* ${stopsLine(plan)}`,
-        `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})`,
+        `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})${basis}`,
         ...sourceLines(plan),
       ].join("\n"),
     ),
@@ -98,7 +103,10 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
 
   blocks.push(
     fields([
-      ["Size", `${formatGB(plan.model.totalBytes)} (${plan.model.files.length} files)`],
+      [
+        "Size",
+        `${formatGB(realTotalBytes(plan.model, scale))} (${plan.model.files.length} files${scale === 1 ? "" : `; ${formatGB(plan.model.totalBytes)} at bench scale`})`,
+      ],
       ["License", clean(plan.model.license ?? "not stated", 80)],
       ["Recipe", code(plan.recipe, 120)],
       ["GPUs", clean(describeGpus(plan.host), 300)],

@@ -1,3 +1,4 @@
+import { benchScaleWarning } from "../config/file-schema.ts";
 import { formatProblems, readConfig } from "../config/load-config.ts";
 
 /** `modelswap config check [file]`: lists every problem of the environment and the config file; starts nothing. */
@@ -11,5 +12,7 @@ export async function configCheck(path: string | undefined, env: NodeJS.ProcessE
     (h) => `${h.name} (${h.ssh ? `ssh ${h.ssh.user}@${h.ssh.address}:${h.ssh.port}` : "local"})`,
   );
   process.stdout.write(`✓ ${config.path} is valid: ${hosts.length} host(s): ${hosts.join(", ")}\n`);
+  const scale = config.file.bench.weightScale;
+  if (scale !== 1) process.stdout.write(`⚠ ${benchScaleWarning(scale)}\n`);
   return 0;
 }

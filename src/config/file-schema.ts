@@ -407,6 +407,17 @@ export const fileSchema = z
         remoteCodeOrgs: z.array(hubOrg).default([]),
       })
       .prefault({}),
+    /**
+     * Only for `npm run demo` and the test bench; never set it in production. The bench's simulated Hub
+     * serves weight files at 1/weightScale of their real size (their bytes really download and verify);
+     * the plan multiplies their sizes by it, so its VRAM, tp, disk and downtime figures are the real
+     * model's, and it says so in one line. Default 1: sizes as the Hub lists them.
+     */
+    bench: z
+      .strictObject({
+        weightScale: z.number().int().min(1).max(1e9).default(1),
+      })
+      .prefault({}),
     hosts: z
       .array(
         hostSchema,
@@ -450,6 +461,11 @@ export const fileSchema = z
   );
 
 export type FileConfig = z.infer<typeof fileSchema>;
+
+/** What `config check` and the bot's start say when bench.weightScale is set. */
+export function benchScaleWarning(scale: number): string {
+  return `bench.weightScale is ${scale}: plans multiply the weight files' sizes by ${scale}, as the demo and the test bench need; in production leave it out (1)`;
+}
 export type HostConfig = FileConfig["hosts"][number];
 export type SshConfig = NonNullable<HostConfig["ssh"]>;
 export type Principals = FileConfig["requesters"];

@@ -1,4 +1,10 @@
-import { CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import {
+  BENCH_WEIGHT_SCALE,
+  CHANNEL,
+  SEED_BOX_FREE_DISK_BYTES,
+  startBench,
+  USERS,
+} from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation, type SlackMessage } from "../../testbench/slack/index.ts";
 
@@ -8,6 +14,8 @@ const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
  * `npm run demo`: the real bot against the bench (real Redis and sshd, simulated Slack, Hub and GPU
  * hosts), playing a conversation — help, status of a healthy and a broken host, a swap that succeeds and
  * one whose new model answers NaN and is rolled back — then printing the channel as Slack shows it.
+ * The Hub serves the model's 19 shards at 1/BENCH_WEIGHT_SCALE of their size and the bot is told so
+ * (bench.weightScale): its plans show the real 223 GB model's figures on the seeds' 7 TB, 8-GPU host.
  */
 export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
@@ -16,13 +24,20 @@ export async function runDemo(): Promise<number> {
   const bench = await startBench({
     connectTimeoutSeconds: 3,
     swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "probe" },
+    weightScale: BENCH_WEIGHT_SCALE,
     // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
     health: { intervalSeconds: 2, failureThreshold: 2 },
     hosts: [
-      { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      {
+        name: "gpu-1",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense" },
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+      },
       {
         name: "gpu-2",
         gpus: "8x-rtx-pro-6000-blackwell",
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
         serving: { preset: "qwen3-fp8-dense" },
         // this host's copy of the new model answers NaN: the sanity gate must catch it
         faults: { sglang: { models: { "Qwen3.5-397B": { mode: "nan" } } } },
@@ -37,7 +52,7 @@ export async function runDemo(): Promise<number> {
     ],
   });
   try {
-    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
+    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { scale: BENCH_WEIGHT_SCALE }));
     await bench.startBot();
     say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log`);
     say("Slack's real rate limits are enforced by the emulator.\n");

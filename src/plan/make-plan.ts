@@ -17,7 +17,8 @@ import {
   type RecipeSetting,
   smLabel,
 } from "./recipes.ts";
-import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "./types.ts";
+import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, Quantization, SwapPlan } from "./types.ts";
+import { realLargestShardBytes, realTotalBytes } from "./weight-scale.ts";
 
 export interface PlanHostConfig {
   name: string;
@@ -43,6 +44,11 @@ export interface PlanInput {
   remoteCodeOrgs: readonly string[];
   /** The config's changes to known recipes (recipes.overrides). */
   recipeOverrides?: readonly RecipeOverride[];
+  /**
+   * bench.weightScale (default 1): the Hub's weight files are 1/N of the real model's, so every figure the
+   * plan reasons with (VRAM, tp, disk, downtime) uses their sizes × N. Only the demo and the bench set it.
+   */
+  weightScale?: number;
 }
 
 /** One entry of recipes.overrides: settings set (true: a flag without a value) or removed, and why. */
@@ -57,17 +63,53 @@ export interface RecipeOverride {
 export const HF_MAX_WORKERS = 8;
 
 /**
- * Downtime, from the old unit's stop to the new one's health: 90 s for stopping, process start, CUDA
- * init and graph capture, plus 1.5 s per GB of weights (reading them from disk and sharding them onto
- * the GPUs: ≈ 7 min for 223 GB). The health wait allows three times that, at least 10 minutes, in
- * whole minutes: a slow disk must not roll back a good model, a hung load must not wait forever.
+ * Downtime, from the old unit's stop to the new one's health (DESIGN.md §9): the weights read from disk
+ * and sharded onto the GPUs, plus the engine's start-up.
+ *
+ * Weights: 1.5 GB/s, a cold read as SGLang loads safetensors shards (sglang#1479: DeepSeek-V2.5's 8.6 GB
+ * shards at 6–9 s each until they were in the page cache; a Gen4 NVMe's line rate is 7 GB/s, page-cached
+ * files load at ≈ 10 GB/s, sglang#3416), so 223 GB take ≈ 2.5 min. Start-up: 90 s to stop the old unit,
+ * start the process, initialise CUDA and capture CUDA graphs (12–60 s); NVFP4 on sm_120 JIT-compiles and
+ * warms up its kernels for minutes (210 s seen against 18 s of weight I/O), so 240 s there.
+ * The health wait allows three times the estimate, at least 10 minutes, in whole minutes: a slow disk
+ * must not roll back a good model, a hung load must not wait forever.
  */
-export function expectedDowntimeSeconds(weightBytes: number): number {
-  return Math.round(90 + 1.5 * (weightBytes / 1e9));
+export const LOAD_BYTES_PER_SECOND = 1.5e9;
+export const STARTUP_SECONDS = 90;
+export const SM120_NVFP4_STARTUP_SECONDS = 240;
+
+export function expectedDowntimeSeconds(weightBytes: number, startupSeconds = STARTUP_SECONDS): number {
+  return Math.round(startupSeconds + weightBytes / LOAD_BYTES_PER_SECOND);
 }
 
-export function healthTimeoutSeconds(weightBytes: number): number {
-  return Math.max(600, Math.ceil((3 * expectedDowntimeSeconds(weightBytes)) / 60) * 60);
+export function healthTimeoutSeconds(weightBytes: number, startupSeconds = STARTUP_SECONDS): number {
+  return Math.max(600, Math.ceil((3 * expectedDowntimeSeconds(weightBytes, startupSeconds)) / 60) * 60);
+}
+
+/** The start-up part of the downtime on these GPUs, and what it is made of. */
+export function startupOf(
+  quantization: Quantization,
+  cc: ComputeCapability,
+): { seconds: number; what: string } {
+  if (quantization === "nvfp4" && cc.major === 12) {
+    return {
+      seconds: SM120_NVFP4_STARTUP_SECONDS,
+      what: "to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+    };
+  }
+  return { seconds: STARTUP_SECONDS, what: "to stop, start and capture CUDA graphs" };
+}
+
+/** What the downtime estimate assumes, in one line: "223 GB of weights read … (2.5 min) + 4 min to …". */
+export function downtimeBasis(weightBytes: number, startup: { seconds: number; what: string }): string {
+  const read = roughly(weightBytes / LOAD_BYTES_PER_SECOND);
+  return `${formatGB(weightBytes)} of weights read cold from disk at ${LOAD_BYTES_PER_SECOND / 1e9} GB/s (${read}) + ${roughly(startup.seconds)} ${startup.what}`;
+}
+
+/** "90 s", "2.5 min", "4 min": the parts of an estimate, not rounded away. */
+function roughly(seconds: number): string {
+  if (seconds < 120) return `${Math.round(seconds)} s`;
+  return `${(seconds / 60).toFixed(1).replace(/\.0$/, "")} min`;
 }
 
 /**
@@ -76,7 +118,10 @@ export function healthTimeoutSeconds(weightBytes: number): number {
  * diff, expected downtime. It reads nothing itself; a failing check makes `ok` false, never throws.
  */
 export function makePlan(input: PlanInput): SwapPlan {
-  const { model, facts, host, hostConfig } = input;
+  const { model, host, hostConfig } = input;
+  const scale = input.weightScale ?? 1;
+  // the facts the plan reasons with: the real model's weights (the Hub's on the bench are scaled down)
+  const facts = { ...input.facts, weightBytes: input.facts.weightBytes * scale };
   const gpus = host.gpus;
   // Mixed GPUs: the oldest decides what runs.
   const cc = gpus.reduce<ComputeCapability>(
@@ -147,15 +192,17 @@ export function makePlan(input: PlanInput): SwapPlan {
     quant,
     tpChoice.vramCheck,
     tpChoice.tpCheck,
-    diskCheck(model, host, hostConfig.modelsDir),
+    diskCheck(model, host, hostConfig.modelsDir, scale),
     venvCheck(host, hostConfig.venv),
     hubCliCheck(host),
     ...remoteCodeCheck(model, facts, input.remoteCodeOrgs),
   ];
 
+  const startup = startupOf(facts.quantization, cc);
   return withRenderedUnit({
     model,
-    facts,
+    facts: input.facts,
+    ...(scale === 1 ? {} : { weightScale: scale }),
     host,
     recipe: found?.id ?? "none",
     tp: tpChoice.tp,
@@ -167,8 +214,9 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitName: "",
     unitText: "",
     unitDiff: "",
-    expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes),
-    healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes),
+    expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes, startup.seconds),
+    downtimeBasis: downtimeBasis(facts.weightBytes, startup),
+    healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
     engine: input.engine,
     venv: hostConfig.venv,
@@ -206,17 +254,19 @@ function overridden(
 /**
  * Free space for what is still to fetch, plus a margin: the real `hf download` restarts an in-progress
  * shard from byte 0 after its process dies and leaves the old partial file behind, so up to
- * max-workers (8) × the largest shard can be on disk twice.
+ * max-workers (8) × the largest shard can be on disk twice. Sizes are the real model's (weight files ×
+ * bench.weightScale; bytes already on disk likewise, at most the whole model).
  */
-function diskCheck(model: ModelSummary, host: HostFacts, modelsDir: string): PlanCheck {
-  const toFetch = Math.max(0, model.totalBytes - host.bytesOnDisk);
+function diskCheck(model: ModelSummary, host: HostFacts, modelsDir: string, scale: number): PlanCheck {
+  const total = realTotalBytes(model, scale);
+  const onDisk = Math.min(total, host.bytesOnDisk * scale);
+  const toFetch = Math.max(0, total - onDisk);
   const shards = weightFiles(model.files);
-  const sized = shards.length > 0 ? shards : model.files;
-  const largest = sized.reduce((max, f) => Math.max(max, f.size), 0);
-  const workers = Math.min(HF_MAX_WORKERS, Math.max(1, sized.length));
+  const largest = realLargestShardBytes(model, scale);
+  const workers = Math.min(HF_MAX_WORKERS, Math.max(1, (shards.length > 0 ? shards : model.files).length));
   const margin = toFetch === 0 ? 0 : workers * largest;
   const need = toFetch + margin;
-  const already = host.bytesOnDisk > 0 ? ` (${formatGB(host.bytesOnDisk)} already there)` : "";
+  const already = onDisk > 0 ? ` (${formatGB(onDisk)} already there)` : "";
   const marginText =
     margin === 0
       ? "nothing left to fetch"

@@ -82,7 +82,13 @@ export type FlagChoice = z.infer<typeof flagChoiceSchema>;
 
 export const swapPlanSchema = z.object({
   model: modelSummarySchema,
+  /** The model's facts as the Hub gave them (weightBytes: the bytes it serves). */
   facts: modelFactsSchema,
+  /**
+   * bench.weightScale when it is not 1 (the demo and the bench): the Hub serves weight files at 1/N of
+   * their real size, and every figure of this plan is the real model's (their sizes × N).
+   */
+  weightScale: z.number().optional(),
   host: hostFactsSchema,
   /** The recipe that chose the flags, e.g. "qwen3.5-moe/nvfp4/sm_120". */
   recipe: z.string(),
@@ -101,6 +107,8 @@ export const swapPlanSchema = z.object({
   unitDiff: z.string(),
   /** Seconds from the old unit's stop to the new one's health, estimated from the weights' size. */
   expectedDowntimeSeconds: z.number(),
+  /** What the estimate assumes, in one line (load rate, start-up); absent in plans made before it was said. */
+  downtimeBasis: z.string().optional(),
   /** Health wait limit for this model. */
   healthTimeoutSeconds: z.number(),
   /** The swap this plan belongs to (named in the unit file). */

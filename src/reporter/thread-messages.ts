@@ -1,4 +1,4 @@
-import { formatGB } from "../plan/byte-units.ts";
+import { movedBytes } from "../plan/weight-scale.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { finalLine } from "./final-line.ts";
@@ -24,7 +24,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       );
     case "downloaded":
       return say(
-        `📦 Download complete: ${event.files} files, ${formatGB(event.bytes)}, sizes and sha256 verified.`,
+        `📦 Download complete: ${event.files} files, ${movedBytes(event.bytes, event.realBytes)}, sizes and sha256 verified.`,
       );
     case "download-failed":
       return say("❌ Download failed:", event.log);

@@ -87,6 +87,9 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     unitText: target.text,
     unitDiff: unifiedDiff(host.currentUnit.text, target.text, host.currentUnit.name, target.name),
     expectedDowntimeSeconds: earlier?.expectedDowntimeSeconds ?? 120,
+    // the earlier plan's figures and what they assumed (on the bench, the real model's)
+    ...(earlier?.downtimeBasis === undefined ? {} : { downtimeBasis: earlier.downtimeBasis }),
+    ...(earlier?.weightScale === undefined ? {} : { weightScale: earlier.weightScale }),
     healthTimeoutSeconds: earlier?.healthTimeoutSeconds ?? 900,
     swapId: input.swapId,
     venv: input.hostConfig.venv,

@@ -95,6 +95,8 @@ export interface StageSettings {
   baseline: "probe" | "full" | "off";
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
+  /** bench.weightScale: 1 in production; on the bench, the real weight files are this many times the Hub's. */
+  weightScale: number;
 }
 
 export interface StageContext {

@@ -48,7 +48,14 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     exitCode: z.number().optional(),
     log: lines,
   }),
-  z.object({ type: z.literal("downloaded"), files: z.number(), bytes: z.number() }),
+  z.object({
+    type: z.literal("downloaded"),
+    files: z.number(),
+    /** Bytes moved and verified. */
+    bytes: z.number(),
+    /** The real model's size, when the bench serves its weight files scaled down (bench.weightScale). */
+    realBytes: z.number().optional(),
+  }),
   z.object({ type: z.literal("download-failed"), log: lines }),
   z.object({ type: z.literal("built"), commit: z.string(), version: z.string() }),
   z.object({ type: z.literal("build-failed"), log: lines }),

@@ -60,9 +60,14 @@ describe("/llm swap", () => {
     expect(planText).toContain("flashinfer_cudnn");
     expect(planText).toContain("modelopt_fp4");
     expect(planText).toContain("qwen3_coder");
+    // no bench.weightScale on this bench: the sizes the Hub serves, said plainly, and no bench line
+    expect(planText).not.toContain("bench.weightScale");
+    expect(planText).toMatch(/\*Size\*\\n6\.\d MB \(\d+ files\)"/);
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
     const done = await swaps.outcome(swap.ts, /Swapped/);
     expect(done.text).toContain(`${QWEN}@`);
+    expect(JSON.stringify(done.blocks)).toMatch(/Download — 6\.\d MB verified in \d+ s/);
+    expect(JSON.stringify(done.blocks)).not.toContain("bench scale");
     expect(JSON.stringify(done.blocks)).toMatch(/downtime \d+/);
 
     const newUnit = (await host.sim.systemctl("list-unit-files", "--type=service", "--no-legend")).stdout;

@@ -96,6 +96,23 @@ describe("configuration", () => {
     expect(problems.find((p) => p.path.endsWith("tp-size"))?.what).toMatch(/the plan.s own/);
   });
 
+  it("takes bench.weightScale (1 unless set, for the demo and the bench only) and refuses anything but a whole number ≥ 1", async () => {
+    const plain = await loadConfig(env(await write("no-bench.yaml", good(keyPath))));
+    expect(plain.file.bench.weightScale).toBe(1);
+    const scaled = await loadConfig(
+      env(await write("bench.yaml", `${good(keyPath)}bench:\n  weightScale: 32768\n`)),
+    );
+    expect(scaled.file.bench.weightScale).toBe(32768);
+    for (const given of ["0", "1.5", "lots"]) {
+      const { problems } = await readConfig(
+        env(await write("bad-bench.yaml", `${good(keyPath)}bench:\n  weightScale: ${given}\n`)),
+      );
+      expect(problems.map((p) => [p.path, p.what])).toEqual([
+        ["bench.weightScale", "must be a whole number from 1 to 1000000000"],
+      ]);
+    }
+  });
+
   it("lists every problem with its path and a fix, not only the first", async () => {
     const broken = good(join(dir.path, "missing-key"))
       .replace("C0SWAPS01", "#swaps")

@@ -5,7 +5,7 @@ import { weightFiles } from "../../src/hub/weight-files.ts";
 import type { PlanInput } from "../../src/plan/make-plan.ts";
 import type { HostFacts, ModelFacts } from "../../src/plan/types.ts";
 import { gpuSet } from "../../testbench/gpu-host/shims/gpu-sets.mjs";
-import { defaultSha, type ModelPreset, makeModel } from "../../testbench/hub/index.ts";
+import { defaultSha, type MakeModelOptions, type ModelPreset, makeModel } from "../../testbench/hub/index.ts";
 
 /** Planner inputs built from the bench's real-checkpoint presets and GPU sets (claimed, real sizes). */
 
@@ -31,9 +31,9 @@ export function gpusOf(set: string): GpuInfo[] {
   });
 }
 
-/** What resolve would learn from the Hub for a preset checkpoint at its real size. */
-export function modelInfoOf(preset: ModelPreset): ModelInfo {
-  const sim = makeModel(preset, { sizes: "claimed" });
+/** What resolve would learn from the Hub for a preset checkpoint at its real size (or as `sizes` says). */
+export function modelInfoOf(preset: ModelPreset, sizes: MakeModelOptions = { sizes: "claimed" }): ModelInfo {
+  const sim = makeModel(preset, sizes);
   const files = sim.files.map((f) => ({ path: f.path, size: f.size }));
   const text = (path: string) => {
     const content = sim.files.find((f) => f.path === path)?.content;

@@ -101,7 +101,12 @@ describe("renderPlan", () => {
     expect(text).toContain("thinks inside &lt;think&gt;…&lt;/think&gt;");
     expect(text).toContain("+Description=SGLang serving nvidia/Qwen3.5-397B-A17B-NVFP4@");
     expect(text).toContain("`sglang-kimi.service` (running) will be disabled and stopped");
-    expect(text).toContain("about 7 min from stop to healthy (health wait limit 22 min)");
+    expect(text).toContain(
+      "*Expected downtime* about 6 min from stop to healthy (health wait limit 20 min): 223 GB of weights read cold from disk at 1.5 GB/s (2.5 min) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+    );
+    // production: no bench line, sizes as the Hub lists them
+    expect(text).not.toContain("bench");
+    expect(text).toContain("223 GB (29 files)");
     expect(text).toContain("*Awaiting approval* from <!subteam^S0APPROVERS>");
     expect(text).toContain("React ✅ to approve or ❌ to reject (approvers only; not the requester)");
     expect(text).toContain(`requested by <@${ALICE}>`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { chooseTp, headsProblem } from "../../src/plan/choose-tp.ts";
 import { expectedDowntimeSeconds, healthTimeoutSeconds, makePlan } from "../../src/plan/make-plan.ts";
 import { findRecipe } from "../../src/plan/recipes.ts";
-import type { ModelFacts, SwapPlan } from "../../src/plan/types.ts";
+import type { HostFacts, ModelFacts, SwapPlan } from "../../src/plan/types.ts";
 import { factsOf, GiB, gpusOf, modelInfoOf, planInput } from "./plan-fixtures.ts";
 
 const RTX = "8x-rtx-pro-6000-blackwell";
@@ -106,10 +106,18 @@ describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackw
     expect(plan.unitDiff).toContain("+    --fp4-gemm-backend flashinfer_cudnn \\\n");
   });
 
-  it("estimates downtime and the health limit from the weights' size (90 s + 1.5 s/GB; 3×, ≥ 10 min)", () => {
-    expect(plan.expectedDowntimeSeconds).toBe(Math.round(90 + 1.5 * (plan.facts.weightBytes / 1e9)));
-    expect(plan.expectedDowntimeSeconds).toBe(425);
-    expect(plan.healthTimeoutSeconds).toBe(1320);
+  it("estimates downtime from a cold read at 1.5 GB/s and sm_120 NVFP4's 4 min start-up, and says so; the health limit 3×, ≥ 10 min", () => {
+    // 223 GB at 1.5 GB/s (149 s) + 240 s: stop, start, and the NVFP4 kernels' JIT and warm-up on sm_120
+    expect(plan.expectedDowntimeSeconds).toBe(Math.round(240 + plan.facts.weightBytes / 1.5e9));
+    expect(plan.expectedDowntimeSeconds).toBe(389);
+    expect(plan.healthTimeoutSeconds).toBe(1200);
+    expect(plan.downtimeBasis).toBe(
+      "223 GB of weights read cold from disk at 1.5 GB/s (2.5 min) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+    );
+    // elsewhere the start-up is 90 s (process start, CUDA init, CUDA graph capture)
+    const b200 = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-b200"));
+    expect(b200.expectedDowntimeSeconds).toBe(Math.round(90 + b200.facts.weightBytes / 1.5e9));
+    expect(b200.downtimeBasis).toMatch(/\+ 90 s to stop, start and capture CUDA graphs$/);
     expect(healthTimeoutSeconds(1e9)).toBe(600);
     expect(expectedDowntimeSeconds(600e9)).toBeGreaterThan(expectedDowntimeSeconds(223e9));
     expect(healthTimeoutSeconds(600e9)).toBeGreaterThan(healthTimeoutSeconds(223e9));
@@ -342,6 +350,61 @@ describe("host checks", () => {
       `+++ ${plan.unitPath}`,
       `@@ -0,0 +1,${plan.unitText.split("\n").length - 1} @@`,
     ]);
+  });
+});
+
+describe("on the bench: weight files served at 1/32768 of their size (bench.weightScale)", () => {
+  const SCALE = 32768; // the bench's BENCH_WEIGHT_SCALE
+  /** The plan of the Hub's scaled-down copy, told the scale (or not). */
+  const scaled = (set: string, weightScale: number | undefined, host: Partial<HostFacts> = {}) => {
+    const model = modelInfoOf("qwen3.5-moe-nvfp4", { scale: SCALE });
+    const input = planInput("qwen3.5-moe-nvfp4", set, { host });
+    return makePlan({
+      ...input,
+      model,
+      facts: { ...input.facts, weightBytes: model.weightBytes },
+      ...(weightScale === undefined ? {} : { weightScale }),
+    });
+  };
+  const real = makePlan(planInput("qwen3.5-moe-nvfp4", RTX));
+
+  it("plans the 6.8 MB copy exactly as the real 223 GB model: tp, VRAM, disk, downtime, hierarchical cache", () => {
+    const plan = scaled(RTX, SCALE);
+    expect(plan.model.weightBytes).toBeLessThan(7e6);
+    expect(plan.weightScale).toBe(SCALE);
+    expect(plan.tp).toBe(8);
+    expect(plan.tpReason).toBe(real.tpReason);
+    for (const id of ["vram", "tp", "disk"]) expect(check(plan, id)).toEqual(check(real, id));
+    expect(check(plan, "vram").detail).toContain("27.3 GiB/GPU of weights at tp 8 (207.7 GiB ÷ 8 + 5%)");
+    expect(check(plan, "disk").detail).toMatch(/^223 GB to fetch \+ 96\.4 GB margin: 8 parallel downloads/);
+    expect(Math.abs(plan.expectedDowntimeSeconds - real.expectedDowntimeSeconds)).toBeLessThanOrEqual(1);
+    expect(plan.downtimeBasis).toBe(real.downtimeBasis);
+    expect(plan.healthTimeoutSeconds).toBe(real.healthTimeoutSeconds);
+    expect(plan.flags).toEqual(real.flags);
+    // the facts kept are the Hub's: what the download moves and verifies
+    expect(plan.facts.weightBytes).toBe(plan.model.weightBytes);
+  });
+
+  it("without the scale, plans the served bytes (what the demo showed before: 0.0 GiB/GPU, MB)", () => {
+    const plan = scaled(RTX, undefined);
+    expect(plan.weightScale).toBeUndefined();
+    expect(check(plan, "vram").detail).toMatch(/^0\.0 GiB\/GPU of weights at tp 8/);
+    expect(check(plan, "disk").detail).toMatch(/^6\.\d MB to fetch/);
+    expect(plan.expectedDowntimeSeconds).toBe(240);
+  });
+
+  it("refuses a disk too small for the real model although the scaled files would fit", () => {
+    const plan = scaled(RTX, SCALE, { freeDiskBytes: 250e9 });
+    expect(failing(plan)).toEqual(["disk"]);
+    expect(check(plan, "disk").detail).toMatch(/250 GB free at \/models: 69\.4 GB short$/);
+    expect(scaled(RTX, undefined, { freeDiskBytes: 250e9 }).ok).toBe(true);
+  });
+
+  it("counts bytes already on disk at the real scale", () => {
+    const model = modelInfoOf("qwen3.5-moe-nvfp4", { scale: SCALE });
+    const plan = scaled(RTX, SCALE, { freeDiskBytes: 1e9, bytesOnDisk: model.totalBytes });
+    expect(check(plan, "disk")).toMatchObject({ ok: true });
+    expect(check(plan, "disk").detail).toMatch(/^0 B to fetch \(223 GB already there\)/);
   });
 });
 

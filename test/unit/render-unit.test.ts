@@ -218,14 +218,14 @@ describe("renderUnit", () => {
       `Description=SGLang serving nvidia/Qwen3.5-397B-A17B-NVFP4@${plan.model.sha.slice(0, 7)} (modelswap)\n`,
     );
     expect(text).toContain("Environment=HF_HUB_OFFLINE=1\n");
-    expect(text).toContain("Restart=on-failure\nRestartSec=10\nTimeoutStartSec=1320\n");
+    expect(text).toContain("Restart=on-failure\nRestartSec=10\nTimeoutStartSec=1200\n");
     expect(text).toContain("[Install]\nWantedBy=multi-user.target\n");
     const interpreted = interpretUnit(text, `/etc/systemd/system/${unit.name}`, unit.name);
     expect(interpreted.execStart?.path).toBe(join(venv, "bin", "python"));
     expect(interpreted.execStart?.argv.slice(1, 3)).toEqual(["-m", "sglang.launch_server"]);
     expect(interpreted.execStart?.argv).toContain("--fp4-gemm-backend");
     expect(interpreted.restartMs).toBe(10_000);
-    expect(interpreted.timeoutStartMs).toBe(1_320_000);
+    expect(interpreted.timeoutStartMs).toBe(1_200_000);
     expect(interpreted.wantedBy).toEqual(["multi-user.target"]);
   });
 

@@ -36,6 +36,12 @@ export interface MakeModelOptions {
   weightBytes?: number;
   /** Number of safetensors shards. Default: the real count when claimed, 3 when scaled (1 for single-file models). */
   shards?: number;
+  /**
+   * Scaled like the real checkpoint: its shard count and names, each shard 1/scale of its claimed size
+   * (rounded; at least 1 byte). Replaces `weightBytes` and `shards`; the bot learns the scale from
+   * bench.weightScale. Other files are as when scaled.
+   */
+  scale?: number;
   gated?: GatedMode;
   approvedTokens?: string[];
   private?: boolean;
@@ -69,12 +75,21 @@ export function makeModel(kind: ModelPreset, opts: MakeModelOptions = {}): SimMo
   const id = opts.id ?? spec.id;
   const license = opts.license ?? spec.license;
   const gated = opts.gated ?? spec.gated;
-  const shards = opts.shards ?? (claimed ? spec.claimedShards : spec.claimedShards === 1 ? 1 : 3);
-  const weightBytes = claimed ? spec.claimedWeightBytes : (opts.weightBytes ?? 6 * 1024 * 1024);
+  const scale = opts.scale;
+  if (scale !== undefined && (!Number.isInteger(scale) || scale < 1))
+    throw new Error(`scale must be a positive integer, got ${scale}`);
+  const shards =
+    scale !== undefined
+      ? spec.claimedShards
+      : (opts.shards ?? (claimed ? spec.claimedShards : spec.claimedShards === 1 ? 1 : 3));
   if (!Number.isInteger(shards) || shards < 1)
     throw new Error(`shards must be a positive integer, got ${shards}`);
 
-  const sizes = shardSizes(weightBytes, shards);
+  const sizes =
+    scale !== undefined
+      ? shardSizes(spec.claimedWeightBytes, shards).map((s) => Math.max(1, Math.round(s / scale)))
+      : shardSizes(claimed ? spec.claimedWeightBytes : (opts.weightBytes ?? 6 * 1024 * 1024), shards);
+  const weightBytes = sizes.reduce((sum, s) => sum + s, 0);
   const names =
     shards === 1 ? ["model.safetensors"] : sizes.map((_, i) => shardName(i, shards, spec.shardTotalDigits));
   const files: SimModelFile[] = [

@@ -1,7 +1,7 @@
 import { isoNow } from "../../../src/clock.ts";
 import { formatSeconds } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
-import { formatGB } from "../../../src/plan/byte-units.ts";
+import { movedBytes, realTotalBytes } from "../../../src/plan/weight-scale.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { downloadScript, taskDir, verificationFiles } from "./download-task.ts";
@@ -18,6 +18,10 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   const info = record.model!;
   const plan = record.plan!;
   const dir = taskDir(host.config.modelsDir, record.id, "download");
+  // the bytes this download moves; on the bench labelled as such, with the real model's size beside them
+  const scale = plan.weightScale ?? 1;
+  const realBytes = scale === 1 ? undefined : realTotalBytes(info, scale);
+  const size = movedBytes(info.totalBytes, realBytes);
   const start = () =>
     host.startTask(dir, downloadScript(info, plan.modelDir, dir), ctx.settings.downloadSecrets);
   if (record.tasks.download === undefined && (await host.taskStatus(dir)).state === "running") {
@@ -44,8 +48,13 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   const status = await host.taskStatus(dir);
   if (status.state === "exited" && status.exitCode === 0) {
     const seconds = (clock.now() - Date.parse(task.startedAt)) / 1000;
-    swap.stage("download", "done", `${formatGB(info.totalBytes)} verified in ${formatSeconds(seconds)}`);
-    ctx.emit({ type: "downloaded", files: info.files.length, bytes: info.totalBytes });
+    swap.stage("download", "done", `${size} verified in ${formatSeconds(seconds)}`);
+    ctx.emit({
+      type: "downloaded",
+      files: info.files.length,
+      bytes: info.totalBytes,
+      ...(realBytes === undefined ? {} : { realBytes }),
+    });
     return undefined;
   }
   if (status.state === "exited" || status.state === "dead") {
@@ -91,7 +100,7 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   swap.stage(
     "download",
     "running",
-    `${pct} % of ${formatGB(info.totalBytes)}${rate !== undefined ? ` · ${(rate / 1e6).toFixed(1)} MB/s` : ""}${eta}`,
+    `${pct} % of ${size}${rate !== undefined ? ` · ${(rate / 1e6).toFixed(1)} MB/s` : ""}${eta}`,
   );
   return undefined;
 }

@@ -65,6 +65,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       engine: engine.source,
       remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
       recipeOverrides: ctx.settings.recipeOverrides,
+      weightScale: ctx.settings.weightScale,
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;

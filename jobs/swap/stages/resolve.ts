@@ -1,8 +1,8 @@
 import { asCodedError } from "../../../src/errors.ts";
 import { hubPullRequest, hubPullRequestRefusal } from "../../../src/grammar/model-ref.ts";
 import { summarize } from "../../../src/hub/types.ts";
-import { formatGB } from "../../../src/plan/byte-units.ts";
 import { modelFacts } from "../../../src/plan/model-facts.ts";
+import { realSize, realTotalBytes } from "../../../src/plan/weight-scale.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 
 /**
@@ -23,11 +23,12 @@ export async function resolveStage(ctx: StageContext): Promise<StepResult> {
   try {
     const info = await ctx.hub.resolve(model);
     const facts = modelFacts(info);
+    const scale = ctx.settings.weightScale;
     swap.set({ model: summarize(info), facts });
     swap.stage(
       "resolve",
       "done",
-      `commit ${info.sha.slice(0, 7)} · ${formatGB(info.totalBytes)} · ${info.files.length} files`,
+      `commit ${info.sha.slice(0, 7)} · ${realSize(realTotalBytes(info, scale), info.totalBytes, scale)} · ${info.files.length} files`,
     );
     return { next: "preflight" };
   } catch (error) {

@@ -204,6 +204,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       engine: { allowedRefs: { branches: ["*"], tags: ["*"] }, unlistedRefs: "refuse" },
       hub: { allowPullRequests: false, remoteCodeOrgs: [] },
       recipeOverrides: [],
+      weightScale: 1,
       baseline: "off",
       ...options.settings,
     },

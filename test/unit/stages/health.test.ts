@@ -160,7 +160,7 @@ describe("healthStage", () => {
       code: "HEALTH_FAILED",
       fix: "the model does not fit in the GPUs' memory: more GPUs (--tp) or a smaller checkpoint",
     });
-    // one poll interval, not the 22 minutes of the limit
+    // one poll interval, not the 20 minutes of the limit
     expect(fake.clock.now() - T0).toBe(500);
     expect(fake.swap.record.stages.health).toMatchObject({
       state: "failed",
@@ -285,14 +285,14 @@ describe("healthStage", () => {
 
     const result = await healthStage(fake.ctx);
 
-    expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1320);
+    expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1200);
     expect(result).toEqual({
-      fail: "not healthy after 1321 s (limit 1320 s)",
+      fail: "not healthy after 1201 s (limit 1200 s)",
       touched: true,
       code: "HEALTH_FAILED",
-      fix: expect.stringContaining("this swap's limit was 1320 s"),
+      fix: expect.stringContaining("this swap's limit was 1200 s"),
     });
-    expect(fake.clock.now() - T0).toBe(1_320_500);
+    expect(fake.clock.now() - T0).toBe(1_200_500);
   });
 
   it("resumed by another worker, keeps the unit's clock (switch.newStartedAt)", async () => {

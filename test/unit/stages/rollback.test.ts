@@ -207,12 +207,12 @@ describe("rollback", () => {
 
     const result = await rollback(fake.ctx, WHY);
 
-    // the plan allows the 223 GB model 1320 s; the old unit gets as long
+    // the plan allows the 223 GB model 1200 s; the old unit gets as long
     expect(result).toEqual({
       ok: false,
-      detail: `${OLD_UNIT} did not come back: not healthy after 1321 s (limit 1320 s)`,
+      detail: `${OLD_UNIT} did not come back: not healthy after 1201 s (limit 1200 s)`,
     });
-    expect(fake.clock.now() - T0).toBe(1_320_500);
+    expect(fake.clock.now() - T0).toBe(1_200_500);
     expect(fake.events().at(-1)).toMatchObject({ type: "rollback-failed", unit: OLD_UNIT });
   });
 
@@ -227,7 +227,7 @@ describe("rollback", () => {
 
     const result = await rollback(fake.ctx, WHY);
 
-    // Declaring "no healthy service" at 22 min would page the channel while the old model still loads.
+    // Declaring "no healthy service" at 20 min would page the channel while the old model still loads.
     expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
     expect(fake.events().map((e) => e.type)).toEqual(["rolling-back"]);
   });
