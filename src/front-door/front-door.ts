@@ -34,9 +34,10 @@ export interface FrontDoorServer {
   /** The administrative state (set by modelswap or the operator). */
   state: ServerState;
   /**
-   * What the front door's own health check says: `up`, `down`, `starting` (coming up, throttled),
-   * `stopping` (soft-stopping), or `unchecked` when the slot has no health check (then the front door
-   * treats it as up: a request to it is sent, and retried while its port refuses connections).
+   * Whether the front door would send to it, by its own view: `up`, `down` (its check failed, or it is in
+   * `maint`: the front door holds it stopped), `starting` (coming up, throttled), `stopping`
+   * (soft-stopping), or `unchecked` when it is up without a health check (a request to it is sent, and
+   * retried while its port refuses connections: the hold).
    */
   health: "up" | "down" | "starting" | "stopping" | "unchecked";
   address: string;

@@ -80,6 +80,23 @@ export class HaproxyFrontDoor implements FrontDoor {
       throw this.refused(`${server} points at ${now.address}:${now.port}, not ${ip}:${p}`, said);
   }
 
+  /**
+   * HAProxy only: checks off (`disable health`, then `set server … health up`) or on (`enable health`)
+   * for a slot that has a `check`. A slot its check marks DOWN is skipped at once (a request then gets
+   * 503 at once), so the slot that holds requests must be unchecked, or have its check off while it
+   * holds (docs/front-door.md). management.txt says a server with its check disabled is "considered
+   * UP"; 2.6.12 keeps one its check had marked DOWN down until `health up` (test/front-door/hold.test.ts).
+   */
+  async setHealthChecks(name: string, enabled: boolean): Promise<void> {
+    const server = frontDoorName.parse(name);
+    if (enabled) {
+      await this.change(`enable health ${this.backend}/${server}`, /^$/);
+      return;
+    }
+    await this.change(`disable health ${this.backend}/${server}`, /^$/);
+    await this.change(`set server ${this.backend}/${server} health up`, /^$/);
+  }
+
   async sessions(name: string): Promise<number> {
     const server = frontDoorName.parse(name);
     const row = (await this.stats()).get(server);

@@ -81,8 +81,10 @@ export function adminState(admin: number): ServerState {
   return "ready";
 }
 
+/** Down whenever HAProxy holds it stopped (checked or not: see setHealthChecks); `unchecked` when up without a check. */
 export function healthOf(line: ServerStateLine): "up" | "down" | "starting" | "stopping" | "unchecked" {
-  if ((line.check & CHECK_ENABLED) === 0) return "unchecked";
+  if (line.operational === 0) return "down";
+  if ((line.check & CHECK_ENABLED) === 0 && line.operational === 2) return "unchecked";
   return (["down", "starting", "up", "stopping"] as const)[line.operational];
 }
 

@@ -86,7 +86,7 @@ describe("HaproxyFrontDoor over a real HAProxy's Runtime API", () => {
       {
         name: "green",
         state: "maint",
-        health: "unchecked",
+        health: "down",
         address: "127.0.0.1",
         port: greenPort,
         sessions: 0,
