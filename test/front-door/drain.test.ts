@@ -57,6 +57,7 @@ async function sendSeveral(n: number): Promise<string[]> {
 
 describe("drain through a real HAProxy", () => {
   it("a stream in flight on a drained server runs to its end while new requests go to the other; its sessions fall to 0", async () => {
+    expect(await sendSeveral(2)).toEqual(["blue", "blue"]); // the client's kept-alive connection was on blue
     const stream = openStream(url, 20, 100); // 2 s of events
     await stream.first;
     expect(stream.events[0]!.data).toContain('"served_by":"blue"');
