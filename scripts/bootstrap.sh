@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm run demo` need on a fresh Debian/Ubuntu machine, and nothing when it
 # is all there already: npm dependencies, and the real services the test bench starts (redis-server,
-# sshd) plus the host tools the simulated GPU host uses (curl, git, ps, timeout).
+# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +24,8 @@ declare -A needed=(
   [systemd-analyze]=systemd
   [diff]=diffutils
   [sha256sum]=coreutils
+  [/usr/sbin/haproxy]=haproxy
+  [socat]=socat
 )
 missing=()
 for cmd in "${!needed[@]}"; do

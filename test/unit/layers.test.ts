@@ -127,6 +127,18 @@ describe("the layer rules", () => {
     ).toEqual([]);
   });
 
+  it("the front door reaches neither Slack, ssh2 nor Redis: it runs commands through the host transport", () => {
+    const frontDoor = [...files.keys()].filter((f) => inside(f, "src/front-door"));
+    expect(frontDoor.length).toBeGreaterThan(3);
+    const forbidden = (t: string) =>
+      inside(t, "src/slack", "src/reporter", "src/store") ||
+      ["ssh2", "@slack/bolt", "@slack/web-api", "@slack/socket-mode", "ioredis", "bullmq"].includes(t);
+    const reached = frontDoor.flatMap((file) =>
+      [...runtimeClosure(file)].filter(forbidden).map((t) => `${file} ⇒ ${t}`),
+    );
+    expect(reached).toEqual([]);
+  });
+
   it("src/ never imports jobs/ or commands/ (but for the composition root)", () => {
     expect(
       offenders(
