@@ -4,6 +4,8 @@ import type { SwapRecord } from "../swap/swap-record.ts";
 import { finalLine } from "./final-line.ts";
 import { codeBlock, escapeMrkdwn, message, type SlackMessage, section } from "./message.ts";
 
+const STAGE_WORD = { health: "health wait", sanity: "sanity check" } as const;
+
 /** A reply in the swap's thread; `broadcast` also shows it in the channel (the outcome only). */
 export interface ThreadReply {
   message: SlackMessage;
@@ -55,12 +57,19 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say(
         `⚠️ The benchmark could not run: ${escapeMrkdwn(event.error)}. The new model is healthy and sane; it stays.`,
       );
-    case "rolling-back":
+    case "rolling-back": {
+      // A failed health wait or sanity check has told its reason in the reply just above: not again.
+      const toldAbove = (["health", "sanity"] as const).find((s) => record.stages[s].state === "failed");
+      const why =
+        toldAbove === undefined
+          ? `: ${escapeMrkdwn(event.why)}`
+          : ` (the ${STAGE_WORD[toldAbove]} failed, above)`;
       return say(
         event.to === undefined
-          ? `↩️ Rolling back (nothing served before): stopping \`${escapeMrkdwn(event.stopping)}\`: ${escapeMrkdwn(event.why)}`
-          : `↩️ Rolling back to \`${escapeMrkdwn(event.to)}\`: ${escapeMrkdwn(event.why)}`,
+          ? `↩️ Rolling back (nothing served before): stopping \`${escapeMrkdwn(event.stopping)}\`${why}`
+          : `↩️ Rolling back to \`${escapeMrkdwn(event.to)}\`${why}`,
       );
+    }
     case "rollback-failed":
       return say(
         `❌ \`${escapeMrkdwn(event.unit)}\` did not come back: ${escapeMrkdwn(event.why)}`,
