@@ -68,6 +68,7 @@ export class OpsEndpoints {
       redis: this.redis,
       queues: this.queues,
       hosts: options.hosts,
+      log: options.log.child({ name: "metrics" }),
     });
     this.dashboard =
       env.MODELSWAP_DASHBOARD_PASSWORD === undefined

@@ -1,6 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { Gauge, Registry } from "prom-client";
+import type { Logger } from "../log.ts";
 import { bullmqRegistry } from "./bullmq-metrics.ts";
 import { registerHostMetrics } from "./host-metrics.ts";
 import { type DeploymentState, readDeployment } from "./read-deployment.ts";
@@ -17,6 +18,8 @@ export interface CollectDeps {
   hosts: readonly string[];
   /** How long the Redis reads of one scrape may take. */
   timeoutMs?: number;
+  /** Where a corrupt value read during a scrape is reported (STORE_RECORD_INVALID); stderr without it. */
+  log?: Logger;
 }
 
 /**
@@ -58,7 +61,10 @@ export class MetricsCollector {
     const { redis, queues, hosts } = this.deps;
     let redisError: string | undefined;
     try {
-      this.state = await withTimeout(readDeployment(redis, queues, hosts), this.deps.timeoutMs ?? 3000);
+      this.state = await withTimeout(
+        readDeployment(redis, queues, hosts, this.deps.log),
+        this.deps.timeoutMs ?? 3000,
+      );
     } catch (error) {
       redisError = (error as Error).message;
     }

@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { Logger } from "../log.ts";
 import type { HostHealthState } from "../store/incidents.ts";
 import { Store } from "../store/store.ts";
 import { readSwapTally, type SwapTally } from "../store/swap-tally.ts";
@@ -29,10 +30,11 @@ export async function readDeployment(
   redis: Redis,
   queues: readonly Queue[],
   hosts: readonly string[],
+  log?: Logger,
 ): Promise<DeploymentState> {
-  const store = new Store(redis);
+  const store = new Store(redis, log === undefined ? {} : { log });
   const [tally, health, active, bullmq] = await Promise.all([
-    readSwapTally(redis),
+    readSwapTally(redis, log),
     Promise.all(hosts.map(async (host) => [host, await store.incidents.state(host)] as const)),
     Promise.all(hosts.map(async (host) => [host, await activeStep(store, host)] as const)),
     Promise.all(queues.map((q) => q.exportPrometheusMetrics())),
