@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { didYouMean } from "../config/did-you-mean.ts";
 import type { CliCommand, CliInput } from "./cli-command.ts";
 import { COMMON_OPTIONS, cliUsage } from "./cli-usage.ts";
 
@@ -32,7 +33,15 @@ export function parseCommandLine(argv: readonly string[], root: CliCommand): Com
       return refused(command, path, `name a command: ${command.commands.map((c) => c.name).join(", ")}`);
     if (word.startsWith("-")) break;
     const next = command.commands.find((c) => c.name === word);
-    if (next === undefined) return refused(command, path, `unknown command '${word}'`);
+    if (next === undefined)
+      return refused(
+        command,
+        path,
+        `unknown command '${word}'${meant(
+          word,
+          command.commands.map((c) => c.name),
+        )}`,
+      );
     command = next;
     path.push(word);
     rest = after;
@@ -49,7 +58,9 @@ export function parseCommandLine(argv: readonly string[], root: CliCommand): Com
   try {
     parsed = parseArgs(config);
   } catch (error) {
-    return refused(command, path, firstSentence(error));
+    const unknown = /^Unknown option '(-{1,2}[^']+)'/.exec(error instanceof Error ? error.message : "");
+    const known = Object.keys(config.options ?? {}).map((name) => `--${name}`);
+    return refused(command, path, `${firstSentence(error)}${unknown ? meant(unknown[1]!, known) : ""}`);
   }
   const { values, positionals } = parsed;
   if (values.help === true) return { kind: "help", usage: cliUsage(command, path) };
@@ -67,6 +78,12 @@ export function parseCommandLine(argv: readonly string[], root: CliCommand): Com
 
 function refused(command: CliCommand, path: readonly string[], message: string): CommandLine {
   return { kind: "refused", message: `${path.join(" ")}: ${message}`, usage: cliUsage(command, path) };
+}
+
+/** ": did you mean '--host'?" for a near miss (`--hots`), else nothing. */
+function meant(word: string, known: readonly string[]): string {
+  const guess = didYouMean(word, known);
+  return guess === undefined ? "" : `: did you mean '${guess}'?`;
 }
 
 /** parseArgs's message without its advice ("Unknown option '--x'. To specify a positional …"). */

@@ -65,4 +65,21 @@ describe("parseCommandLine", () => {
     const help = parseCommandLine(["doctor", "--help"], root);
     if (help.kind === "help") expect(help.usage).toContain("--host <name>…");
   });
+
+  it("suggests the option or command a near miss meant", () => {
+    const root = withProbe();
+    expect(parseCommandLine(["probe", "--hots", "gpu-1"], root)).toMatchObject({
+      kind: "refused",
+      message: "modelswap probe: unknown option '--hots': did you mean '--host'?",
+    });
+    expect(parseCommandLine(["prob"], root)).toMatchObject({
+      kind: "refused",
+      message: "modelswap: unknown command 'prob': did you mean 'probe'?",
+    });
+    // nothing close: no guess
+    expect(parseCommandLine(["probe", "--zzzzzz"], root)).toMatchObject({
+      kind: "refused",
+      message: "modelswap probe: unknown option '--zzzzzz'",
+    });
+  });
 });
