@@ -423,7 +423,7 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
     expect(row.mark).toBe("✖");
     const pinned = (baseConfig.hosts as HostEntry[]).find((h) => h.name === "stale")!.ssh!.hostKeySha256;
     expect(row.saw).toContain(
-      `presented host key ${bench.sshd.hostKeySha256()}, but the config pins ${pinned}`,
+      `presented host keys ${bench.sshd.hostKeySha256()} (ED25519), ${bench.sshd.hostKeyFingerprints().ecdsa} (ECDSA), but the config pins ${pinned}`,
     );
     expect(row.code).toBe("HOST_KEY_MISMATCH");
     expect(row.fix).toContain(`ssh-keyscan -t ed25519 -p ${bench.sshd.port} 127.0.0.1 | ssh-keygen -lf -`);
