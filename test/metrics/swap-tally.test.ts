@@ -1,33 +1,20 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
 import { newSwapId } from "../../src/grammar/swap-id.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { Store } from "../../src/store/store.ts";
 import { readSwapTally } from "../../src/store/swap-tally.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * The swap tally on a real redis-server, through the store's save as the pipeline calls it: a swap counts
  * once, when the save that records its outcome commits, however often it is saved after that (a worker
  * that dies after the save and a second one that finishes the step again save it twice).
  */
-let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let redis: Redis;
-
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
+useRedisServer((client) => {
+  redis = client;
 });
 
 function swap(id: string, host: string): SwapRecord {

@@ -1,29 +1,20 @@
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { IncidentTracker, type Thresholds, type Transition } from "../../src/store/incidents.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /** The incident state machine on a real redis-server: thresholds, flapping, several workers, lost alerts. */
-let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let a: Redis;
 let b: Redis;
 const THRESHOLDS: Thresholds = { failureThreshold: 3, recoveryThreshold: 2, claimTimeoutMs: 60_000 };
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  a = new Redis(server.url);
+useRedisServer((client, server) => {
+  a = client;
   b = new Redis(server.url);
 });
 
-afterAll(async () => {
-  a?.disconnect();
+afterAll(() => {
   b?.disconnect();
-  await server?.stop();
-  await removeDir?.();
 });
 
 beforeEach(async () => {

@@ -1,29 +1,20 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { expect, it } from "vitest";
 import { MonitorQueue } from "../../src/queue/monitor-queue.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * The fleet's health checks are spread over the interval (each host at its own moment), not fired at
  * the same instant: the bench found 200 hosts checked at once every interval, 200 SSH commands in a burst.
  */
-let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let redis: Redis;
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url, { maxRetriesPerRequest: null });
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
-});
+useRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { maxRetriesPerRequest: null },
+);
 
 it("gives each host's check its own moment in the interval", async () => {
   const queue = new MonitorQueue(redis);

@@ -1,12 +1,11 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { AUDIT_STREAM } from "../../src/store/audit-log.ts";
 import { keys } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
 import { readSwapTally } from "../../src/store/swap-tally.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * Values in a real redis-server that no modelswap wrote (changed by hand, a restore gone wrong), read by
@@ -14,26 +13,15 @@ import { tempDir } from "../support/tmp.ts";
  * audit stream: each bad value is logged with STORE_RECORD_INVALID and left out, never used as if it were
  * right; the good values beside it are still read.
  */
-let server: BenchRedis;
 let redis: Redis;
-let removeDir: () => Promise<void>;
 let lines: Record<string, unknown>[] = [];
 const log = createLogger({
   level: "info",
   destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
 });
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
+useRedisServer((client) => {
+  redis = client;
 });
 
 beforeEach(async () => {

@@ -1,5 +1,5 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { beforeEach, describe, expect, it } from "vitest";
 import { newSwapId } from "../../src/grammar/swap-id.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
@@ -14,39 +14,27 @@ import {
 import { keys } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * The host lock's check on a real redis-server, with the BullMQ job state given (every state BullMQ's
  * getState() answers): which holders are live and never cleared, which are stuck, and that clearing a
  * stuck one ends its swap and gives the host back in one transaction, only if that swap still holds it.
  */
-let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let redis: Redis;
 let store: Store;
 const jobs = new Map<string, string>();
 const deps = (): HostLockCheckDeps => ({ store, jobState: async (id) => jobs.get(id) });
 const MINUTE = 60_000;
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url);
-  store = new Store(redis);
+useRedisServer((client) => {
+  redis = client;
+  store = new Store(client);
 });
 
 beforeEach(async () => {
   await redis.flushall();
   jobs.clear();
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
 });
 
 /** A swap `minutesAgo` old that holds `host`, with its record saved unless `saved` is false. */

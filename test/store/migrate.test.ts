@@ -1,12 +1,11 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { keys, STORE_VERSION } from "../../src/store/keys.ts";
 import { migrateStore } from "../../src/store/migrate.ts";
 import { Store } from "../../src/store/store.ts";
 import { newStages } from "../../src/swap/swap-record.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * A deployment of the version before the store (keys straight under the hash tag, some inside the
@@ -14,9 +13,7 @@ import { tempDir } from "../support/tmp.ts";
  * real redis-server: every piece of state is where this version reads it, parsed by its schema, and
  * nothing is left under the old names. Run twice, it changes nothing the second time.
  */
-let server: BenchRedis;
 let redis: Redis;
-let removeDir: () => Promise<void>;
 const log = createLogger({ level: "silent" });
 
 const OLD = "{modelswap}";
@@ -108,11 +105,8 @@ const v1Record = (id: string, over: Record<string, unknown>) => ({
   ...over,
 });
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url);
+useRedisServer(async (client) => {
+  redis = client;
   const created = Date.parse(now);
   await redis
     .multi()
@@ -179,12 +173,6 @@ beforeAll(async () => {
     // BullMQ's own keys under the queues' names stay as they are
     .hset(`${OLD}:swaps:${ID}`, "name", "swap")
     .exec();
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
 });
 
 describe("migrating a deployment from before the store", () => {

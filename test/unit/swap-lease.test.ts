@@ -1,30 +1,18 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
 import { SwapLocks } from "../../src/store/swap-locks.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * The swap lease on a real redis-server: one run of a swap at a time. A run whose lease lapsed (its
  * process stalled past it) and was taken by another finds out before it saves, and stops.
  */
-let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let redis: Redis;
 let store: SwapLocks;
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url);
-  store = new SwapLocks(redis);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
+useRedisServer((client) => {
+  redis = client;
+  store = new SwapLocks(client);
 });
 
 describe("the swap lease", () => {
