@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Queue } from "bullmq";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { newSwapId } from "../../src/grammar/swap-id.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { MetricsCollector } from "../../src/metrics/collect.ts";
@@ -11,9 +11,10 @@ import { SlackCallMetrics } from "../../src/metrics/slack-calls.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
+import type { BenchRedis } from "../../testbench/redis.ts";
+import { until } from "../../testbench/until.ts";
 import { parseExposition, sampleValue } from "../support/prometheus-text.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useRedisServer } from "../support/redis-server.ts";
 
 /**
  * One /metrics scrape on a real redis-server, through prom-client, read back by the strict parser: every
@@ -21,24 +22,21 @@ import { tempDir } from "../support/tmp.ts";
  * scrape still answers, with modelswap_redis_up 0 and without the Redis families.
  */
 let server: BenchRedis;
-let removeDir: () => Promise<void>;
 let redis: Redis;
 let queue: Queue;
 
-beforeAll(async () => {
-  const dir = await tempDir();
-  removeDir = dir.remove;
-  server = await startRedis(dir.path);
-  redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  redis.on("error", () => undefined); // the second test stops the server on purpose
-  queue = new Queue("swaps", { connection: redis, prefix: QUEUE_PREFIX });
-});
+useRedisServer(
+  (client, started) => {
+    redis = client;
+    server = started;
+    redis.on("error", () => undefined); // the second test stops the server on purpose
+    queue = new Queue("swaps", { connection: redis, prefix: QUEUE_PREFIX });
+  },
+  { maxRetriesPerRequest: null },
+);
 
 afterAll(async () => {
   await queue?.close();
-  redis?.disconnect();
-  await server?.stop();
-  await removeDir?.();
 });
 
 /** The metrics table of docs/metrics.md: name → type and labels. */
@@ -159,6 +157,8 @@ describe("a /metrics scrape", () => {
     } finally {
       await server.start();
     }
+    // once the client has reconnected (ioredis retries with a backoff), the Redis families are back
+    await until(() => redis.status === "ready", { what: "the client to reconnect to the restarted Redis" });
     const { redisError } = await collector.scrape();
     expect(redisError).toBeUndefined();
   });
