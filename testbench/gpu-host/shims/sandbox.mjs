@@ -24,8 +24,10 @@
  */
 import { randomBytes } from "node:crypto";
 import {
+  accessSync,
   appendFileSync,
   closeSync,
+  constants,
   mkdirSync,
   openSync,
   readdirSync,
@@ -38,6 +40,24 @@ import {
 import { dirname, join, resolve } from "node:path";
 
 export const SANDBOX_ENV = "MODELSWAP_SANDBOX";
+
+/**
+ * The first executable `name` in the directories of a PATH-like `searchPath` (empty entries skipped),
+ * as execvp(3) and systemd look a bare command name up; undefined when there is none.
+ */
+export function findOnPath(name, searchPath) {
+  for (const dir of (searchPath ?? "").split(":")) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here: keep looking
+    }
+  }
+  return undefined;
+}
 
 /** The sandbox root of the calling shim (from MODELSWAP_SANDBOX); throws when unset. */
 export function sandboxRoot() {

@@ -26,27 +26,15 @@
  * Not simulated: other options, Defaults, Runas lists, aliases, wildcards in arguments, -ll.
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
 import { userInfo } from "node:os";
-import { delimiter, join } from "node:path";
-import { fault, readConfig, recordCall, sandboxPaths } from "./sandbox.mjs";
+import { join } from "node:path";
+import { fault, findOnPath, readConfig, recordCall, sandboxPaths } from "./sandbox.mjs";
 
 const argv = process.argv.slice(2);
 recordCall("sudo", argv);
 
 function resolveCommand(name) {
-  if (name.includes("/")) return name;
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    const path = join(dir, name);
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
+  return name.includes("/") ? name : findOnPath(name, process.env.PATH);
 }
 
 function escapeRegex(text) {

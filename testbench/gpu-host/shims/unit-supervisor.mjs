@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { basename, isAbsolute, join } from "node:path";
 import { createInterface } from "node:readline";
-import { appendJournal, processGroupAlive, readFaults, sleep } from "./sandbox.mjs";
+import { appendJournal, findOnPath, processGroupAlive, readFaults, sleep } from "./sandbox.mjs";
 import {
   emptyUnitState,
   formatExitStatus,
@@ -140,18 +140,7 @@ function childEnv() {
 }
 
 function resolveExecutable(path, env) {
-  if (isAbsolute(path)) return path;
-  for (const dir of (env.PATH ?? "").split(":")) {
-    if (dir === "") continue;
-    const candidate = join(dir, path);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return null;
+  return isAbsolute(path) ? path : (findOnPath(path, env.PATH) ?? null);
 }
 
 /**
