@@ -1,5 +1,5 @@
 import type { HostConfig } from "../config/file-schema.ts";
-import { lsRemoteArgs, parseLsRemote } from "../engine/engine-source.ts";
+import { lsRemoteCommand, parseLsRemote } from "../engine/engine-source.ts";
 import { privilegedCommands } from "../engine/unit-commands.ts";
 import { asCodedError, CodedError } from "../errors.ts";
 import { createTransport } from "../host/create-transport.ts";
@@ -217,10 +217,7 @@ function upstreamRow(transport: HostTransport, host: HostConfig, target: string,
     check: "engine upstream",
     run: async () => {
       const upstream = host.engineUpstream;
-      const args = lsRemoteArgs("main");
-      const result = await transport.exec(sh`git ls-remote ${args.options} ${upstream} ${args.patterns}`, {
-        timeoutMs,
-      });
+      const result = await transport.exec(lsRemoteCommand(upstream, "main"), { timeoutMs });
       if (result.code !== 0) {
         return problem(
           "fail",

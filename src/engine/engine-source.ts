@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type ShellCommand, sh } from "../host/shell-quote.ts";
 
 /*
  * Which engine source a swap builds, and whether it may. `--engine-ref` names a ref of the configured
@@ -58,6 +59,12 @@ export function lsRemoteArgs(ref: string): { options: string[]; patterns: string
   if (pull !== null) return { options: [], patterns: [`refs/pull/${pull[1]}/${pull[2]}`] };
   if (isPullOrForeignRef(ref) !== undefined) return { options: [], patterns: [ref] };
   return { options: ["--heads", "--tags"], patterns: [] };
+}
+
+/** The host's `git ls-remote` of `upstream` that lists what `ref` may be (see lsRemoteArgs). */
+export function lsRemoteCommand(upstream: string, ref: string): ShellCommand {
+  const args = lsRemoteArgs(ref);
+  return sh`git ls-remote ${args.options} ${upstream} ${args.patterns}`;
 }
 
 /** `git ls-remote` output as ref → commit; an annotated tag's `^{}` line (the commit it tags) wins over the tag object. */

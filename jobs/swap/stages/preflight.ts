@@ -3,12 +3,11 @@ import { planHash } from "../../../src/approval/plan-hash.ts";
 import {
   type EngineSourceResult,
   engineBuildDir,
-  lsRemoteArgs,
+  lsRemoteCommand,
   parseLsRemote,
   resolveEngineSource,
 } from "../../../src/engine/engine-source.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
-import { sh } from "../../../src/host/shell-quote.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
@@ -95,12 +94,9 @@ async function resolveEngine(ctx: StageContext): Promise<EngineSourceResult> {
   const { host, swap } = ctx;
   const ref = swap.record.request.engineRef;
   const upstream = host.config.engineUpstream;
-  const args = lsRemoteArgs(ref);
-  const listing = await host.must(
-    sh`git ls-remote ${args.options} ${upstream} ${args.patterns}`,
-    `listing the refs of ${upstream}`,
-    { timeoutMs: 60_000 },
-  );
+  const listing = await host.must(lsRemoteCommand(upstream, ref), `listing the refs of ${upstream}`, {
+    timeoutMs: 60_000,
+  });
   return resolveEngineSource({
     ref,
     upstream,
