@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import { formatGiB } from "../plan/byte-units.ts";
 import { describeGpus, hubCliCheck, venvCheck } from "../plan/make-plan.ts";
 import { readFreeDiskBytes, readGpus, readHubCli, readVenvPython } from "../plan/read-host-facts.ts";
+import { withTimeout } from "../with-timeout.ts";
 import { type DoctorRow, pass, problem } from "./doctor-row.ts";
 
 /** Below this much free space in the models directory the doctor fails: hardly a model fits. */
@@ -316,26 +317,17 @@ function gpuRow(transport: HostTransport, target: string): Check {
 }
 
 /** Rejects with HOST_COMMAND_TIMEOUT when `work` outlives `ms` by 2 s: a backstop, the transport's own limits come first. */
-async function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new CodedError(
-            "HOST_COMMAND_TIMEOUT",
-            `no answer within ${Math.round(ms / 1000)} s`,
-            "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); look at the host directly",
-          ),
-        ),
-      ms + 2000,
-    );
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  return withTimeout(
+    work,
+    ms + 2000,
+    () =>
+      new CodedError(
+        "HOST_COMMAND_TIMEOUT",
+        `no answer within ${Math.round(ms / 1000)} s`,
+        "the host may be overloaded or a tool on it hangs (nvidia-smi does when the driver is stuck); look at the host directly",
+      ),
+  );
 }
 
 /** git's own reason (its first `fatal:` or `error:` line; the lines after it are advice). */

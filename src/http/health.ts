@@ -1,5 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
+import { withTimeout } from "../with-timeout.ts";
 
 export type WorkerState = "running" | "closing" | "stopped";
 
@@ -55,16 +56,10 @@ export async function checkBotHealth(
 }
 
 async function ping(redis: Redis, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const answer = await Promise.race([
-      redis.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer to PING within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
-    if (answer !== "PONG") throw new Error(`PING answered ${String(answer)}`);
-  } finally {
-    clearTimeout(timer);
-  }
+  const answer = await withTimeout(
+    redis.ping(),
+    timeoutMs,
+    () => new Error(`no answer to PING within ${timeoutMs} ms`),
+  );
+  if (answer !== "PONG") throw new Error(`PING answered ${String(answer)}`);
 }

@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { Gauge, Registry } from "prom-client";
 import type { Logger } from "../log.ts";
+import { withTimeout } from "../with-timeout.ts";
 import { bullmqRegistry } from "./bullmq-metrics.ts";
 import { registerHostMetrics } from "./host-metrics.ts";
 import { type DeploymentState, readDeployment } from "./read-deployment.ts";
@@ -58,12 +59,13 @@ export class MetricsCollector {
   }
 
   private async scrapeNow(): Promise<{ text: string; redisError: string | undefined }> {
-    const { redis, queues, hosts } = this.deps;
+    const { redis, queues, hosts, timeoutMs = 3000 } = this.deps;
     let redisError: string | undefined;
     try {
       this.state = await withTimeout(
         readDeployment(redis, queues, hosts, this.deps.log),
-        this.deps.timeoutMs ?? 3000,
+        timeoutMs,
+        () => new Error(`Redis did not answer within ${timeoutMs} ms`),
       );
     } catch (error) {
       redisError = (error as Error).message;
@@ -77,19 +79,5 @@ export class MetricsCollector {
     } finally {
       this.state = undefined;
     }
-  }
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }

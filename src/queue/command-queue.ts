@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
+import { withTimeout } from "../with-timeout.ts";
 
 export const COMMAND_QUEUE = "commands";
 
@@ -51,14 +52,14 @@ export class CommandQueue {
   }
 
   async enqueueStatus(data: StatusJob): Promise<string> {
-    const job = await withTimeout(
+    const job = await enqueueWithin(
       this.queue.add(JOB_NAMES.status, statusJobSchema.parse(data), { attempts: 2 }),
     );
     return job.id ?? "";
   }
 
   async enqueueHistory(data: HistoryJob): Promise<string> {
-    const job = await withTimeout(
+    const job = await enqueueWithin(
       this.queue.add(JOB_NAMES.history, historyJobSchema.parse(data), { attempts: 2 }),
     );
     return job.id ?? "";
@@ -69,16 +70,13 @@ export class CommandQueue {
   }
 }
 
-async function withTimeout<T>(work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no answer from Redis within ${ENQUEUE_TIMEOUT_MS} ms`)),
-      ENQUEUE_TIMEOUT_MS,
-    );
-  });
+async function enqueueWithin<T>(work: Promise<T>): Promise<T> {
   try {
-    return await Promise.race([work, timeout]);
+    return await withTimeout(
+      work,
+      ENQUEUE_TIMEOUT_MS,
+      () => new Error(`no answer from Redis within ${ENQUEUE_TIMEOUT_MS} ms`),
+    );
   } catch (error) {
     throw new CodedError(
       "QUEUE_UNAVAILABLE",
@@ -86,7 +84,5 @@ async function withTimeout<T>(work: Promise<T>): Promise<T> {
       "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; the command was not queued, try again once it is back",
       { cause: error },
     );
-  } finally {
-    clearTimeout(timer);
   }
 }
