@@ -58,7 +58,7 @@ export async function checkHost(
       hfRow(transport, target),
       venvRow(transport, host, target),
       upstreamRow(transport, host, target, timeoutMs),
-      ...modelsDirRows(transport, host, target, user),
+      modelsDirRow(transport, host, target, user),
       gpuRow(transport, target),
     ];
     const rows = await Promise.all(
@@ -71,7 +71,7 @@ export async function checkHost(
         }
       }),
     );
-    return [login.row, ...rows.flat()];
+    return [login.row, ...rows];
   } finally {
     await transport.close();
   }
@@ -79,7 +79,7 @@ export async function checkHost(
 
 interface Check {
   check: string;
-  run: () => Promise<DoctorRow | DoctorRow[]>;
+  run: () => Promise<DoctorRow>;
 }
 
 async function connectRow(
@@ -240,55 +240,53 @@ function upstreamRow(transport: HostTransport, host: HostConfig, target: string,
   };
 }
 
-function modelsDirRows(transport: HostTransport, host: HostConfig, target: string, user: string): Check[] {
+function modelsDirRow(transport: HostTransport, host: HostConfig, target: string, user: string): Check {
   const dir = host.modelsDir;
-  return [
-    {
-      check: "models dir",
-      run: async () => {
-        // an empty directory made and removed again: what the bot's user may really write (permissions,
-        // a read-only mount, an immutable directory), not what the mode bits say
-        const probe = await transport.exec(sh`
+  return {
+    check: "models dir",
+    run: async () => {
+      // an empty directory made and removed again: what the bot's user may really write (permissions,
+      // a read-only mount, an immutable directory), not what the mode bits say
+      const probe = await transport.exec(sh`
           if [ ! -d ${dir} ]; then echo missing; exit 0; fi
           t=$(mktemp -d ${`${dir}/.modelswap-doctor.XXXXXX`} 2>&1) || { echo "refused $t"; exit 0; }
           rmdir "$t"; echo writable`);
-        const said = probe.stdout.trim();
-        if (said === "missing") {
-          return problem(
-            "fail",
-            target,
-            "models dir",
-            `${dir} does not exist`,
-            "MODELS_DIR_MISSING",
-            `create it for the bot's user: sudo install -d -o ${user} -g ${user} ${dir} (or correct hosts[${host.name}].modelsDir)`,
-          );
-        }
-        if (said !== "writable") {
-          return problem(
-            "fail",
-            target,
-            "models dir",
-            `${user} cannot write in ${dir}: ${said.replace(/^refused /, "")}`,
-            "MODELS_DIR_NOT_WRITABLE",
-            `give it to the bot's user (sudo chown ${user}: ${dir}); downloads, tasks and engine builds all go there`,
-          );
-        }
-        const free = await readFreeDiskBytes(transport, dir);
-        const saw = `${dir}: writable by ${user}, ${formatGiB(free)} free`;
-        if (free < MODELS_DIR_FAIL_BYTES || free < MODELS_DIR_WARN_BYTES) {
-          return problem(
-            free < MODELS_DIR_FAIL_BYTES ? "fail" : "warn",
-            target,
-            "models dir",
-            saw,
-            "MODELS_DIR_LOW_SPACE",
-            "free space there: old models are kept for rollbacks, remove the ones you will not go back to (a plan refuses a model that does not fit)",
-          );
-        }
-        return pass(target, "models dir", saw);
-      },
+      const said = probe.stdout.trim();
+      if (said === "missing") {
+        return problem(
+          "fail",
+          target,
+          "models dir",
+          `${dir} does not exist`,
+          "MODELS_DIR_MISSING",
+          `create it for the bot's user: sudo install -d -o ${user} -g ${user} ${dir} (or correct hosts[${host.name}].modelsDir)`,
+        );
+      }
+      if (said !== "writable") {
+        return problem(
+          "fail",
+          target,
+          "models dir",
+          `${user} cannot write in ${dir}: ${said.replace(/^refused /, "")}`,
+          "MODELS_DIR_NOT_WRITABLE",
+          `give it to the bot's user (sudo chown ${user}: ${dir}); downloads, tasks and engine builds all go there`,
+        );
+      }
+      const free = await readFreeDiskBytes(transport, dir);
+      const saw = `${dir}: writable by ${user}, ${formatGiB(free)} free`;
+      if (free < MODELS_DIR_WARN_BYTES) {
+        return problem(
+          free < MODELS_DIR_FAIL_BYTES ? "fail" : "warn",
+          target,
+          "models dir",
+          saw,
+          "MODELS_DIR_LOW_SPACE",
+          "free space there: old models are kept for rollbacks, remove the ones you will not go back to (a plan refuses a model that does not fit)",
+        );
+      }
+      return pass(target, "models dir", saw);
     },
-  ];
+  };
 }
 
 function gpuRow(transport: HostTransport, target: string): Check {
