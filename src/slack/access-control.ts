@@ -2,6 +2,7 @@ import type { WebClient } from "@slack/web-api";
 import type { Principals } from "../config/file-schema.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { slackErrorWord } from "./slack-error-word.ts";
 
 /** A group's members are read again when older than this (or than the staleness limit, if lower). */
 const GROUP_REFRESH_MS = 5 * 60_000;
@@ -92,7 +93,7 @@ export class AccessControl {
       this.groups.set(group, { members, fetchedAt: this.now() });
       return members;
     } catch (error) {
-      const slackError = (error as { data?: { error?: string } }).data?.error ?? (error as Error).message;
+      const slackError = slackErrorWord(error) ?? (error as Error).message;
       if (cached !== undefined && age <= this.stalenessMs) {
         this.log.warn(
           { group, slackError, ageSeconds: Math.round(age / 1000) },

@@ -1,6 +1,7 @@
 import { WebClient } from "@slack/web-api";
 import { type DoctorRow, pass, problem } from "../doctor/doctor-row.ts";
 import { manifestBotScopes } from "./manifest-scopes.ts";
+import { APP_TOKEN_FIX, slackErrorWord } from "./slack-error-word.ts";
 
 export interface SlackCheckInput {
   botToken: string;
@@ -35,7 +36,7 @@ export async function checkSlack(input: SlackCheckInput): Promise<DoctorRow[]> {
   try {
     auth = await client.auth.test();
   } catch (error) {
-    const said = slackError(error);
+    const said = slackErrorWord(error);
     if (said !== undefined && TOKEN_ERRORS.has(said)) {
       rows.push(
         problem(
@@ -116,7 +117,7 @@ async function checkAppToken(
     await new WebClient(input.appToken, options).apps.connections.open();
     return [pass(TARGET, "socket mode", "apps.connections.open gave a WebSocket URL (not opened)")];
   } catch (error) {
-    const said = slackError(error);
+    const said = slackErrorWord(error);
     return [
       problem(
         "fail",
@@ -124,7 +125,7 @@ async function checkAppToken(
         "socket mode",
         `apps.connections.open refused SLACK_APP_TOKEN: ${said ?? errorText(error)}`,
         "SLACK_APP_TOKEN_INVALID",
-        "create an app-level token with the connections:write scope (Basic Information → App-Level Tokens), turn Socket Mode on, and set it as SLACK_APP_TOKEN",
+        APP_TOKEN_FIX,
       ),
     ];
   }
@@ -135,7 +136,7 @@ async function checkChannel(client: WebClient, channel: string): Promise<DoctorR
     await client.conversations.history({ channel, limit: 1 });
     return pass(TARGET, "channel", `${channel} can be read (conversations.history)`);
   } catch (error) {
-    const said = slackError(error) ?? errorText(error);
+    const said = slackErrorWord(error) ?? errorText(error);
     const fix =
       said === "not_in_channel"
         ? `invite the bot in that channel: /invite @modelswap`
@@ -149,12 +150,6 @@ async function checkChannel(client: WebClient, channel: string): Promise<DoctorR
       fix,
     );
   }
-}
-
-/** Slack's error word (`invalid_auth`) of a refused call, if it was one. */
-function slackError(error: unknown): string | undefined {
-  const word = (error as { data?: { error?: unknown } } | undefined)?.data?.error;
-  return typeof word === "string" ? word : undefined;
 }
 
 function errorText(error: unknown): string {

@@ -12,6 +12,7 @@ import { handleEachEventOnce } from "./event-deliveries.ts";
 import { guardAgainstReplays } from "./replay-guard.ts";
 import { reply } from "./reply.ts";
 import { routeCommand } from "./route-command.ts";
+import { APP_TOKEN_FIX, slackErrorWord } from "./slack-error-word.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
 export interface SlackAppOptions {
@@ -169,12 +170,12 @@ function portError(error: unknown, port: number): CodedError | undefined {
 
 /** Slack's refusal of the app-level token, in words an operator can act on. */
 function socketModeStartError(error: unknown): unknown {
-  const slackError = (error as { data?: { error?: unknown } } | undefined)?.data?.error;
-  if (typeof slackError !== "string") return error;
+  const slackError = slackErrorWord(error);
+  if (slackError === undefined) return error;
   return new CodedError(
     "SLACK_API_ERROR",
     `Slack refused to open a Socket Mode connection with SLACK_APP_TOKEN (${slackError})`,
-    "create an app-level token with the connections:write scope (app settings → Basic Information → App-Level Tokens), turn Socket Mode on, and set it as SLACK_APP_TOKEN",
+    APP_TOKEN_FIX,
     { cause: error },
   );
 }

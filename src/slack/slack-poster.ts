@@ -4,6 +4,7 @@ import type { Logger } from "../log.ts";
 import { redactStrings } from "../log.ts";
 import type { SlackMessage } from "../reporter/message.ts";
 import { Pacer } from "./pacer.ts";
+import { slackErrorWord } from "./slack-error-word.ts";
 
 export interface PostOptions {
   threadTs?: string;
@@ -180,7 +181,7 @@ export class SlackPoster {
     try {
       await this.client.reactions.add({ channel, timestamp: ts, name });
     } catch (error) {
-      const slackError = (error as { data?: { error?: string } }).data?.error;
+      const slackError = slackErrorWord(error);
       if (slackError !== "already_reacted") this.log.warn({ slackError, name }, "could not add a reaction");
     }
   }
@@ -191,7 +192,7 @@ export class SlackPoster {
     try {
       await this.client.reactions.remove({ channel, timestamp: ts, name });
     } catch (error) {
-      const slackError = (error as { data?: { error?: string } }).data?.error;
+      const slackError = slackErrorWord(error);
       if (slackError !== "no_reaction" && slackError !== "message_not_found")
         this.log.warn({ slackError, name }, "could not remove a reaction");
     }
@@ -222,7 +223,7 @@ export class SlackPoster {
     try {
       return await send();
     } catch (error) {
-      const slackError = (error as { data?: { error?: string } }).data?.error ?? (error as Error).message;
+      const slackError = slackErrorWord(error) ?? (error as Error).message;
       this.log.warn({ method, slackError }, "slack call failed");
       throw new SlackApiError(method, slackError, error);
     }
