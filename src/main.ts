@@ -17,7 +17,7 @@ import { createLogger, type Logger } from "./log.ts";
 import type { Recipe } from "./plan/recipes.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { InFlight } from "./queue/in-flight.ts";
-import { createRedis, describeRedis } from "./queue/redis-connection.ts";
+import { createRedis, describeRedis, waitReady } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
 import { RedisReachability } from "./queue/redis-reachability.ts";
 import { ReportQueue } from "./queue/report-queue.ts";
@@ -306,11 +306,6 @@ async function migrateOnStart(store: Store, log: Logger): Promise<void> {
 
 /** Waits (briefly) for a fail-fast connection to be up, so the first command does not race it. */
 async function ready(connection: Redis, log: Logger): Promise<void> {
-  if (connection.status === "ready") return;
-  const up = await Promise.race([
-    new Promise<boolean>((resolve) => connection.once("ready", () => resolve(true))),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
-  ]);
-  if (!up)
+  if (!(await waitReady(connection, 5000)))
     log.warn("Redis is not reachable yet: commands will answer that the queue is unavailable until it is");
 }

@@ -1,6 +1,5 @@
-import type { Redis } from "ioredis";
 import type { RedisEnv } from "../queue/redis-connection.ts";
-import { createRedis, describeRedis } from "../queue/redis-connection.ts";
+import { createRedis, describeRedis, waitReady } from "../queue/redis-connection.ts";
 import { readRedisPolicy, redisPolicyProblems } from "../queue/redis-policy.ts";
 import { type DoctorRow, pass, problem } from "./doctor-row.ts";
 
@@ -19,7 +18,7 @@ export async function checkRedis(env: RedisEnv, timeoutMs: number): Promise<Doct
     lastError = error.message;
   });
   try {
-    const up = await ready(redis, timeoutMs);
+    const up = await waitReady(redis, timeoutMs);
     if (!up) {
       return [
         problem(
@@ -75,15 +74,4 @@ export async function checkRedis(env: RedisEnv, timeoutMs: number): Promise<Doct
   } finally {
     redis.disconnect();
   }
-}
-
-function ready(redis: Redis, timeoutMs: number): Promise<boolean> {
-  if (redis.status === "ready") return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    redis.once("ready", () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }

@@ -44,3 +44,22 @@ export function createRedis(env: RedisEnv, role: "producer" | "worker"): Redis {
     failoverDetector: true,
   });
 }
+
+/**
+ * Whether `connection` is up within `ms`: true at once when it already is, false when it did not get
+ * there in time. The timer never holds the process open, and is cleared once the connection is up.
+ */
+export function waitReady(connection: Redis, ms: number): Promise<boolean> {
+  if (connection.status === "ready") return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      connection.off("ready", up);
+      resolve(false);
+    }, ms).unref();
+    const up = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    connection.once("ready", up);
+  });
+}
