@@ -8,11 +8,6 @@ import { formatGB } from "./byte-units.ts";
  * each weight file's size × N; every other file as served. In production N is 1 and nothing changes.
  */
 
-/** Bytes of the real model's weight files, from what the Hub lists. */
-export function realWeightBytes(model: Pick<ModelSummary, "weightBytes">, scale: number): number {
-  return model.weightBytes * scale;
-}
-
 /** Bytes of every file of the real model: the weight files × scale, the rest as the Hub lists them. */
 export function realTotalBytes(
   model: Pick<ModelSummary, "weightBytes" | "totalBytes">,
