@@ -1,5 +1,5 @@
 import { describeError } from "../../src/errors.ts";
-import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../../src/gpu/nvidia-smi.ts";
+import { type GpuInfo, readGpus } from "../../src/gpu/nvidia-smi.ts";
 import { modelName } from "../../src/grammar/model-name.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
@@ -33,7 +33,7 @@ export async function readIncidentFacts(
       timeoutMs,
       maxOutputBytes: 256 * 1024,
     }),
-    transport.exec(gpuQueryCommand(), { timeoutMs }),
+    readGpus(transport, { timeoutMs }),
     transport.exec(sh`systemctl cat ${unit}`, { timeoutMs, maxOutputBytes: 256 * 1024 }),
   ]);
   const facts: IncidentFacts = {
@@ -53,12 +53,7 @@ export async function readIncidentFacts(
     facts.journalProblem = describeError(journal.reason);
   }
   if (gpus.status === "fulfilled") {
-    try {
-      if (gpus.value.code !== 0) throw nvidiaSmiError(gpus.value.code, gpus.value.stderr, gpus.value.stdout);
-      facts.gpus = parseGpuQuery(gpus.value.stdout);
-    } catch (error) {
-      facts.gpuProblem = describeError(error);
-    }
+    facts.gpus = gpus.value;
   } else {
     facts.gpuProblem = describeError(gpus.reason);
   }

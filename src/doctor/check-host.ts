@@ -2,13 +2,14 @@ import type { HostConfig } from "../config/file-schema.ts";
 import { lsRemoteCommand, parseLsRemote } from "../engine/engine-source.ts";
 import { privilegedCommands } from "../engine/unit-commands.ts";
 import { asCodedError, CodedError } from "../errors.ts";
+import { readGpus } from "../gpu/nvidia-smi.ts";
 import { createTransport } from "../host/create-transport.ts";
 import { lines, sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 import type { Logger } from "../log.ts";
 import { formatGiB } from "../plan/byte-units.ts";
 import { describeGpus, hubCliCheck, venvCheck } from "../plan/make-plan.ts";
-import { readFreeDiskBytes, readGpus, readHubCli, readVenvPython } from "../plan/read-host-facts.ts";
+import { readFreeDiskBytes, readHubCli, readVenvPython } from "../plan/read-host-facts.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { type DoctorRow, pass, problem } from "./doctor-row.ts";
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import type { ExecOptions, HostTransport } from "../host/transport.ts";
 
 /** The fields modelswap reads, in the order `--query-gpu` prints them. */
 export const GPU_QUERY_FIELDS = [
@@ -36,6 +37,16 @@ export type GpuInfo = z.infer<typeof gpuInfoSchema>;
 
 export function gpuQueryCommand(): ShellCommand {
   return sh`nvidia-smi ${`--query-gpu=${GPU_QUERY_FIELDS.join(",")}`} --format=csv,noheader,nounits`;
+}
+
+/** The host's GPUs from `nvidia-smi --query-gpu`; a failing nvidia-smi throws its error (nvidiaSmiError). */
+export async function readGpus(
+  transport: Pick<HostTransport, "exec">,
+  options: ExecOptions = {},
+): Promise<GpuInfo[]> {
+  const result = await transport.exec(gpuQueryCommand(), options);
+  if (result.code !== 0) throw nvidiaSmiError(result.code, result.stderr, result.stdout);
+  return parseGpuQuery(result.stdout);
 }
 
 /**

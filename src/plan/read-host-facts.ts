@@ -1,4 +1,4 @@
-import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
+import { readGpus } from "../gpu/nvidia-smi.ts";
 import { lines, type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 import type { HostFacts } from "./types.ts";
@@ -67,13 +67,6 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
       execStart: execStartWords(text),
     },
   };
-}
-
-/** The host's GPUs from `nvidia-smi --query-gpu`; a failing nvidia-smi throws its error (nvidiaSmiError). */
-export async function readGpus(transport: Exec): Promise<GpuInfo[]> {
-  const gpus = await transport.exec(gpuQueryCommand());
-  if (gpus.code !== 0) throw nvidiaSmiError(gpus.code, gpus.stderr, gpus.stdout);
-  return parseGpuQuery(gpus.stdout);
 }
 
 /** Bytes available to the bot's user at `dir`, or at its nearest existing parent while it does not exist. */

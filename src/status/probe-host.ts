@@ -1,6 +1,6 @@
 import { SERVING_HEALTH_PATH, servingHealthFailure } from "../engine/serving-health.ts";
 import { asCodedError, type CodedError, type ErrorCode } from "../errors.ts";
-import { type GpuInfo, gpuQueryCommand, nvidiaSmiError, parseGpuQuery } from "../gpu/nvidia-smi.ts";
+import { type GpuInfo, readGpus } from "../gpu/nvidia-smi.ts";
 import { sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 import { parseUnitShow, type UnitInfo, unitShowCommand } from "./systemd-show.ts";
@@ -80,7 +80,7 @@ export async function probeHost(
   };
   const [unit, gpus, server] = await Promise.allSettled([
     readUnit(transport, target.unit, timeoutMs),
-    readGpus(transport, timeoutMs),
+    readGpus(transport, { timeoutMs }),
     readServer(transport, target.port, timeoutMs),
   ]);
 
@@ -124,12 +124,6 @@ function startedRecently(unit: UnitInfo | undefined): boolean {
 async function readUnit(transport: HostTransport, unit: string, timeoutMs: number): Promise<UnitInfo> {
   const result = await transport.exec(unitShowCommand(unit), { timeoutMs });
   return parseUnitShow(unit, result.stdout);
-}
-
-async function readGpus(transport: HostTransport, timeoutMs: number): Promise<GpuInfo[]> {
-  const result = await transport.exec(gpuQueryCommand(), { timeoutMs });
-  if (result.code !== 0) throw nvidiaSmiError(result.code, result.stderr, result.stdout);
-  return parseGpuQuery(result.stdout);
 }
 
 const HTTP_MARK = "\n__modelswap_http_status__=";
