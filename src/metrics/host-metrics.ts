@@ -67,9 +67,10 @@ export function registerHostMetrics(registry: Registry, state: () => DeploymentS
     registers,
     collect() {
       const { hosts, health, tally } = state();
+      const byHost = new Map(health);
       this.reset();
       for (const host of hosts) {
-        const s = health.find(([h]) => h === host)?.[1];
+        const s = byHost.get(host);
         this.inc({ host, kind: "alert" }, s?.alertsPosted ?? 0);
         this.inc({ host, kind: "recovery" }, s?.recoveriesPosted ?? 0);
         this.inc({ host, kind: "page" }, tally.pages.get(host) ?? 0);
