@@ -23,6 +23,7 @@ import {
   type SimGpuHost,
   type SimGpuHostOptions,
 } from "./gpu-host/index.ts";
+import { type BenchHaproxy, startHaproxy } from "./haproxy.ts";
 import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/index.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { newAppToken, type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
@@ -99,6 +100,13 @@ export interface BenchHostSpec {
    * Its other fields are ignored.
    */
   sandboxOf?: string;
+  /**
+   * A real HAProxy in front of the host's units (docs/front-door.md): slot `blue` at servingPort and the
+   * unchecked slot `hold` at a port nothing listens on, steered through its Runtime API socket. `true`
+   * holds requests 60 s; `{ holdSeconds }` sets HAProxy's `retries` (and the config's holdSeconds).
+   * `drainSeconds` sets the host's drain bound (default 120).
+   */
+  frontDoor?: true | { holdSeconds?: number; drainSeconds?: number };
 }
 
 export interface BenchOptions {
@@ -178,6 +186,8 @@ export interface BenchHost {
   sim: SimGpuHost;
   servingPort: number;
   unit: string;
+  /** The host's front door, when its spec has one: clients send requests to `frontDoor.url`. */
+  frontDoor?: BenchHaproxy;
 }
 
 /**
@@ -190,6 +200,7 @@ export class Bench {
   private children: ChildProcess[] = [];
   private childBots: ChildBot[] = [];
   private silentServers: Server[] = [];
+  private haproxies: BenchHaproxy[] = [];
   configPath = "";
   env: Record<string, string> = {};
   /** The bot's app-level token (Socket Mode benches only). */
@@ -313,6 +324,7 @@ export class Bench {
     for (const sim of new Set([...this.hosts.values()].map((h) => h.sim)))
       await sim.stop().catch(() => undefined);
     for (const server of this.silentServers) server.close();
+    for (const haproxy of this.haproxies.splice(0)) await haproxy.stop().catch(() => undefined);
     await this.slack.stop();
     await this.hub.stop();
     await this.sshd.stop();
@@ -349,7 +361,9 @@ export class Bench {
     if (spec.diskFreeBytes !== undefined) await sim.setFault("diskFreeBytes", spec.diskFreeBytes);
     if (spec.serving !== false) await this.serve(spec, sim, servingPort, unit);
 
+    const frontDoor = await this.frontDoor(spec, root, servingPort);
     const common = {
+      ...(frontDoor === undefined ? {} : frontDoor),
       name: spec.name,
       modelsDir: sim.modelsDir,
       engineSourceDir: sim.engineSourceDir,
@@ -386,6 +400,38 @@ export class Bench {
         hostKeySha256,
         connectTimeoutSeconds: this.options.connectTimeoutSeconds ?? 3,
         keepaliveSeconds: 5,
+      },
+    };
+  }
+
+  /** Starts the host's HAProxy (spec.frontDoor) and returns its config keys. */
+  private async frontDoor(
+    spec: BenchHostSpec,
+    root: string,
+    servingPort: number,
+  ): Promise<Record<string, unknown> | undefined> {
+    if (spec.frontDoor === undefined) return undefined;
+    const o = spec.frontDoor === true ? {} : spec.frontDoor;
+    const holdSeconds = o.holdSeconds ?? 60;
+    // nothing listens on a fresh free port: connections to it are refused, as to port 1 on a real host
+    const closedPort = await freePort();
+    const haproxy = await startHaproxy(join(root, "haproxy"), {
+      retries: holdSeconds,
+      servers: [
+        { name: "blue", port: servingPort },
+        { name: "hold", port: closedPort, disabled: true },
+      ],
+    });
+    this.haproxies.push(haproxy);
+    this.host(spec.name).frontDoor = haproxy;
+    return {
+      ...(o.drainSeconds === undefined ? {} : { drainSeconds: o.drainSeconds }),
+      frontDoor: {
+        socket: haproxy.socket,
+        backend: haproxy.backend,
+        server: "blue",
+        hold: "hold",
+        holdSeconds,
       },
     };
   }

@@ -7,6 +7,7 @@ import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
 import { bytesOnDisk } from "./stages/download.ts";
 import { type Finished, finishSwap } from "./stages/finish.ts";
+import { releaseStage } from "./stages/front-door.ts";
 import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
 import { prepareStage, stopTasks } from "./stages/prepare.ts";
@@ -258,6 +259,8 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
       return await healthStage(ctx);
     case "sanity":
       return await sanityStage(ctx);
+    case "release":
+      return await releaseStage(ctx);
     case "benchmark":
       return await benchmarkStage(ctx);
     case "finish":

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
 import type { Config } from "../../src/config/load-config.ts";
+import { hostFrontDoor } from "../../src/front-door/host-front-door.ts";
 import { detachedStatus, readTaskFile, startDetached, stopDetached } from "../../src/host/detached-task.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
 import { sh } from "../../src/host/shell-quote.ts";
@@ -81,9 +82,11 @@ export function createStageContext(
 export function hostPort(hosts: HostRegistry, name: string): HostPort {
   const config = hosts.config(name);
   const transport = hosts.transport(name);
+  const frontDoor = hostFrontDoor(config, transport);
   return {
     name,
     config,
+    ...(frontDoor === undefined ? {} : { frontDoor }),
     exec: (command, options) => transport.exec(command, options),
     async must(command, what, options) {
       const result = await transport.exec(command, options);

@@ -41,6 +41,29 @@ export interface PlanMessageOptions {
   expiresAt?: string;
 }
 
+/**
+ * How clients see the swap, before the approver decides: cold means the model is not served while the new
+ * one loads; behind a front door requests wait instead of failing, within the hold's bound.
+ */
+function clientsLine(plan: SwapPlan): string[] {
+  const c = plan.clients;
+  if (c === undefined) return [];
+  const drain = `requests in flight finish first (up to ${minutes(c.drainSeconds)})`;
+  const load = plan.expectedDowntimeSeconds;
+  if (c.frontDoor === undefined)
+    return [
+      `*Clients* cold swap, no front door: ${drain}, then new requests fail (connection refused) for about ${minutes(load)} until the new model is healthy. A front door would hold them instead (docs/front-door.md).`,
+    ];
+  const fd = c.frontDoor;
+  const past =
+    load > fd.holdSeconds
+      ? ` The load is expected to take longer than the hold: a request held past ${minutes(fd.holdSeconds)} gets 503 \`front_door_hold_expired\`.`
+      : "";
+  return [
+    `*Clients* cold swap behind the front door (${clean(fd.description, 200)}): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
+  ];
+}
+
 /** Untrusted names are cut before escaping, so an escape entity is never cut in half. */
 const NAME_MAX = 200;
 const FLAG_BULLETS_MAX_SECTIONS = 3;
@@ -70,6 +93,7 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
     section(
       [
         `*Stops* ${stopsLine(plan)}`,
+        ...clientsLine(plan),
         `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})${basis}`,
         ...sourceLines(plan),
       ].join("\n"),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { FRONT_DOOR_NAME, FRONT_DOOR_NAME_RULE, isSocketPath } from "../grammar/front-door-name.ts";
 import { HOST_NAME } from "../grammar/host-name.ts";
 import { isRepoPart, REPO_PART_RULES } from "../grammar/model-ref.ts";
 import { CHANNEL_ID, GROUP_ID, USER_ID } from "../grammar/slack-ids.ts";
@@ -158,6 +159,52 @@ const hubOrg = z
     ),
   );
 
+const frontDoorName = (what: string) =>
+  z
+    .string(
+      problem(
+        `frontDoor.${what} is not set`,
+        `name it as HAProxy's configuration does, e.g. ${what === "backend" ? "sglang" : what === "hold" ? "hold" : "blue"}`,
+      ),
+    )
+    .regex(
+      FRONT_DOOR_NAME,
+      problem(`frontDoor.${what} is not a HAProxy name`, `use ${FRONT_DOOR_NAME_RULE}`),
+    );
+
+/**
+ * A host's front door (docs/front-door.md): HAProxy in front of the units, steered over its Runtime API.
+ * A cold swap drains `server` (the slot at servingPort) while `hold` (a slot at a port nothing listens
+ * on) holds new requests, and sends them on once the new unit is healthy and sane.
+ */
+const frontDoorSchema = z.strictObject({
+  /** The `stats socket` of HAProxy's global section, at `level admin`. */
+  socket: z
+    .string(
+      problem("frontDoor.socket is not set", "use the stats socket's path, e.g. /run/haproxy/admin.sock"),
+    )
+    .refine(
+      isSocketPath,
+      problem(
+        "frontDoor.socket must be an absolute path of letters, digits and _ . - (socat reads , : ! and spaces as syntax)",
+        "use e.g. /run/haproxy/admin.sock",
+      ),
+    ),
+  backend: frontDoorName("backend"),
+  /** The slot whose address is the units' servingPort. */
+  server: frontDoorName("server"),
+  /** The unchecked slot at a closed port that holds requests while no unit can take them. */
+  hold: frontDoorName("hold"),
+  /** Run socat through `sudo -n` (when the socket's group does not let the bot's user in). */
+  sudo: z.boolean().default(false),
+  /**
+   * How long HAProxy holds a request (`retries` × 1 s with `timeout connect 1s`): the plan says when the
+   * expected load is longer. modelswap cannot read it from HAProxy; keep it equal to haproxy.cfg's.
+   */
+  holdSeconds: z.number().int().min(1).max(3600).default(300),
+});
+export type FrontDoorConfig = z.infer<typeof frontDoorSchema>;
+
 const hostSchema = z
   .strictObject({
     name: z
@@ -189,6 +236,13 @@ const hostSchema = z
     extraPath: z.array(absolutePath("extraPath entry")).default([]),
     enginePatches: z.array(absolutePath("enginePatches entry")).default([]),
     sudo: z.boolean().default(false),
+    /**
+     * The longest wait for the old unit's requests in flight to end before it is stopped anyway (the
+     * front door's drain; without one, SGLang's own drain on SIGTERM, bounded by the unit's
+     * TimeoutStopSec, which modelswap writes as this plus 30 s).
+     */
+    drainSeconds: z.number().int().min(0).max(3600).default(120),
+    frontDoor: frontDoorSchema.optional(),
   })
   // Looks only at which keys are there, so it runs even when another setting of the host is malformed:
   // every problem is reported in one `config check`, not one round at a time.

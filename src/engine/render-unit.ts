@@ -25,6 +25,27 @@ export interface UnitSpec {
   flags: readonly FlagChoice[];
   /** TimeoutStartSec (the plan's health timeout, which scales with the weights' size). */
   timeoutStartSeconds: number;
+  /**
+   * The longest drain of requests in flight when the unit stops (SGLang drains on SIGTERM with no cap of
+   * its own): TimeoutStopSec is this plus STOP_MARGIN_SECONDS. Absent: TimeoutStopSec=120, as before.
+   */
+  drainSeconds?: number;
+}
+
+/** TimeoutStopSec beyond the drain: the process tree's own exit after its last request. */
+export const STOP_MARGIN_SECONDS = 30;
+
+/**
+ * How long systemd lets a unit take to stop, from its file: TimeoutStopSec= in plain seconds (as
+ * modelswap writes it, or `…s`), else systemd's DefaultTimeoutStopSec, 90 s. A value in another form
+ * (`2min 30s`) reads as 600 s: long enough to wait for, never too short.
+ */
+export function stopTimeoutSeconds(unitText: string): number {
+  const values = [...unitText.matchAll(/^TimeoutStopSec=(.*)$/gm)].map((m) => (m[1] ?? "").trim());
+  const last = values.at(-1);
+  if (last === undefined || last === "") return 90;
+  const plain = /^(\d+)s?$/.exec(last);
+  return plain === null ? 600 : Number(plain[1]);
 }
 
 const MAX_NAME = 60;
@@ -147,7 +168,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     "Restart=on-failure",
     "RestartSec=10",
     `TimeoutStartSec=${timeout}`,
-    "TimeoutStopSec=120",
+    `TimeoutStopSec=${spec.drainSeconds === undefined ? 120 : Math.ceil(spec.drainSeconds) + STOP_MARGIN_SECONDS}`,
     "",
     "[Install]",
     "WantedBy=multi-user.target",

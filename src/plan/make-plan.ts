@@ -17,7 +17,15 @@ import {
   type RecipeSetting,
   smLabel,
 } from "./recipes.ts";
-import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, Quantization, SwapPlan } from "./types.ts";
+import type {
+  ClientPlan,
+  FlagChoice,
+  HostFacts,
+  ModelFacts,
+  PlanCheck,
+  Quantization,
+  SwapPlan,
+} from "./types.ts";
 import { realLargestShardBytes, realTotalBytes } from "./weight-scale.ts";
 
 export interface PlanHostConfig {
@@ -49,6 +57,10 @@ export interface PlanInput {
    * plan reasons with (VRAM, tp, disk, downtime) uses their sizes × N. Only the demo and the bench set it.
    */
   weightScale?: number;
+  /** How clients see the swap (the front door's part read from it in preflight). */
+  clients?: ClientPlan;
+  /** The front door's check (preflight reads it), when the host has one. */
+  frontDoorCheck?: PlanCheck;
 }
 
 /** One entry of recipes.overrides: settings set (true: a flag without a value) or removed, and why. */
@@ -196,6 +208,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     venvCheck(host, hostConfig.venv),
     hubCliCheck(host),
     ...remoteCodeCheck(model, facts, input.remoteCodeOrgs),
+    ...(input.frontDoorCheck === undefined ? [] : [input.frontDoorCheck]),
   ];
 
   const startup = startupOf(facts.quantization, cc);
@@ -216,6 +229,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitDiff: "",
     expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes, startup.seconds),
     downtimeBasis: downtimeBasis(facts.weightBytes, startup),
+    ...(input.clients === undefined ? {} : { clients: input.clients }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
     engine: input.engine,

@@ -19,6 +19,7 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
       : { engine: { buildDir: plan.engine.buildDir, describe: describeEngineSource(plan.engine) } }),
     flags: plan.flags,
     timeoutStartSeconds: plan.healthTimeoutSeconds,
+    ...(plan.clients === undefined ? {} : { drainSeconds: plan.clients.drainSeconds }),
   });
   const current = plan.host.currentUnit;
   const dir = plan.unitDir.replace(/\/+$/, "");

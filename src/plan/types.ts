@@ -80,6 +80,21 @@ export const flagChoiceSchema = z.object({
 });
 export type FlagChoice = z.infer<typeof flagChoiceSchema>;
 
+/**
+ * How clients see the swap. `cold`: the old unit stops before the new one starts (both never run at
+ * once). Behind a front door, new requests are held meanwhile (up to holdSeconds) and sent to the new
+ * unit once it is healthy and sane; without one they fail until it is healthy. Either way requests in
+ * flight finish first (drainSeconds at most).
+ */
+export const clientPlanSchema = z.object({
+  mode: z.literal("cold"),
+  drainSeconds: z.number(),
+  frontDoor: z
+    .object({ description: z.string(), server: z.string(), hold: z.string(), holdSeconds: z.number() })
+    .optional(),
+});
+export type ClientPlan = z.infer<typeof clientPlanSchema>;
+
 export const swapPlanSchema = z.object({
   model: modelSummarySchema,
   /** The model's facts as the Hub gave them (weightBytes: the bytes it serves). */
@@ -109,6 +124,8 @@ export const swapPlanSchema = z.object({
   expectedDowntimeSeconds: z.number(),
   /** What the estimate assumes, in one line (load rate, start-up); absent in plans made before it was said. */
   downtimeBasis: z.string().optional(),
+  /** How clients see the swap; absent in plans made before it was said. */
+  clients: clientPlanSchema.optional(),
   /** Health wait limit for this model. */
   healthTimeoutSeconds: z.number(),
   /** The swap this plan belongs to (named in the unit file). */

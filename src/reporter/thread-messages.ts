@@ -1,3 +1,4 @@
+import { formatSeconds } from "../format-duration.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
@@ -36,11 +37,26 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       );
     case "build-failed":
       return say("❌ Engine build failed:", event.log);
-    case "switched":
+    case "switched": {
+      const clients = event.held === true ? "New requests are held meanwhile." : "Downtime clock running.";
+      const stop = event.stopSeconds === undefined ? "" : ` (its stop took ${short(event.stopSeconds)})`;
       return say(
         event.from === undefined
           ? `🔀 Switched: \`${escapeMrkdwn(event.to)}\` enabled and started (nothing served before).`
-          : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled, \`${escapeMrkdwn(event.to)}\` enabled and started. Downtime clock running.`,
+          : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled${stop}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
+      );
+    }
+    case "drained":
+      return say(
+        `🚪 Front door: new requests are held (up to ${formatSeconds(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${
+          event.cut === 0
+            ? `its requests in flight ended after ${short(event.seconds)}.`
+            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out (${short(event.seconds)}) and ${event.cut === 1 ? "is" : "are"} cut by the stop.`
+        }`,
+      );
+    case "released":
+      return say(
+        `🚪 Front door: the held requests go to \`${escapeMrkdwn(event.server)}\` now; new requests waited at most ${short(event.heldSeconds)}.`,
       );
     case "health-failed":
       return say(
@@ -83,6 +99,10 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return undefined;
   }
 }
+
+/** Seconds a person reads: tenths below 10 s (a drain of 0.4 s is not "0 s"). */
+const short = (seconds: number): string =>
+  seconds < 10 ? `${seconds.toFixed(1)} s` : formatSeconds(seconds);
 
 function say(text: string, log?: readonly string[]): ThreadReply {
   const blocks = [section(text)];

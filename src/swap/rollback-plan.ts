@@ -1,6 +1,6 @@
 import type { ModelSummary } from "../hub/types.ts";
 import { execStartWords } from "../plan/read-host-facts.ts";
-import type { FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "../plan/types.ts";
+import type { ClientPlan, FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "../plan/types.ts";
 import { unifiedDiff } from "../plan/unit-diff.ts";
 
 export interface RollbackPlanInput {
@@ -11,6 +11,9 @@ export interface RollbackPlanInput {
   target: { name: string; path: string; text: string; modelDirExists: boolean };
   /** The plan of the swap that once installed the target unit, when there was one. */
   earlier: SwapPlan | undefined;
+  /** How clients see it, and the front door's check when the host has one. */
+  clients?: ClientPlan;
+  frontDoorCheck?: PlanCheck;
 }
 
 /**
@@ -46,6 +49,7 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
         ? {}
         : { fix: "the files were deleted; swap to the old model by name, which downloads it again" }),
     },
+    ...(input.frontDoorCheck === undefined ? [] : [input.frontDoorCheck]),
   ];
   const model: ModelSummary = earlier?.model ?? {
     repo: served ?? target.name,
@@ -91,6 +95,7 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     ...(earlier?.downtimeBasis === undefined ? {} : { downtimeBasis: earlier.downtimeBasis }),
     ...(earlier?.weightScale === undefined ? {} : { weightScale: earlier.weightScale }),
     healthTimeoutSeconds: earlier?.healthTimeoutSeconds ?? 900,
+    ...(input.clients === undefined ? {} : { clients: input.clients }),
     swapId: input.swapId,
     venv: input.hostConfig.venv,
     unitDir: input.hostConfig.unitDir,

@@ -2,6 +2,7 @@ import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../config/file-schema.ts";
 import type { EnginePolicy } from "../engine/engine-source.ts";
 import { asCodedError, type ErrorCode } from "../errors.ts";
+import type { HostFrontDoor } from "../front-door/host-front-door.ts";
 import type { DetachedStatus } from "../host/detached-task.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
@@ -46,6 +47,8 @@ export interface HostPort {
   readonly name: string;
   /** The host's section of the config (paths, port, units; never a secret). */
   readonly config: Readonly<HostConfig>;
+  /** The host's front door (hosts[].frontDoor), or undefined: clients reach the unit's port directly. */
+  readonly frontDoor?: HostFrontDoor;
   exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
   /** exec that throws HOST_COMMAND_FAILED (with the output's last line) on a non-zero exit. */
   must(command: ShellCommand, what: string, options?: ExecOptions): Promise<ExecResult>;

@@ -60,7 +60,24 @@ export const swapEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("built"), commit: z.string(), version: z.string() }),
   z.object({ type: z.literal("build-failed"), log: lines }),
   /** The new unit started; `from` is the unit stopped for it (none when the host served nothing). */
-  z.object({ type: z.literal("switched"), from: z.string().optional(), to: z.string() }),
+  z.object({
+    type: z.literal("switched"),
+    from: z.string().optional(),
+    to: z.string(),
+    /** The old unit's stop: how long it took (its drain), and whether the front door held new requests. */
+    stopSeconds: z.number().optional(),
+    held: z.boolean().optional(),
+  }),
+  /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
+  z.object({
+    type: z.literal("drained"),
+    server: z.string(),
+    seconds: z.number(),
+    cut: z.number(),
+    holdSeconds: z.number(),
+  }),
+  /** The front door sends the held requests (and new ones) to the unit behind `server`. */
+  z.object({ type: z.literal("released"), server: z.string(), heldSeconds: z.number() }),
   z.object({ type: z.literal("health-failed"), unit: z.string(), why: z.string(), journal: lines }),
   z.object({ type: z.literal("healthy"), unit: z.string(), downtimeSeconds: z.number() }),
   z.object({

@@ -45,6 +45,7 @@ export const STEPS = [
   "switch",
   "health",
   "sanity",
+  "release",
   "benchmark",
   "finish",
   "rollback",
@@ -125,9 +126,24 @@ export const swapRecordSchema = z.object({
       startedAt: isoTime,
       /** The old unit's process when the switch began: the new unit must be served by another. */
       oldMainPid: z.number().int().optional(),
+      /** When `systemctl disable --now` of the old unit began (its stop drains, SGLang's SIGTERM). */
+      stopBeganAt: isoTime.optional(),
       oldStoppedAt: isoTime.optional(),
       newStartedAt: isoTime.optional(),
       done: z.boolean().optional(),
+    })
+    .optional(),
+  /**
+   * The front door's part of a cold swap (hosts[].frontDoor): since when new requests are held, when the
+   * old unit's drain ended and how many requests were still in flight on it when its bound ran out (cut
+   * by its stop), and when the held requests were sent to the new unit.
+   */
+  frontDoor: z
+    .object({
+      heldAt: isoTime,
+      drainedAt: isoTime.optional(),
+      cut: z.number().int().min(0).optional(),
+      releasedAt: isoTime.optional(),
     })
     .optional(),
   healthyAt: isoTime.optional(),

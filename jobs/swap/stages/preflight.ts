@@ -13,6 +13,7 @@ import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { planClients } from "./front-door.ts";
 
 /**
  * Stage 3: read the host, make the plan. A plan with a failing check ends the swap here with nothing
@@ -46,6 +47,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       currentUnit,
       modelDir,
     });
+    const { clients, check: frontDoorCheck } = await planClients(host);
     plan = makePlan({
       model: info,
       facts,
@@ -65,6 +67,8 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
       recipeOverrides: ctx.settings.recipeOverrides,
       weightScale: ctx.settings.weightScale,
+      clients,
+      ...(frontDoorCheck === undefined ? {} : { frontDoorCheck }),
     });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;

@@ -5,6 +5,7 @@ import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { planClients } from "./front-door.ts";
 import { refuseFailingPlan } from "./preflight.ts";
 
 /**
@@ -47,12 +48,15 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
         ? (await host.exec(sh`test -d ${modelPath}`)).code === 0
         : false;
     const earlier = target.swapId === undefined ? undefined : await ctx.ledger.planOf(target.swapId);
+    const { clients, check } = await planClients(host);
     const plan = rollbackPlan({
       swapId: swap.record.id,
       host: facts,
       hostConfig: { modelsDir: host.config.modelsDir, venv: host.config.venv, unitDir: host.config.unitDir },
       target: { name: target.unit, path: path.trim(), text, modelDirExists: exists },
       earlier,
+      clients,
+      ...(check === undefined ? {} : { frontDoorCheck: check }),
     });
     // name the model, not the unit, once the plan knows it (the config's first unit names none)
     swap.set({

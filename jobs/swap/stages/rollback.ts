@@ -1,10 +1,12 @@
 import { isoNow } from "../../../src/clock.ts";
+import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
+import { holdForRollback, release } from "./front-door.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
 export interface RollbackResult {
@@ -21,6 +23,25 @@ export interface RollbackResult {
  * Returns whether the host serves again.
  */
 export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
+  const result = await putBack(ctx, why);
+  const fd = ctx.host.frontDoor;
+  if (fd === undefined || ctx.swap.record.frontDoor === undefined || result.unreachable !== undefined)
+    return result;
+  // The front door goes back to its normal state whatever came of it (one slot ready, the hold out): with
+  // no unit up, requests are still retried on the slot's closed port for the hold's bound, never dropped.
+  try {
+    await release(ctx, fd);
+  } catch (error) {
+    if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
+    return {
+      ok: false,
+      detail: `${result.detail}; but the front door could not be put back: ${describeError(error)}`,
+    };
+  }
+  return result;
+}
+
+async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> {
   const { swap, host } = ctx;
   const plan = swap.record.plan!;
   const oldUnit = swap.record.previous!.unit;
@@ -33,9 +54,15 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
       why,
     });
   }
+  const fd = host.frontDoor;
   try {
+    // Behind a front door, new requests are held while no unit can take them, as in the switch; the new
+    // unit drains first if the held requests had already been sent to it.
+    if (fd !== undefined && swap.record.frontDoor !== undefined) await holdForRollback(ctx, fd);
     if (oldUnit !== plan.unitName) {
-      await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)));
+      await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)), {
+        timeoutMs: (stopTimeoutSeconds(plan.unitText) + 30) * 1000,
+      });
     }
     // Nothing served before this swap: back to that is the new unit stopped (done above).
     if (!plan.host.currentUnit.exists)

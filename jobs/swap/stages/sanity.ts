@@ -52,7 +52,7 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
       return { fail: report.summary, touched: true, code: "SANITY_FAILED", fix: whatToTry(ctx, report) };
     }
     swap.stage("sanity", "done", report.summary);
-    return { next: "benchmark" };
+    return { next: "release" };
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
     swap.stage("sanity", "failed", asCodedError(error).message);

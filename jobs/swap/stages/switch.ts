@@ -1,8 +1,10 @@
 import { isoNow } from "../../../src/clock.ts";
+import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { holdAndDrain } from "./front-door.ts";
 
 /**
  * Stage 7: install the new unit, reload systemd, `disable --now` the old unit and `enable --now` the new
@@ -30,9 +32,17 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     );
     await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
     if (swap.record.switch!.oldStoppedAt === undefined) {
+      // Behind a front door: new requests are held and the old unit drained before it stops.
+      await holdAndDrain(ctx);
       // A host that served nothing (no such unit file) has nothing to stop.
       if (oldUnit !== plan.unitName && plan.host.currentUnit.exists) {
-        await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`);
+        const began = swap.record.switch!.stopBeganAt ?? isoNow(clock);
+        swap.set({ switch: { ...swap.record.switch!, stopBeganAt: began } });
+        // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
+        // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
+        await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
+          timeoutMs: (stopTimeoutSeconds(plan.host.currentUnit.text) + 30) * 1000,
+        });
       }
       swap.set({ switch: { ...swap.record.switch!, oldStoppedAt: isoNow(clock) } });
       await swap.checkpoint();
@@ -52,7 +62,18 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     "done",
     `${stopped ? `${oldUnit} stopped and disabled; ` : ""}${plan.unitName} enabled and started`,
   );
-  ctx.emit({ type: "switched", ...(stopped ? { from: oldUnit } : {}), to: plan.unitName });
+  const { stopBeganAt, oldStoppedAt } = swap.record.switch!;
+  const stopSeconds =
+    stopBeganAt === undefined || oldStoppedAt === undefined
+      ? undefined
+      : (Date.parse(oldStoppedAt) - Date.parse(stopBeganAt)) / 1000;
+  ctx.emit({
+    type: "switched",
+    ...(stopped ? { from: oldUnit } : {}),
+    to: plan.unitName,
+    ...(stopped && stopSeconds !== undefined ? { stopSeconds } : {}),
+    ...(swap.record.frontDoor === undefined ? {} : { held: true }),
+  });
   return { next: "health" };
 }
 

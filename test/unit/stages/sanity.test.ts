@@ -49,7 +49,7 @@ describe("sanityStage", () => {
 
     const result = await sanityStage(fake.ctx);
 
-    expect(result).toEqual({ next: "benchmark" });
+    expect(result).toEqual({ next: "release" });
     const asked = fake.host.commands.filter((c) => GENERATE.test(c.text));
     expect(asked.map((c) => promptOf({ stdin: c.stdin! }))).toEqual(SANITY_PROMPTS.map((p) => p.prompt));
     for (const c of asked) {

@@ -73,6 +73,7 @@ describe("switchStage", () => {
     expect(fake.swap.record.switch).toEqual({
       startedAt: later(0),
       oldMainPid: OLD_PID,
+      stopBeganAt: later(0),
       oldStoppedAt: later(12),
       newStartedAt: later(13),
       done: true,
@@ -83,7 +84,9 @@ describe("switchStage", () => {
       finishedAt: later(13),
       detail: `${OLD_UNIT} stopped and disabled; ${NEW_UNIT} enabled and started`,
     });
-    expect(fake.events()).toEqual([{ type: "switched", from: OLD_UNIT, to: NEW_UNIT, at: later(13) }]);
+    expect(fake.events()).toEqual([
+      { type: "switched", from: OLD_UNIT, stopSeconds: 12, to: NEW_UNIT, at: later(13) },
+    ]);
     expect(fake.audit()).toMatchObject([
       { kind: "stage", stage: "switch", detail: expect.stringMatching(/^switch done: /) },
     ]);
@@ -106,6 +109,7 @@ describe("switchStage", () => {
     expect(when(/enable --now/).switch).toEqual({
       startedAt: later(0),
       oldMainPid: OLD_PID,
+      stopBeganAt: later(0),
       oldStoppedAt: later(12),
     });
   });
@@ -248,6 +252,7 @@ describe("switchStage", () => {
     expect(fake.swap.record.switch).toEqual({
       startedAt: later(0),
       oldMainPid: OLD_PID,
+      stopBeganAt: later(0),
       oldStoppedAt: later(12),
     });
     expect(fake.swap.record.stages.switch.state).toBe("failed");
@@ -276,6 +281,7 @@ describe("switchStage", () => {
     expect(fake.swap.record.switch).toEqual({
       startedAt: later(0),
       oldMainPid: OLD_PID,
+      stopBeganAt: later(0),
       oldStoppedAt: later(12),
     });
 

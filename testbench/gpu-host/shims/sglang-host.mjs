@@ -300,7 +300,14 @@ export function clearGpuUsage() {
   rmSync(join(dir, `${process.pid}.json`), { force: true });
 }
 
-const DEFAULTS = { loadSeconds: 1.5, msPerToken: 2, ttftMs: 5, warmupMs: 150, dieAfter: null };
+const DEFAULTS = {
+  loadSeconds: 1.5,
+  msPerToken: 2,
+  ttftMs: 5,
+  warmupMs: 150,
+  sigtermPollMs: 250,
+  dieAfter: null,
+};
 
 /**
  * The SGLang fault settings for a server on `port`: defaults < config.sglang < faults.sglang
@@ -339,7 +346,7 @@ function apply(out, spec) {
   if (typeof spec !== "object") return;
   if (typeof spec.mode === "string") out.modes.add(spec.mode);
   if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
-  for (const key of ["loadSeconds", "msPerToken", "ttftMs", "warmupMs"]) {
+  for (const key of ["loadSeconds", "msPerToken", "ttftMs", "warmupMs", "sigtermPollMs"]) {
     const v = Number(spec[key]);
     if (spec[key] !== undefined && Number.isFinite(v) && v >= 0) out[key] = v;
   }

@@ -102,7 +102,7 @@ export const routeMethods = {
     const route = `${method} ${path}`;
     if (path === "/health" || path === "/health_generate") {
       if (method !== "GET") return methodNotAllowed(res);
-      if (this.status !== "Up") {
+      if (this.status !== "Up" || this.gracefullyExit) {
         res.writeHead(503, { "content-length": "0" });
         res.end();
         return;

@@ -92,6 +92,8 @@ class SimServer {
     this.lastGenThroughput = 0;
     this.servedRequests = 0;
     this.shuttingDown = false;
+    /** SIGTERM received while serving: draining (drainThenExit). */
+    this.gracefullyExit = false;
     this.gpuUtilBusy = false;
     /** @type {NodeJS.Timeout | undefined} */
     this.idleTimer = undefined;
@@ -118,10 +120,43 @@ class SimServer {
     // A closed journal pipe must not crash the server with EPIPE.
     process.stdout.on("error", () => {});
     process.stderr.on("error", () => {});
-    const stop = () => this.shutdown(0);
-    process.on("SIGTERM", stop);
-    process.on("SIGINT", stop);
+    process.on("SIGTERM", () => this.drainThenExit());
+    process.on("SIGINT", () => this.shutdown(0));
     process.on("exit", () => clearGpuUsage());
+  }
+
+  /**
+   * SIGTERM once serving: SGLang's TokenizerManager.sigterm_watchdog (python/sglang/srt/managers/
+   * tokenizer_manager.py). The handler sets gracefully_exit; the watchdog notices it at its next poll (it
+   * sleeps 5 s between looks), then logs "Gracefully exiting... Remaining number of requests N. Remaining
+   * requests [rids]." each poll while requests are in flight, and exits once none is. /health answers 503
+   * meanwhile, but the request routes keep admitting (the real code gates only /health on it). There is no
+   * cap of its own: systemd's TimeoutStopSec SIGKILLs it. The poll is `sigtermPollMs` (default 250 ms:
+   * compressed, like loadSeconds; SGLang's is 5000).
+   */
+  drainThenExit() {
+    if (this.http === null || this.status !== "Up") return this.shutdown(0);
+    if (this.gracefullyExit) return;
+    this.gracefullyExit = true;
+    this.log("SIGTERM received. signum=None frame=None. Draining requests and shutting down...");
+    const poll = this.faults.sigtermPollMs;
+    const look = () => {
+      const remaining = this.running + this.queued;
+      if (remaining === 0) {
+        // as a real log shows it (SGLang 0.5.x under docker stop): "Remaining number of requests 0."
+        this.log("Gracefully exiting... Remaining number of requests 0.");
+        return this.shutdown(0);
+      }
+      const rids = Array.from(
+        { length: Math.min(remaining, 4) },
+        (_, i) => `'${(this.servedRequests + i).toString(16).padStart(32, "0")}'`,
+      );
+      this.log(
+        `Gracefully exiting... Remaining number of requests ${remaining}. Remaining requests [${rids.join(", ")}].`,
+      );
+      setTimeout(look, poll);
+    };
+    setTimeout(look, poll);
   }
 
   /** @param {number} code */

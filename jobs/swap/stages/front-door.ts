@@ -1,0 +1,127 @@
+import { isoNow } from "../../../src/clock.ts";
+import { checkFrontDoor } from "../../../src/front-door/front-door-check.ts";
+import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
+import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
+import type { HostPort, StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+
+/*
+ * The front door's part of a cold swap (docs/front-door.md): before the old unit stops, `hold` is made
+ * ready and `server` drained, so new requests wait in HAProxy (retried once a second while hold's port
+ * refuses) and requests in flight run to their end; the old unit stops once none is left, or when the
+ * drain's bound runs out. Health and sanity then run against the new unit directly, and only then are
+ * the held requests sent to it (`server` ready, then `hold` out). One slot is ready at every moment:
+ * the next one is readied before the current one leaves. Every change is idempotent and recorded, so a
+ * worker that dies anywhere here is followed by one that makes the same changes again.
+ */
+
+/**
+ * How clients will see this swap, for the plan, and the front door's check (read from HAProxy) when the
+ * host has one. Only cold swaps exist today: the new unit starts once the old one has stopped.
+ */
+export async function planClients(host: HostPort): Promise<{ clients: ClientPlan; check?: PlanCheck }> {
+  const fd = host.frontDoor;
+  const clients: ClientPlan = { mode: "cold", drainSeconds: host.config.drainSeconds };
+  if (fd === undefined) return { clients };
+  return {
+    clients: {
+      ...clients,
+      frontDoor: {
+        description: fd.door.description,
+        server: fd.server,
+        hold: fd.hold,
+        holdSeconds: fd.holdSeconds,
+      },
+    },
+    check: await checkFrontDoor(fd, host.config.servingPort),
+  };
+}
+
+/** How often the drain looks at the old unit's requests in flight (HAProxy's `scur`). */
+const DRAIN_POLL_MS = 500;
+
+/**
+ * Holds new requests and drains the old unit's slot, then waits (bounded by the host's drainSeconds,
+ * counted from the hold, so a resumed wait does not start again) until its requests in flight end. A
+ * host without a front door does nothing here: the old unit's stop drains it (SGLang on SIGTERM).
+ */
+export async function holdAndDrain(ctx: StageContext): Promise<void> {
+  const fd = ctx.host.frontDoor;
+  if (fd === undefined) return;
+  const { swap, clock } = ctx;
+  await fd.door.setState(fd.hold, "ready");
+  await fd.door.setState(fd.server, "drain");
+  if (swap.record.frontDoor === undefined) {
+    swap.set({ frontDoor: { heldAt: isoNow(clock) } });
+    await swap.checkpoint();
+  }
+  const held = swap.record.frontDoor!;
+  if (held.drainedAt !== undefined) return;
+  const heldAt = Date.parse(held.heldAt);
+  const deadline = heldAt + ctx.host.config.drainSeconds * 1000;
+  let inFlight = await fd.door.sessions(fd.server);
+  while (inFlight > 0 && clock.now() < deadline) {
+    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
+    inFlight = await fd.door.sessions(fd.server);
+  }
+  const drainedAt = isoNow(clock);
+  swap.set({ frontDoor: { ...held, drainedAt, cut: inFlight } });
+  ctx.emit({
+    type: "drained",
+    server: fd.server,
+    seconds: (Date.parse(drainedAt) - heldAt) / 1000,
+    cut: inFlight,
+    holdSeconds: fd.holdSeconds,
+  });
+  await swap.checkpoint();
+}
+
+/**
+ * The release step, after the sanity check: the held requests (and every new one) go to the new unit.
+ * Without a front door there is nothing to release.
+ */
+export async function releaseStage(ctx: StageContext): Promise<StepResult> {
+  const fd = ctx.host.frontDoor;
+  if (fd === undefined || ctx.swap.record.frontDoor === undefined) return { next: "benchmark" };
+  await release(ctx, fd);
+  return { next: "benchmark" };
+}
+
+/**
+ * `server` ready, then `hold` out of the rotation (maint): the order keeps one slot ready at every moment.
+ * Records when, and says how long new requests were held. Used by the rollback too (the old unit is then
+ * what `server` reaches).
+ */
+export async function release(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
+  const { swap, clock } = ctx;
+  await fd.door.setState(fd.server, "ready");
+  await fd.door.setState(fd.hold, "maint");
+  const held = swap.record.frontDoor;
+  if (held === undefined || held.releasedAt !== undefined) return;
+  const releasedAt = isoNow(clock);
+  swap.set({ frontDoor: { ...held, releasedAt } });
+  ctx.emit({
+    type: "released",
+    server: fd.server,
+    heldSeconds: (Date.parse(releasedAt) - Date.parse(held.heldAt)) / 1000,
+  });
+}
+
+/**
+ * The rollback's hold: new requests wait again while the old unit comes back. When they had already been
+ * sent to the new unit (released), it drains first, bounded by drainSeconds from now; a rollback that is
+ * resumed drains again (what is in flight then is what matters).
+ */
+export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
+  const { swap, clock } = ctx;
+  await fd.door.setState(fd.hold, "ready");
+  await fd.door.setState(fd.server, "drain");
+  const held = swap.record.frontDoor;
+  if (held?.releasedAt === undefined) return;
+  // held again from now (the switch's drain and what it cut are kept); released once the old unit is back
+  const { releasedAt: _sent, ...switchDrain } = held;
+  swap.set({ frontDoor: { ...switchDrain, heldAt: isoNow(clock) } });
+  const deadline = clock.now() + ctx.host.config.drainSeconds * 1000;
+  while ((await fd.door.sessions(fd.server)) > 0 && clock.now() < deadline) {
+    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
+  }
+}

@@ -1,0 +1,74 @@
+import { asCodedError, isHostUnreachable } from "../errors.ts";
+import type { PlanCheck } from "../plan/types.ts";
+import type { HostFrontDoor } from "./host-front-door.ts";
+
+/**
+ * The plan's front-door check, read from HAProxy before anything is touched: both slots exist, `server`
+ * points at the units' servingPort and is ready (production goes through it now), and `hold` is not
+ * marked down by a health check (HAProxy would skip it and answer 503 at once: no hold). A front door
+ * that cannot be read fails the check with its error's fix; an unreachable host is thrown, as any
+ * preflight read.
+ */
+export async function checkFrontDoor(fd: HostFrontDoor, servingPort: number): Promise<PlanCheck> {
+  const id = "front-door";
+  let servers: Awaited<ReturnType<HostFrontDoor["door"]["servers"]>>;
+  try {
+    servers = await fd.door.servers();
+  } catch (error) {
+    if (isHostUnreachable(error)) throw error;
+    const coded = asCodedError(error);
+    return { id, ok: false, detail: `${coded.message} (${coded.code})`, fix: coded.fix };
+  }
+  const names = servers.map((s) => s.name).join(", ") || "none";
+  const server = servers.find((s) => s.name === fd.server);
+  const hold = servers.find((s) => s.name === fd.hold);
+  const fixNames =
+    "name the slots in hosts[].frontDoor as haproxy.cfg does (server: the units' slot, hold: the unchecked slot at a closed port; docs/front-door.md)";
+  if (server === undefined)
+    return {
+      id,
+      ok: false,
+      detail: `${fd.door.description} has no slot ${fd.server} (it has ${names})`,
+      fix: fixNames,
+    };
+  if (hold === undefined)
+    return {
+      id,
+      ok: false,
+      detail: `${fd.door.description} has no slot ${fd.hold} (it has ${names})`,
+      fix: fixNames,
+    };
+  if (server.port !== servingPort)
+    return {
+      id,
+      ok: false,
+      detail: `slot ${server.name} points at port ${server.port}, but the units listen on servingPort ${servingPort}`,
+      fix: `point ${server.name} at 127.0.0.1:${servingPort} in haproxy.cfg (or set servingPort to ${server.port})`,
+    };
+  if (hold.port === servingPort)
+    return {
+      id,
+      ok: false,
+      detail: `slot ${hold.name} points at the units' port ${servingPort}: it would send held requests to a unit that is still loading`,
+      fix: `point ${hold.name} at a port nothing listens on (127.0.0.1:1 in docs/front-door.md)`,
+    };
+  if (hold.health === "down" && hold.state !== "maint")
+    return {
+      id,
+      ok: false,
+      detail: `slot ${hold.name} is marked down by a health check: HAProxy would answer 503 at once instead of holding`,
+      fix: `remove \`check\` from the ${hold.name} line of haproxy.cfg (docs/front-door.md) and reload HAProxy`,
+    };
+  if (server.state !== "ready")
+    return {
+      id,
+      ok: false,
+      detail: `slot ${server.name} is in ${server.state}, not ready: production does not go through it now`,
+      fix: `make it ready (echo "set server ${fd.door.backend}/${server.name} state ready" | socat stdio unix-connect:<socket>) once the unit behind it serves, then swap again`,
+    };
+  return {
+    id,
+    ok: true,
+    detail: `${fd.door.description}: ${server.name} serves port ${servingPort} (${server.sessions} in flight); ${hold.name} holds requests up to ${fd.holdSeconds} s`,
+  };
+}
