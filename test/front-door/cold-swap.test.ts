@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { HaproxyFrontDoor } from "../../src/front-door/haproxy-front-door.ts";
-import { LocalTransport } from "../../src/host/local-transport.ts";
 import type { Bench } from "../../testbench/bench.ts";
 import {
   type ClientStream,
   type ClientStreamReport,
   startClientStream,
 } from "../../testbench/client-stream.ts";
+import { slotStates, watchSlots as watchGpu1, withoutReadySlot } from "../../testbench/front-door-watch.ts";
 import { addSimModel, type SwapDriver } from "../../testbench/swap-driver.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
@@ -58,37 +57,8 @@ afterEach(async () => {
   stream = undefined;
 });
 
-const local = new LocalTransport({ hostName: "gpu-1", commandTimeoutMs: 10_000 });
-function door(): HaproxyFrontDoor {
-  const haproxy = bench.host("gpu-1").frontDoor!;
-  return new HaproxyFrontDoor(local, { socket: haproxy.socket, backend: haproxy.backend });
-}
-
-async function slots(): Promise<Record<string, string>> {
-  return Object.fromEntries((await door().servers()).map((s) => [s.name, s.state]));
-}
-
-/** The slots' states, looked at every 30 ms until stopped (each change kept once). */
-function watchSlots(): { stop(): Promise<Record<string, string>[]> } {
-  const seen: Record<string, string>[] = [];
-  let watching = true;
-  const looking = (async () => {
-    let last = "";
-    while (watching) {
-      const states = await slots();
-      if (JSON.stringify(states) !== last) seen.push(states);
-      last = JSON.stringify(states);
-      await new Promise((resolve) => setTimeout(resolve, 30));
-    }
-  })();
-  return {
-    async stop() {
-      watching = false;
-      await looking;
-      return seen;
-    },
-  };
-}
+const watchSlots = () => watchGpu1(bench, "gpu-1");
+const slots = () => slotStates(bench, "gpu-1");
 
 /** Requests answered by `model`, in the order they were sent. */
 function servedOrder(report: ClientStreamReport): string[] {
@@ -128,7 +98,7 @@ describe("a cold swap behind the front door", () => {
     // at every look during the swap, some slot took new requests: the front door never pointed at nothing
     const seen = await watch.stop();
     expect(seen.length).toBeGreaterThan(3);
-    expect(seen.filter((states) => !Object.values(states).includes("ready"))).toEqual([]);
+    expect(withoutReadySlot(seen)).toEqual([]);
     expect(seen.some((states) => states.hold === "ready" && states.blue === "drain")).toBe(true);
 
     expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200))).toBe(0);
@@ -180,7 +150,7 @@ describe("a cold swap behind the front door", () => {
     stream = undefined;
     measured.failed_cold = summary(report);
     const seen = await watch.stop();
-    expect(seen.filter((states) => !Object.values(states).includes("ready"))).toEqual([]);
+    expect(withoutReadySlot(seen)).toEqual([]);
 
     expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200))).toBe(0);
     // the NaN model answered nobody: every request went to the model served before and after

@@ -238,7 +238,7 @@ export class SimGpuHost {
   }
 
   /**
-   * Holds the next calls of a command (`systemctl`, `nvidia-smi`, `python`, `curl`, …) whose arguments
+   * Holds the next calls of a command (`systemctl`, `nvidia-smi`, `python`, `curl`, `socat`, …) whose arguments
    * contain `text` (matched against " arg1 arg2 … "): they wait before running until `release`. With
    * `waitHeld` a test knows the bot is blocked inside that command — the moment to kill it.
    */
@@ -246,8 +246,9 @@ export class SimGpuHost {
     const paths = sandboxPaths(this.root);
     await mkdir(join(paths.stateDir, "holds"), { recursive: true });
     await mkdir(join(paths.stateDir, "held"), { recursive: true });
-    if (command === "curl")
-      await writePassthroughWrapper(join(this.binDir, "curl"), "/usr/bin/curl", this.root);
+    // real binaries get a wrapper that holds, then runs them (socat: the front door's Runtime API)
+    if (command === "curl" || command === "socat")
+      await writePassthroughWrapper(join(this.binDir, command), `/usr/bin/${command}`, this.root);
     await rm(join(paths.stateDir, "held", command), { force: true });
     await writeFile(join(paths.stateDir, "holds", command), text);
   }
