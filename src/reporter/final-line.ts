@@ -1,4 +1,5 @@
 import { formatSeconds } from "../format-duration.ts";
+import { clientImpact, shortSeconds } from "../swap/client-impact.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { escapeMrkdwn } from "./message.ts";
 import { by } from "./words.ts";
@@ -19,7 +20,7 @@ export function finalLine(record: SwapRecord): string {
   const host = record.host;
   switch (record.outcome ?? "failed") {
     case "succeeded":
-      return `✅ *${host} now serves ${model}* (\`${record.plan?.unitName}\`). Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}; sanity: ${escapeMrkdwn(record.sanity?.summary ?? "n/a")}.${record.stages.benchmark.state === "failed" ? " ⚠️ The benchmark did not run (see above)." : ""}`;
+      return `✅ *${host} now serves ${model}* (\`${record.plan?.unitName}\`). ${clientsSentence(record)}; sanity: ${escapeMrkdwn(record.sanity?.summary ?? "n/a")}.${record.stages.benchmark.state === "failed" ? " ⚠️ The benchmark did not run (see above)." : ""}`;
     case "rolled_back":
       return `↩️ *Swap to ${model} on ${host} rolled back*: ${reason}. ${escapeMrkdwn((record.rollback?.detail ?? "").replace(/\.$/, ""))}.${fix}`;
     case "failed":
@@ -35,4 +36,12 @@ export function finalLine(record: SwapRecord): string {
     case "planned":
       return `📝 Dry run: the plan for ${model} on ${host} is above. Nothing was downloaded or changed.`;
   }
+}
+
+/** Downtime, or behind a front door how long new requests were held (none refused). */
+function clientsSentence(record: SwapRecord): string {
+  const impact = clientImpact(record);
+  if (impact?.mode === "held")
+    return `No request refused: new ones were held at most ${shortSeconds(impact.gapSeconds)} by the front door${impact.cut ? `, ${impact.cut} cut at the drain's bound` : ""}`;
+  return `Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}`;
 }

@@ -1,5 +1,6 @@
 import { formatDistanceStrict } from "date-fns";
 import { formatSeconds } from "../format-duration.ts";
+import { clientImpact, impactText } from "../swap/client-impact.ts";
 import type { SwapOutcome, SwapRecord } from "../swap/swap-record.ts";
 import { changeText } from "./benchmark-table.ts";
 import {
@@ -31,6 +32,8 @@ export interface HistoryRow {
   outcome: SwapOutcome | "in progress";
   step?: string;
   downtimeSeconds?: number;
+  /** What clients saw (the front door's hold and the phases), when the switch got that far. */
+  clients?: string;
   reason?: string;
   /** Output tok/s at concurrency 1 and loaded, for swaps that were benchmarked. */
   bench?: Headline;
@@ -90,6 +93,8 @@ export function historyRow(record: SwapRecord, baseline?: SwapRecord): HistoryRo
     else row.rejecter = record.decision.by;
   }
   if (record.downtimeSeconds !== undefined) row.downtimeSeconds = record.downtimeSeconds;
+  const impact = clientImpact(record);
+  if (impact !== undefined) row.clients = impactText(impact);
   if (record.reason !== undefined && record.outcome !== "succeeded") row.reason = record.reason;
   const bench = headline(record.benchmark);
   if (bench !== undefined) row.bench = bench;
@@ -191,8 +196,9 @@ function entry(row: HistoryRow, now: Date): string {
     ...people,
     ...(row.downtimeSeconds === undefined ? [] : [`downtime ${formatSeconds(row.downtimeSeconds)}`]),
   ].join(" · ");
+  const clients = row.clients === undefined ? [] : [`↳ clients: ${escapeMrkdwn(row.clients)}`];
 
-  const lines = [first, second];
+  const lines = [first, second, ...clients];
   const bench = benchLine(row);
   if (bench !== undefined) lines.push(bench);
   if (row.reason !== undefined && row.outcome !== "rejected")

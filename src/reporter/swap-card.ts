@@ -1,6 +1,7 @@
 import { describeEngineSource } from "../engine/engine-source.ts";
 import { formatSeconds } from "../format-duration.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
+import { clientImpact, impactText } from "../swap/client-impact.ts";
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
 import {
   context,
@@ -45,6 +46,13 @@ const OUTCOME: Record<NonNullable<SwapRecord["outcome"]>, string> = {
   planned: "📝 Dry run: plan only",
 };
 
+/** What clients saw, once the switch has stopped the old unit: held by the front door, or downtime. */
+function clientsPart(record: SwapRecord): string {
+  const impact = clientImpact(record);
+  if (impact?.mode === "held") return ` · clients: ${impactText(impact)}`;
+  return record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : "";
+}
+
 /** Each stage line stays short, so every stage fits the card's one section. */
 const STAGE_DETAIL_MAX = 250;
 const REASON_MAX = 2500;
@@ -84,9 +92,7 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
     blocks.push(section(`*Why:* ${escapeMrkdwn(truncate(record.reason, REASON_MAX))}${code}`));
   }
   blocks.push(
-    context(
-      `swap \`${record.id}\` · ${people(record)}${record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : ""} · details in the thread`,
-    ),
+    context(`swap \`${record.id}\` · ${people(record)}${clientsPart(record)} · details in the thread`),
   );
   const current = (Object.keys(LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
   const text = `${title}${current ? ` (${LABEL[current]}${record.stages[current].detail ? `: ${truncate(record.stages[current].detail, STAGE_DETAIL_MAX)}` : ""})` : ""}`;

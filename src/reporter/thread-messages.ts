@@ -1,5 +1,6 @@
 import { formatSeconds } from "../format-duration.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
+import { shortSeconds } from "../swap/client-impact.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { finalLine } from "./final-line.ts";
@@ -39,7 +40,8 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say("❌ Engine build failed:", event.log);
     case "switched": {
       const clients = event.held === true ? "New requests are held meanwhile." : "Downtime clock running.";
-      const stop = event.stopSeconds === undefined ? "" : ` (its stop took ${short(event.stopSeconds)})`;
+      const stop =
+        event.stopSeconds === undefined ? "" : ` (its stop took ${shortSeconds(event.stopSeconds)})`;
       return say(
         event.from === undefined
           ? `🔀 Switched: \`${escapeMrkdwn(event.to)}\` enabled and started (nothing served before).`
@@ -50,13 +52,13 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say(
         `🚪 Front door: new requests are held (up to ${formatSeconds(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${
           event.cut === 0
-            ? `its requests in flight ended after ${short(event.seconds)}.`
-            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out (${short(event.seconds)}) and ${event.cut === 1 ? "is" : "are"} cut by the stop.`
+            ? `its requests in flight ended after ${shortSeconds(event.seconds)}.`
+            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out (${shortSeconds(event.seconds)}) and ${event.cut === 1 ? "is" : "are"} cut by the stop.`
         }`,
       );
     case "released":
       return say(
-        `🚪 Front door: the held requests go to \`${escapeMrkdwn(event.server)}\` now; new requests waited at most ${short(event.heldSeconds)}.`,
+        `🚪 Front door: the held requests go to \`${escapeMrkdwn(event.server)}\` now; new requests waited at most ${shortSeconds(event.heldSeconds)}.`,
       );
     case "health-failed":
       return say(
@@ -99,10 +101,6 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return undefined;
   }
 }
-
-/** Seconds a person reads: tenths below 10 s (a drain of 0.4 s is not "0 s"). */
-const short = (seconds: number): string =>
-  seconds < 10 ? `${seconds.toFixed(1)} s` : formatSeconds(seconds);
 
 function say(text: string, log?: readonly string[]): ThreadReply {
   const blocks = [section(text)];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Bench } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import {
   type ClientStream,
   type ClientStreamReport,
@@ -133,6 +133,23 @@ describe("a cold swap behind the front door", () => {
     );
     expect(thread).toMatch(/Front door: the held requests go to `blue` now; new requests waited at most/);
     expect(thread).toMatch(/New requests are held meanwhile/);
+    // the outcome, the card and /llm history say what clients saw, with where the time went
+    expect(thread).toMatch(/No request refused: new ones were held at most \d+(\.\d)? s by the front door/);
+    const card2 = JSON.stringify(bench.slack.messages(CHANNEL).find((m) => m.ts === card.ts));
+    expect(card2).toMatch(
+      /clients: requests held [\d.]+ s \(drain [\d.]+ s · stop [\d.]+ s · load [\d.]+ s · sanity [\d.]+ s\)/,
+    );
+    const before2 = bench.slack.messages(CHANNEL).length;
+    await bench.slack.command(USERS.alice, "history gpu-1", { channel: CHANNEL });
+    const table = await bench.slack.waitFor(
+      () =>
+        bench.slack
+          .messages(CHANNEL)
+          .slice(before2)
+          .find((m) => m.text.startsWith("Swap history")),
+      { timeoutMs: 15_000, what: "the answer to /llm history gpu-1" },
+    );
+    expect(JSON.stringify(table)).toMatch(/↳ clients: requests held [\d.]+ s \(drain/);
     expect(await slots()).toMatchObject({ blue: "ready", hold: "maint" });
   }, 120_000);
 

@@ -1,0 +1,64 @@
+import { formatSeconds } from "../format-duration.ts";
+import type { SwapRecord } from "./swap-record.ts";
+
+/**
+ * What clients saw of a swap, from its record: how (held by the front door, or refused while no unit
+ * listened), for how long at most, and where the time went. The card, the final line and `/llm history`
+ * all say it from here, so they say the same.
+ */
+export interface ClientImpact {
+  /** `held`: behind a front door, new requests waited; `refused`: nothing listened on the port. */
+  mode: "held" | "refused";
+  /** The longest a new request waited (held) or the time it would have been refused (refused), in s. */
+  gapSeconds: number;
+  /** Requests still in flight when the drain's bound ran out (front door only). */
+  cut?: number;
+  /** Seconds of each phase that took place: drain, stop, load (start to healthy), sanity. */
+  phases: { drain?: number; stop?: number; load?: number; sanity?: number };
+}
+
+const seconds = (from: string | undefined, to: string | undefined): number | undefined =>
+  from === undefined || to === undefined
+    ? undefined
+    : Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
+
+/** Undefined until the switch has stopped the old unit (nothing clients could notice before). */
+export function clientImpact(record: SwapRecord): ClientImpact | undefined {
+  const sw = record.switch;
+  if (sw?.oldStoppedAt === undefined) return undefined;
+  const fd = record.frontDoor;
+  const stop = seconds(sw.stopBeganAt, sw.oldStoppedAt);
+  const phases: ClientImpact["phases"] = {
+    ...(fd?.drainedAt === undefined ? {} : { drain: seconds(fd.heldAt, fd.drainedAt)! }),
+    ...(stop === undefined ? {} : { stop }),
+  };
+  const load = seconds(sw.newStartedAt, record.healthyAt);
+  if (load !== undefined) phases.load = load;
+  const sanity = seconds(record.stages.sanity.startedAt, record.stages.sanity.finishedAt);
+  if (sanity !== undefined && record.stages.sanity.state === "done") phases.sanity = sanity;
+  if (fd !== undefined) {
+    const end = fd.releasedAt ?? record.finishedAt;
+    const gap = seconds(fd.heldAt, end);
+    if (gap === undefined) return undefined;
+    return { mode: "held", gapSeconds: gap, ...(fd.cut === undefined ? {} : { cut: fd.cut }), phases };
+  }
+  if (record.downtimeSeconds === undefined) return undefined;
+  return { mode: "refused", gapSeconds: record.downtimeSeconds, phases };
+}
+
+const PHASE_WORDS = { drain: "drain", stop: "stop", load: "load", sanity: "sanity" } as const;
+
+/** Seconds a person reads: tenths below 10 s. */
+export function shortSeconds(s: number): string {
+  return s < 10 ? `${s.toFixed(1)} s` : formatSeconds(s);
+}
+
+/** "held 7.6 s (drain 2.6 s · stop 0.4 s · load 3.1 s · sanity 0.9 s)", "refused 5.2 s (…)". */
+export function impactText(impact: ClientImpact): string {
+  const parts = (Object.keys(PHASE_WORDS) as (keyof typeof PHASE_WORDS)[])
+    .filter((k) => impact.phases[k] !== undefined)
+    .map((k) => `${PHASE_WORDS[k]} ${shortSeconds(impact.phases[k]!)}`);
+  const cut = impact.cut !== undefined && impact.cut > 0 ? `, ${impact.cut} cut at the drain's bound` : "";
+  const how = impact.mode === "held" ? "requests held" : "requests refused";
+  return `${how} ${shortSeconds(impact.gapSeconds)}${cut}${parts.length === 0 ? "" : ` (${parts.join(" · ")})`}`;
+}
