@@ -2,6 +2,8 @@ import type { HostConfig } from "../config/file-schema.ts";
 import { lsRemoteCommand, parseLsRemote } from "../engine/engine-source.ts";
 import { privilegedCommands } from "../engine/unit-commands.ts";
 import { asCodedError, CodedError } from "../errors.ts";
+import { readFrontDoor } from "../front-door/front-door-check.ts";
+import { hostFrontDoor } from "../front-door/host-front-door.ts";
 import { readGpus } from "../gpu/nvidia-smi.ts";
 import { createTransport } from "../host/create-transport.ts";
 import { lines, sh } from "../host/shell-quote.ts";
@@ -61,6 +63,7 @@ export async function checkHost(
       upstreamRow(transport, host, target, timeoutMs),
       modelsDirRow(transport, host, target, user),
       gpuRow(transport, target),
+      ...(host.frontDoor === undefined ? [] : [frontDoorRow(transport, host, target)]),
     ];
     const rows = await Promise.all(
       checks.map(async ({ check, run }) => {
@@ -311,6 +314,36 @@ function gpuRow(transport: HostTransport, target: string): Check {
         if (coded.code !== "HOST_COMMAND_FAILED") throw error;
         return problem("fail", target, "gpus", coded.message, "GPU_UNAVAILABLE", coded.fix);
       }
+    },
+  };
+}
+
+/**
+ * The front door, when the host has one: the socket answers at level admin, both slots are there as the
+ * plan needs them (the plan's own check), and nothing listens on the hold's port — something that did
+ * would be sent the held requests (docs/front-door.md). The port is tried from the host with bash's
+ * /dev/tcp: "refused" is what the hold needs.
+ */
+function frontDoorRow(transport: HostTransport, host: HostConfig, target: string): Check {
+  return {
+    check: "front door",
+    run: async () => {
+      const fd = hostFrontDoor(host, transport)!;
+      const read = await readFrontDoor(fd, host.servingPort);
+      if (!read.ok) return problem("fail", target, "front door", read.detail, read.code, read.fix);
+      const probe = await transport.exec(
+        sh`timeout 3 bash -c ${`exec 3<>/dev/tcp/127.0.0.1/${read.holdPort}`} 2>/dev/null && echo open || echo closed`,
+      );
+      if (probe.stdout.trim() === "open")
+        return problem(
+          "fail",
+          target,
+          "front door",
+          `something listens on port ${read.holdPort}, where slot ${fd.hold} points: held requests would be sent to it`,
+          "FRONT_DOOR_MISCONFIGURED",
+          `point ${fd.hold} at a port nothing listens on (127.0.0.1:1 in docs/front-door.md), or stop what listens (ss -ltnp 'sport = :${read.holdPort}')`,
+        );
+      return pass(target, "front door", `${read.detail}; port ${read.holdPort} refuses, so the hold holds`);
     },
   };
 }

@@ -23,7 +23,8 @@ export type DoctorCode =
   | "MODELS_DIR_MISSING"
   | "MODELS_DIR_NOT_WRITABLE"
   | "MODELS_DIR_LOW_SPACE"
-  | "GPU_UNAVAILABLE";
+  | "GPU_UNAVAILABLE"
+  | "FRONT_DOOR_MISCONFIGURED";
 
 /**
  * One line of `modelswap doctor`'s table: a check of one target (Slack, Redis, a host), what it saw, and

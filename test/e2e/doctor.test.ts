@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
@@ -8,6 +9,7 @@ import { parse, stringify } from "yaml";
 import { manifestBotScopes } from "../../src/slack/manifest-scopes.ts";
 import { type Bench, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
+import { benchFrontDoor } from "../../testbench/front-door-watch.ts";
 
 /**
  * `modelswap doctor` as an operator runs it: the real command, a child process, against the bench (real
@@ -44,6 +46,7 @@ beforeAll(async () => {
       { name: "full-disk", faults: { diskFreeBytes: 5 * 2 ** 30 }, ...LIGHT },
       { name: "low-disk", faults: { diskFreeBytes: 60 * 2 ** 30 }, ...LIGHT },
       { name: "no-gpu", faults: { nvidiaSmi: "driver-error" }, ...LIGHT },
+      { name: "fd-1", frontDoor: true, ...LIGHT },
     ],
   });
   baseConfig = parse(await readFile(bench.configPath, "utf8")) as Record<string, unknown>;
@@ -553,4 +556,66 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
     expect(row.code).toBe("GPU_UNAVAILABLE");
     expect(row.fix).toContain("the NVIDIA driver is not responding");
   });
+});
+
+describe("modelswap doctor checks a host's front door", () => {
+  let out: Doctor;
+  let path: string;
+  beforeAll(async () => {
+    path = await configWith("front-door", ["fd-1"], {}, (config) => {
+      const hosts = config.hosts as HostEntry[];
+      const base = hosts.find((h) => h.name === "fd-1")!;
+      const variant = (name: string, edit: (frontDoor: Record<string, unknown>) => void) => {
+        const host: HostEntry = { ...structuredClone(base), name };
+        edit(host.frontDoor as Record<string, unknown>);
+        hosts.push(host);
+      };
+      variant("fd-no-socket", (f) => {
+        f.socket = `${bench.dir}/no-such-haproxy.sock`;
+      });
+      variant("fd-wrong-slot", (f) => {
+        f.server = "green";
+      });
+    });
+    out = await doctor(["--timeout", "20"], { MODELSWAP_CONFIG: path });
+  }, 120_000);
+
+  it("set up as docs/front-door.md says: both slots, blue at servingPort, and the hold's port refuses", () => {
+    const row = rowOf(out.stdout, "host fd-1", "front door");
+    expect(row.mark).toBe("✔");
+    expect(row.saw).toMatch(
+      /HAProxy backend sglang .*: blue serves port \d+ .*; hold holds requests up to 60 s; port \d+ refuses, so the hold holds/,
+    );
+  });
+
+  it("a socket that is not there: FRONT_DOOR_SOCKET_MISSING, with where HAProxy's stats socket is set", () => {
+    const row = rowOf(out.stdout, "host fd-no-socket", "front door");
+    expect(row.mark).toBe("✖");
+    expect(row.code).toBe("FRONT_DOOR_SOCKET_MISSING");
+    expect(row.fix).toContain("stats socket");
+  });
+
+  it("a slot HAProxy does not have: FRONT_DOOR_MISCONFIGURED names the slots it has", () => {
+    const row = rowOf(out.stdout, "host fd-wrong-slot", "front door");
+    expect(row.mark).toBe("✖");
+    expect(row.code).toBe("FRONT_DOOR_MISCONFIGURED");
+    expect(row.saw).toMatch(/has no slot green \(it has blue, hold\)/);
+    expect(out.code).toBe(1);
+  });
+
+  it("something listening on the hold's port: FRONT_DOOR_MISCONFIGURED, held requests would go to it", async () => {
+    const holdPort = (await benchFrontDoor(bench, "fd-1").server("hold")).port;
+    const listener = createServer(() => undefined);
+    await new Promise<void>((resolve) => listener.listen(holdPort, "127.0.0.1", resolve));
+    try {
+      const again = await doctor(["--timeout", "20", "--host", "fd-1"], { MODELSWAP_CONFIG: path });
+      const row = rowOf(again.stdout, "host fd-1", "front door");
+      expect(row.mark).toBe("✖");
+      expect(row.code).toBe("FRONT_DOOR_MISCONFIGURED");
+      expect(row.saw).toContain(`something listens on port ${holdPort}, where slot hold points`);
+      expect(again.code).toBe(1);
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
+  }, 120_000);
 });
