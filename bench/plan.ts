@@ -1,6 +1,7 @@
 import type { AckOptions } from "./ack.ts";
 import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
+import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
 import type { Speed } from "./section.ts";
@@ -15,6 +16,7 @@ export interface BenchPlan {
   alert: AlertOptions;
   monitor: MonitorOptions;
   resume: ResumeOptions;
+  frontdoor: FrontDoorOptions;
 }
 
 /** The figures of the issue: 500 acks, a 40 s / 30 s / 10 s swap, 10 swaps at once, 200 hosts for 2 minutes. */
@@ -27,6 +29,7 @@ export const FULL: BenchPlan = {
   alert: { repeats: 20, intervalSeconds: 1, threshold: 3 },
   monitor: { hosts: 200, intervalSeconds: 15, durationSeconds: 120 },
   resume: { downloadSeconds: 10, speed: SHIPPED },
+  frontdoor: { loadSeconds: 10, everyMs: 100, speed: SHIPPED },
 };
 
 const FAST: Speed = {
@@ -42,4 +45,5 @@ export const QUICK: BenchPlan = {
   alert: { repeats: 2, intervalSeconds: 1, threshold: 2 },
   monitor: { hosts: 10, intervalSeconds: 2, durationSeconds: 4 },
   resume: { downloadSeconds: 2, speed: FAST },
+  frontdoor: { loadSeconds: 1, everyMs: 200, speed: FAST },
 };

@@ -1,5 +1,6 @@
 import type { AckFigures } from "./ack.ts";
 import type { AlertFigures } from "./alert-latency.ts";
+import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
 import type { SlackFigures } from "./slack-budget.ts";
@@ -15,33 +16,56 @@ export interface BenchResults {
   alert: AlertFigures;
   monitor: MonitorFigures;
   resume: ResumeFigures;
+  frontdoor: FrontDoorFigures;
 }
 
 export type SectionName = keyof BenchResults;
 
-/** The keys of each section, in the issue's order (what the smoke test checks). */
-export const RESULT_KEYS: { [S in SectionName]: readonly (keyof BenchResults[S])[] } = {
+/**
+ * The keys of each section, in the issue's order (what the smoke test checks); `a.b` is key b of the
+ * object a (frontdoor's figures are grouped by swap).
+ */
+export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
   ack: ["requests", "p50_ms", "p99_ms", "baseline_p50_ms", "baseline_p99_ms", "p99_ratio"],
   swap: ["wall_s", "critical_path_s", "overhead_ratio", "sequential_script_s", "vs_script_ratio"],
   slack: ["swaps", "calls_per_swap", "rate_limited"],
   alert: ["interval_s", "threshold", "p50_extra_ms", "p99_extra_ms"],
   monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb"],
   resume: ["bytes_total", "bytes_refetched"],
+  frontdoor: [
+    "cold.failed",
+    "cold.max_gap_ms",
+    "cold.downtime_s",
+    "cold.load_s",
+    "cold.drain_s",
+    "baseline.failed",
+    "baseline.max_gap_ms",
+  ],
 };
 
 /** Figures in the issue's key order (the JSON reads the same in every run); a missing or non-finite one throws. */
 export function ordered(results: Partial<BenchResults>): Partial<BenchResults> {
-  const out: Record<string, Record<string, number>> = {};
+  const out: Record<string, Record<string, unknown>> = {};
   for (const section of Object.keys(RESULT_KEYS) as SectionName[]) {
-    const figures = results[section] as Record<string, number> | undefined;
+    const figures = results[section] as Record<string, unknown> | undefined;
     if (figures === undefined) continue;
-    out[section] = {};
-    for (const key of RESULT_KEYS[section] as readonly string[]) {
-      const value = figures[key];
+    const into: Record<string, unknown> = {};
+    for (const path of RESULT_KEYS[section]) {
+      const keys = path.split(".");
+      const value = keys.reduce<unknown>(
+        (at, k) => (at as Record<string, unknown> | undefined)?.[k],
+        figures,
+      );
       if (typeof value !== "number" || !Number.isFinite(value))
-        throw new Error(`bench: ${section}.${key} is ${value}, not a finite number`);
-      out[section][key] = value;
+        throw new Error(`bench: ${section}.${path} is ${value}, not a finite number`);
+      let at = into;
+      for (const k of keys.slice(0, -1)) {
+        at[k] = at[k] ?? {};
+        at = at[k] as Record<string, unknown>;
+      }
+      at[keys.at(-1)!] = value;
     }
+    out[section] = into;
   }
   return out as Partial<BenchResults>;
 }
@@ -58,7 +82,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, slack, alert, monitor, resume } = results;
+  const { ack, swap, slack, alert, monitor, resume, frontdoor } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -128,6 +152,29 @@ export function renderTable(results: Partial<BenchResults>): string {
       ),
     );
   }
+  if (frontdoor !== undefined) {
+    const { cold, baseline } = frontdoor;
+    const bound = 1.1 * cold.load_s + cold.drain_s;
+    rows.push(
+      row(
+        "frontdoor",
+        "cold: failed requests",
+        String(cold.failed),
+        String(baseline.failed),
+        "= 0",
+        cold.failed === 0,
+      ),
+      row("", "cold: longest gap", ms(cold.max_gap_ms), ms(baseline.max_gap_ms), "", undefined),
+      row(
+        "",
+        "cold: hold (downtime)",
+        s(cold.downtime_s),
+        `load ${s(cold.load_s)} + drain ${s(cold.drain_s)}`,
+        `≤ ${s(round1(bound))}`,
+        cold.downtime_s <= bound,
+      ),
+    );
+  }
   const head: Row = {
     section: "section",
     figure: "figure",
@@ -164,3 +211,7 @@ function row(
 const ms = (v: number) => `${v} ms`;
 const s = (v: number) => `${v} s`;
 const x = (v: number) => `${v}×`;
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
+}

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
+import { benchFrontDoor } from "./front-door.ts";
 import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
 import { type BenchResults, ordered, renderTable, type SectionName } from "./report.ts";
@@ -44,6 +45,11 @@ const SECTIONS: {
   resume: {
     what: () => "the worker SIGKILLed mid-download and restarted",
     run: (p, progress) => benchResume(p.resume, progress),
+  },
+  frontdoor: {
+    what: (p) =>
+      `a cold swap (load ${p.frontdoor.loadSeconds} s) behind a real HAProxy and one without, each under a request every ${p.frontdoor.everyMs} ms`,
+    run: (p, progress) => benchFrontDoor(p.frontdoor, progress),
   },
 };
 

@@ -60,7 +60,7 @@ function clientsLine(plan: SwapPlan): string[] {
       ? ` The load is expected to take longer than the hold: a request held past ${minutes(fd.holdSeconds)} gets 503 \`front_door_hold_expired\`.`
       : "";
   return [
-    `*Clients* cold swap behind the front door (${clean(fd.description, 200)}): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
+    `*Clients* cold swap behind the front door (HAProxy: slot ${code(fd.server, 64)} drains, ${code(fd.hold, 64)} holds): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
   ];
 }
 

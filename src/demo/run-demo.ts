@@ -5,6 +5,7 @@ import {
   startBench,
   USERS,
 } from "../../testbench/bench.ts";
+import { startClientStream } from "../../testbench/client-stream.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation, type SlackMessage } from "../../testbench/slack/index.ts";
 
@@ -20,7 +21,9 @@ const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say("modelswap demo: starting the bench (redis-server, sshd, Slack emulator, Hub, three GPU hosts)…");
+  say(
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, three GPU hosts)…",
+  );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
     swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "probe" },
@@ -33,6 +36,8 @@ export async function runDemo(): Promise<number> {
         gpus: "8x-rtx-pro-6000-blackwell",
         serving: { preset: "qwen3-fp8-dense" },
         diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+        // clients reach gpu-1 through HAProxy (docs/front-door.md): its swap holds them instead of failing
+        frontDoor: { holdSeconds: 300 },
       },
       {
         name: "gpu-2",
@@ -77,6 +82,11 @@ export async function runDemo(): Promise<number> {
     await command("mallory", USERS.mallory, `swap ${QWEN} --host gpu-1`);
 
     for (const host of ["gpu-1", "gpu-2"]) {
+      const door = bench.host(host).frontDoor;
+      // production traffic: a request every 200 ms through gpu-1's front door while it is swapped
+      const clients = door === undefined ? undefined : startClientStream(door.url, { everyMs: 200 });
+      if (door !== undefined)
+        say(`  (clients send a request every 200 ms through ${host}'s front door, ${door.url})`);
       const before = bench.slack.messages(CHANNEL).length;
       await command("alice", USERS.alice, `swap https://huggingface.co/${QWEN} --host ${host}`);
       const card = await newMessage(before, `the card of the swap on ${host}`, (m) =>
@@ -97,6 +107,12 @@ export async function runDemo(): Promise<number> {
         { timeoutMs: 120_000, what: `the swap on ${host} to finish` },
       );
       say(`  → ${done.text}`);
+      if (clients !== undefined) {
+        const seen = await clients.stop();
+        say(
+          `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (held by the front door while the new model loaded)`,
+        );
+      }
     }
 
     // The health monitor alerted on h200 by itself; an operator fixes the engine and restarts the unit.

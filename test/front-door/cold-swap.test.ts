@@ -84,7 +84,7 @@ describe("a cold swap behind the front door", () => {
     const card = await swaps.request("sim-org/cold-good", "gpu-1");
     const plan = await swaps.plan(card.ts);
     expect(JSON.stringify(plan)).toMatch(
-      /\*Clients\* cold swap behind the front door \(HAProxy backend sglang/,
+      /\*Clients\* cold swap behind the front door \(HAProxy: slot `blue` drains, `hold` holds\)/,
     );
     expect(JSON.stringify(plan)).toMatch(/None fails/);
     await swaps.approve(card.ts);

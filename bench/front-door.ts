@@ -1,0 +1,91 @@
+import { startBench } from "../testbench/bench.ts";
+import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
+import { addSimModel, SwapDriver } from "../testbench/swap-driver.ts";
+import { spawnBot, stopBot } from "./bot-process.ts";
+import type { Progress, SectionResult, Speed } from "./section.ts";
+import { round } from "./stats.ts";
+
+export interface FrontDoorOptions {
+  /** The new model's load (the simulated SGLang's loadSeconds): the window a cold swap must hide. */
+  loadSeconds: number;
+  /** A new client request every this many ms, through each host's door (or straight to its port). */
+  everyMs: number;
+  speed: Speed;
+}
+
+export interface FrontDoorFigures {
+  cold: { failed: number; max_gap_ms: number; downtime_s: number; load_s: number; drain_s: number };
+  baseline: { failed: number; max_gap_ms: number };
+}
+
+/**
+ * The same cold swap on two hosts, one after the other, each under a steady client stream: one host
+ * behind a real HAProxy front door (the old unit drains, new requests are held while the new model
+ * loads), one reached directly, as every host was before (today's stop-then-start swap, the baseline).
+ * Clients count failed requests and the longest time without a good answer; the swap's record gives
+ * the hold (downtime_s: new requests waited from the hold to the release), the load and the drain.
+ */
+export async function benchFrontDoor(
+  options: FrontDoorOptions,
+  progress: Progress,
+): Promise<SectionResult<FrontDoorFigures>> {
+  const engine = { ...options.speed.engine, loadSeconds: options.loadSeconds };
+  const host = (name: string, frontDoor: boolean) => ({
+    name,
+    gpus: "8x-rtx-pro-6000-blackwell" as const,
+    serving: { preset: "qwen3-fp8-dense" as const },
+    faults: { sglang: engine },
+    waitHealthy: true,
+    ...(frontDoor ? { frontDoor: { holdSeconds: 300 } } : {}),
+  });
+  const bench = await startBench({
+    logTo: "silent",
+    swaps: options.speed.swaps,
+    hosts: [host("door", true), host("direct", false)],
+  });
+  const driver = new SwapDriver(bench);
+  try {
+    const bot = await spawnBot(bench);
+    const swapUnder = async (name: string, url: string): Promise<[ClientStreamReport, string]> => {
+      const model = addSimModel(bench, `front-door-bench-${name}`);
+      const clients = startClientStream(url, { everyMs: options.everyMs, timeoutMs: 600_000 });
+      const card = await driver.request(model, name);
+      await driver.approve(card.ts);
+      await driver.outcome(card.ts, /Swapped/, 600_000);
+      // a second of traffic on the new model, then the stream's account
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return [await clients.stop(), driver.swapId(card.ts)];
+    };
+    const door = bench.host("door").frontDoor!;
+    const [cold, coldSwap] = await swapUnder("door", door.url);
+    progress(`behind the front door: ${cold.failed} of ${cold.answered} requests failed`);
+    const [direct] = await swapUnder("direct", `http://127.0.0.1:${bench.host("direct").servingPort}`);
+    progress(`straight to the port: ${direct.failed} of ${direct.answered} requests failed`);
+    await stopBot(bot);
+    const record = await driver.record(coldSwap);
+    const fd = record?.frontDoor;
+    const sw = record?.switch;
+    if (fd?.releasedAt === undefined || fd.drainedAt === undefined || sw?.newStartedAt === undefined)
+      throw new Error("the cold swap's record has no hold, drain or start");
+    const secondsBetween = (a: string, b: string) => round((Date.parse(b) - Date.parse(a)) / 1000, 2);
+    const figures: FrontDoorFigures = {
+      cold: {
+        failed: cold.failed,
+        max_gap_ms: round(cold.maxGapMs, 0),
+        downtime_s: secondsBetween(fd.heldAt, fd.releasedAt),
+        load_s: secondsBetween(sw.newStartedAt, record!.healthyAt!),
+        drain_s: secondsBetween(fd.heldAt, fd.drainedAt),
+      },
+      baseline: { failed: direct.failed, max_gap_ms: round(direct.maxGapMs, 0) },
+    };
+    return {
+      figures,
+      details: [
+        `frontdoor: a request every ${options.everyMs} ms; behind the door ${cold.answered} answered (p99 ${round(cold.p99Ms, 0)} ms), straight to the port ${direct.answered} (${direct.failed} refused while the new model loaded)`,
+      ],
+    };
+  } finally {
+    await driver.close();
+    await bench.stop();
+  }
+}
