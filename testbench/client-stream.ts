@@ -33,6 +33,8 @@ export interface ClientStreamReport {
 }
 
 export interface ClientStream {
+  /** Stops sending; the requests in flight go on (stop() waits for them and reports). */
+  halt(): void;
   /** Stops sending, waits for every request in flight to end, and reports. */
   stop(): Promise<ClientStreamReport>;
   /** Answers so far. */
@@ -81,6 +83,9 @@ export function startClientStream(
   }, everyMs);
   return {
     answers,
+    halt() {
+      clearInterval(timer);
+    },
     async stop() {
       clearInterval(timer);
       await Promise.all([...inFlight]);

@@ -49,10 +49,12 @@ function clientsLine(plan: SwapPlan): string[] {
   const c = plan.clients;
   if (c === undefined) return [];
   const drain = `requests in flight finish first (up to ${minutes(c.drainSeconds)})`;
+  const why = c.why === undefined ? [] : [`*Why cold* ${clean(c.why, 500)}`];
   const load = plan.expectedDowntimeSeconds;
   if (c.frontDoor === undefined)
     return [
       `*Clients* cold swap, no front door: ${drain}, then new requests fail (connection refused) for about ${minutes(load)} until the new model is healthy. A front door would hold them instead (docs/front-door.md).`,
+      ...why,
     ];
   const fd = c.frontDoor;
   const past =
@@ -61,6 +63,7 @@ function clientsLine(plan: SwapPlan): string[] {
       : "";
   return [
     `*Clients* cold swap behind the front door (HAProxy: slot ${code(fd.server, 64)} drains, ${code(fd.hold, 64)} holds): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
+    ...why,
   ];
 }
 

@@ -27,6 +27,7 @@ import type {
   SwapPlan,
 } from "./types.ts";
 import { realLargestShardBytes, realTotalBytes } from "./weight-scale.ts";
+import { whyCold } from "./why-cold.ts";
 
 export interface PlanHostConfig {
   name: string;
@@ -229,7 +230,9 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitDiff: "",
     expectedDowntimeSeconds: expectedDowntimeSeconds(facts.weightBytes, startup.seconds),
     downtimeBasis: downtimeBasis(facts.weightBytes, startup),
-    ...(input.clients === undefined ? {} : { clients: input.clients }),
+    ...(input.clients === undefined
+      ? {}
+      : { clients: { ...input.clients, why: whyCold(host.gpus, tpChoice.vram) } }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
     engine: input.engine,

@@ -88,6 +88,8 @@ export type FlagChoice = z.infer<typeof flagChoiceSchema>;
  */
 export const clientPlanSchema = z.object({
   mode: z.literal("cold"),
+  /** Why cold, in numbers from nvidia-smi (src/plan/why-cold.ts); absent where no estimate was made. */
+  why: z.string().optional(),
   drainSeconds: z.number(),
   frontDoor: z
     .object({ description: z.string(), server: z.string(), hold: z.string(), holdSeconds: z.number() })
