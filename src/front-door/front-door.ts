@@ -19,6 +19,11 @@ export interface FrontDoor {
    * Resolves once the front door reports the new state.
    */
   setState(server: string, state: ServerState): Promise<void>;
+  /**
+   * Several slots' states at once, in order, with no request handled between the changes (HAProxy: one
+   * Runtime API line); resolves once the front door reports every one.
+   */
+  setStates(changes: readonly (readonly [server: string, state: ServerState])[]): Promise<void>;
   /** Points the slot at another address (an IP, never a name) and port; resolves once it reports it. */
   setAddress(server: string, address: string, port: number): Promise<void>;
   /** Requests the slot has in flight now (HAProxy: its current sessions, `scur`). */

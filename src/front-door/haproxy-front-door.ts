@@ -11,7 +11,7 @@ import {
 } from "./haproxy-options.ts";
 import { adminState, badAnswer, healthOf, parseServersState } from "./parse-servers-state.ts";
 import { parseStatCsv } from "./parse-stat-csv.ts";
-import { type RuntimeApiTarget, runtimeCommand } from "./runtime-api.ts";
+import { type RuntimeApiTarget, runtimeCommand, runtimeCommands } from "./runtime-api.ts";
 
 /**
  * The front door as HAProxy's Runtime API (2.6, Debian bookworm) on the GPU host: `show servers state`
@@ -64,6 +64,24 @@ export class HaproxyFrontDoor implements FrontDoor {
     const now = await this.server(server);
     if (now.state !== wanted)
       throw this.refused(`${server} is ${now.state} after "set server … state ${wanted}"`, "");
+  }
+
+  async setStates(changes: readonly (readonly [server: string, state: ServerState])[]): Promise<void> {
+    const wanted = changes.map(
+      ([name, state]) => [frontDoorName.parse(name), serverState.parse(state)] as const,
+    );
+    const commands = wanted.map(([server, state]) => `set server ${this.backend}/${server} state ${state}`);
+    const answer = (await runtimeCommands(this.target, commands)).trim();
+    this.refusal(answer);
+    if (answer !== "")
+      throw this.refused(`HAProxy answered "${commands.join("; ")}" with: ${answer}`, answer);
+    const now = await this.servers();
+    for (const [server, state] of wanted) {
+      const found = now.find((s) => s.name === server);
+      if (found === undefined) throw this.unknown(`no server ${server} in`);
+      if (found.state !== state)
+        throw this.refused(`${server} is ${found.state} after "set server … state ${state}"`, "");
+    }
   }
 
   async setAddress(name: string, address: string, port: number): Promise<void> {

@@ -19,6 +19,10 @@ export interface RuntimeApiTarget {
  */
 export async function runtimeCommand(target: RuntimeApiTarget, command: string): Promise<string> {
   if (/[\n;]/.test(command)) throw new Error("one Runtime API command at a time, without ; or a newline");
+  return await runtimeLine(target, command);
+}
+
+async function runtimeLine(target: RuntimeApiTarget, command: string): Promise<string> {
   const wait = Math.max(1, Math.ceil(target.timeoutMs / 1000));
   const socat = sh`socat -t ${wait} stdio ${`unix-connect:${target.socket}`}`;
   const line = target.sudo ? sh`sudo -n ${socat}` : socat;
@@ -28,6 +32,23 @@ export async function runtimeCommand(target: RuntimeApiTarget, command: string):
   });
   if (result.code === 0) return result.stdout;
   throw socatFailure(target, result.code, result.stderr.trim() || result.stdout.trim());
+}
+
+/**
+ * Several commands on one Runtime API line (`cmd1; cmd2`), as management.txt allows: HAProxy runs them
+ * one after the other in the same CLI session, before any request is handled in between. Used where two
+ * state changes must not be seen apart (readying the hold and draining the slot: with both ready and
+ * both refusing, a retrying request is redispatched at once instead of after the 1 s turn-around, spends
+ * its retries in milliseconds and gets 503 — measured on 2.6.12, docs/front-door.md). The answers come
+ * back one after the other, each followed by an empty line.
+ */
+export async function runtimeCommands(
+  target: RuntimeApiTarget,
+  commands: readonly string[],
+): Promise<string> {
+  for (const command of commands)
+    if (/[\n;]/.test(command)) throw new Error("a Runtime API command without ; or a newline");
+  return await runtimeLine(target, commands.join("; "));
 }
 
 function socatFailure(target: RuntimeApiTarget, code: number | null, said: string): CodedError {

@@ -97,7 +97,7 @@ describe("a cold swap behind the front door", () => {
     measured.cold = summary(report);
     // at every look during the swap, some slot took new requests: the front door never pointed at nothing
     const seen = await watch.stop();
-    expect(seen.length).toBeGreaterThan(3);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(withoutReadySlot(seen)).toEqual([]);
     expect(seen.some((states) => states.hold === "ready" && states.blue === "drain")).toBe(true);
 

@@ -129,6 +129,36 @@ describe("the hold: HAProxy's connection retries on a ready slot that refuses", 
     measured.afterListenMs = done.at - listeningAt;
   });
 
+  it("requests retrying on a slot that refuses survive the hold being readied and the slot drained on one line", async () => {
+    // blue refuses (its unit is dead): every request is in HAProxy's retry loop, one attempt a second.
+    // Readying hold and draining blue in two commands leaves a moment with both ready and both refusing,
+    // in which a retry is redispatched at once, spends its retries in milliseconds and gets 503 (1–2 of
+    // ~1000 requests with the commands 5 ms apart, measured by hand); on one line no request sees it.
+    const answers: Promise<Answer>[] = [];
+    const sending = setInterval(() => answers.push(send(url)), 5);
+    try {
+      await sleep(1500);
+      await door.setStates([
+        ["hold", "ready"],
+        ["blue", "drain"],
+      ]);
+      expect(await door.server("hold")).toMatchObject({ state: "ready" });
+      expect(await door.server("blue")).toMatchObject({ state: "drain" });
+      await sleep(1000);
+      await standIn("blue", bluePort);
+      await door.setStates([
+        ["blue", "ready"],
+        ["hold", "maint"],
+      ]);
+      await sleep(500);
+    } finally {
+      clearInterval(sending);
+    }
+    const done = await Promise.all(answers);
+    expect(done.length).toBeGreaterThan(300);
+    expect(done.filter((a) => a.status !== 200).map((a) => `${a.status} after ${a.ms} ms`)).toEqual([]);
+  });
+
   it("a held request follows `set server … addr … port …` to the new unit (option redispatch 1)", async () => {
     const green = await standIn("green-elsewhere", await freePort());
     await door.setAddress("green", "127.0.0.1", holdPort);
