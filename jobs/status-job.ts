@@ -1,8 +1,10 @@
-import { describeError } from "../src/errors.ts";
+import { asCodedError, describeError } from "../src/errors.ts";
+import { hostFrontDoor } from "../src/front-door/host-front-door.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
 import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
 import { type FleetRow, renderFleet } from "../src/reporter/fleet-message.ts";
+import { frontDoorLine } from "../src/reporter/front-door-line.ts";
 import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
 import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
@@ -67,6 +69,8 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
   await Promise.all(
     rows.map(async (row) => {
       const msg = renderHostStatus(row.status);
+      const door = await frontDoorOf(row.status.host, deps);
+      if (door !== undefined) msg.blocks.push(section(door));
       if (row.stuck !== undefined) msg.blocks.push(section(row.stuck));
       if (row.active !== undefined) {
         msg.blocks.push(
@@ -78,6 +82,18 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       await answer(msg);
     }),
   );
+}
+
+/** The host's front door line, when it has one (a read that fails says why, never fails the answer). */
+async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<string | undefined> {
+  const fd = hostFrontDoor(hosts.config(name), hosts.transport(name));
+  if (fd === undefined) return undefined;
+  try {
+    return frontDoorLine(fd.door.backend, { servers: await fd.door.servers() });
+  } catch (error) {
+    const coded = asCodedError(error);
+    return frontDoorLine(fd.door.backend, { error: coded.message, code: coded.code });
+  }
 }
 
 async function probe(name: string, { hosts, store }: StatusJobDeps) {

@@ -150,6 +150,20 @@ describe("a cold swap behind the front door", () => {
       { timeoutMs: 15_000, what: "the answer to /llm history gpu-1" },
     );
     expect(JSON.stringify(table)).toMatch(/↳ clients: requests held [\d.]+ s \(drain/);
+    // /llm status shows the front door's slots
+    const before3 = bench.slack.messages(CHANNEL).length;
+    await bench.slack.command(USERS.alice, "status gpu-1 --share", { channel: CHANNEL });
+    const status = await bench.slack.waitFor(
+      () =>
+        bench.slack
+          .messages(CHANNEL)
+          .slice(before3)
+          .find((m) => m.text.includes("gpu-1")),
+      { timeoutMs: 15_000, what: "the answer to /llm status gpu-1" },
+    );
+    expect(JSON.stringify(status)).toMatch(
+      /🚪 \*Front door\* \(HAProxy backend `sglang`\): `blue` takes requests \(\d+ in flight\) · `hold` out/,
+    );
     expect(await slots()).toMatchObject({ blue: "ready", hold: "maint" });
   }, 120_000);
 
