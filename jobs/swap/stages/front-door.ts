@@ -1,4 +1,5 @@
 import { isoNow } from "../../../src/clock.ts";
+import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { checkFrontDoor } from "../../../src/front-door/front-door-check.ts";
 import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
@@ -94,9 +95,23 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
 export async function releaseStage(ctx: StageContext): Promise<StepResult> {
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined) return { next: "benchmark" };
-  await release(ctx, fd);
-  return { next: "benchmark" };
+  // The new model is healthy and sane: a moment's trouble with HAProxy (a reload, a slow answer) is
+  // tried again before the swap fails and rolls back for it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await release(ctx, fd);
+      return { next: "benchmark" };
+    } catch (error) {
+      if (isHostUnreachable(error) || attempt >= RELEASE_TRIES) throw error;
+      ctx.log.warn({ err: describeError(error), attempt }, "the front door did not release; trying again");
+      await ctx.clock.sleep(RELEASE_RETRY_MS, ctx.signal);
+    }
+  }
 }
+
+/** The release's tries, and the pause between them. */
+const RELEASE_TRIES = 4;
+const RELEASE_RETRY_MS = 2000;
 
 /**
  * `server` ready, then `hold` out of the rotation (maint): the order keeps one slot ready at every moment.

@@ -58,7 +58,13 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   try {
     // Behind a front door, new requests are held while no unit can take them, as in the switch; the new
     // unit drains first if the held requests had already been sent to it.
-    if (fd !== undefined && swap.record.frontDoor !== undefined) await holdForRollback(ctx, fd);
+    // HAProxy being away must not keep the old unit from serving again: the units come first, and the
+    // release after them says whether the front door could be put back.
+    if (fd !== undefined && swap.record.frontDoor !== undefined)
+      await holdForRollback(ctx, fd).catch((error: unknown) => {
+        if (isHostUnreachable(error)) throw error;
+        ctx.log.warn({ err: describeError(error) }, "the rollback could not hold requests at the front door");
+      });
     if (oldUnit !== plan.unitName) {
       await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)), {
         timeoutMs: (stopTimeoutSeconds(plan.unitText) + 30) * 1000,

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { rollback } from "../../../jobs/swap/stages/rollback.ts";
+import { CodedError } from "../../../src/errors.ts";
+import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import type { Fake } from "./fake-stage-context.ts";
 import {
@@ -64,6 +66,34 @@ function commands(fake: Fake): string[] {
   });
 }
 
+/** A front door (hosts[].frontDoor) whose HAProxy cannot be reached: every Runtime API call fails. */
+function unreachableFrontDoor(fake: Fake): { calls: number } {
+  const seen = { calls: 0 };
+  const fail = async () => {
+    seen.calls++;
+    throw new CodedError(
+      "FRONT_DOOR_UNREACHABLE",
+      "nothing answers on HAProxy's socket /run/haproxy/admin.sock on gpu-1",
+      "start HAProxy",
+    );
+  };
+  const door = {
+    backend: "sglang",
+    description: "HAProxy backend sglang",
+    setStates: fail,
+    setState: fail,
+    sessions: fail,
+    servers: fail,
+  };
+  (fake.ctx.host as { frontDoor?: HostFrontDoor }).frontDoor = {
+    door: door as unknown as HostFrontDoor["door"],
+    server: "blue",
+    hold: "hold",
+    holdSeconds: 300,
+  };
+  return seen;
+}
+
 const rollingBack = (fake: Fake) => fake.events().filter((e) => e.type === "rolling-back");
 
 describe("rollback", () => {
@@ -88,6 +118,30 @@ describe("rollback", () => {
     expect(fake.events()).toEqual([
       { type: "rolling-back", to: OLD_UNIT, stopping: NEW_UNIT, why: WHY, at: later(0) },
     ]);
+  });
+
+  it("puts the old unit back even when the front door cannot be reached, and says the front door was not put back", async () => {
+    const fake = failedAfterSwitch({
+      record: { frontDoor: { heldAt: ago(125), drainedAt: ago(121), cut: 0 } },
+    });
+    const door = unreachableFrontDoor(fake);
+    oldUnitComesBack(fake);
+
+    const result = await rollback(fake.ctx, WHY);
+
+    // the units come first: HAProxy being away must not keep the old model from serving again
+    expect(commands(fake).slice(0, 2)).toEqual([
+      `systemctl disable --now ${NEW_UNIT}`,
+      `systemctl enable --now ${OLD_UNIT}`,
+    ]);
+    expect(door.calls).toBeGreaterThanOrEqual(2); // the hold, then the release, each tried
+    expect(result.ok).toBe(false);
+    expect(result.detail).toMatch(
+      new RegExp(
+        `^${OLD_UNIT} is healthy again; but the front door could not be put back: .*FRONT_DOOR_UNREACHABLE`,
+      ),
+    );
+    expect(result.unreachable).toBeUndefined();
   });
 
   it("uses sudo -n for systemctl on a host configured with sudo", async () => {
