@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm run demo` need on a fresh Debian/Ubuntu machine, and nothing when it
 # is all there already: npm dependencies, and the real services the test bench starts (redis-server,
-# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat).
+# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat, vmtouch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +26,7 @@ declare -A needed=(
   [sha256sum]=coreutils
   [/usr/sbin/haproxy]=haproxy
   [socat]=socat
+  [vmtouch]=vmtouch
 )
 missing=()
 for cmd in "${!needed[@]}"; do

@@ -49,7 +49,12 @@ function clientsLine(plan: SwapPlan): string[] {
   const c = plan.clients;
   if (c === undefined) return [];
   const drain = `requests in flight finish first (up to ${minutes(c.drainSeconds)})`;
-  const why = c.why === undefined ? [] : [`*Why cold* ${clean(c.why, 500)}`];
+  const why = [
+    ...(c.why === undefined ? [] : [`*Why cold* ${clean(c.why, 500)}`]),
+    ...(c.preload === undefined
+      ? []
+      : [`*Page cache* ${c.preload.will ? "yes" : "no"}: ${clean(c.preload.why, 300)}`]),
+  ];
   const load = plan.expectedDowntimeSeconds;
   if (c.frontDoor === undefined)
     return [

@@ -7,6 +7,7 @@ import { chooseTp } from "./choose-tp.ts";
 import { defaultSpelling } from "./flag-spellings.ts";
 import { modelDirFor } from "./model-dir.ts";
 import { withRenderedUnit } from "./plan-unit.ts";
+import { preloadPlan } from "./preload.ts";
 import {
   atLeast,
   type ComputeCapability,
@@ -232,7 +233,13 @@ export function makePlan(input: PlanInput): SwapPlan {
     downtimeBasis: downtimeBasis(facts.weightBytes, startup),
     ...(input.clients === undefined
       ? {}
-      : { clients: { ...input.clients, why: whyCold(host.gpus, tpChoice.vram) } }),
+      : {
+          clients: {
+            ...input.clients,
+            why: whyCold(host.gpus, tpChoice.vram),
+            preload: preloadPlan(host, facts.weightBytes),
+          },
+        }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
     engine: input.engine,

@@ -31,7 +31,10 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
       else echo 0; fi`,
       ]),
     ),
-    transport.exec(sh`free -b | awk '/^Mem:/ {print $2}'`),
+    // total and available RAM, then whether vmtouch is there (the page-cache preload)
+    transport.exec(
+      sh`free -b | awk '/^Mem:/ {print $2, $7}'; command -v vmtouch >/dev/null 2>&1 && echo vmtouch || echo none`,
+    ),
     readVenvPython(transport, target.venv),
     readHubCli(transport),
     transport.exec(sh`
@@ -44,6 +47,8 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
     .trim()
     .split("\n")
     .map((l) => l.trim());
+  const [memLine = "", tool = ""] = memory.stdout.trim().split("\n");
+  const [memTotal = "0", memAvailable = ""] = memLine.trim().split(/\s+/);
   const [show = "", text = ""] = unit.stdout.split("---unit---\n");
   const props = new Map(
     show
@@ -56,7 +61,11 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
     gpus,
     freeDiskBytes: Number(avail) || 0,
     bytesOnDisk: Number(onDisk) || 0,
-    memoryBytes: Number(memory.stdout.trim()) || 0,
+    memoryBytes: Number(memTotal) || 0,
+    ...(Number.isFinite(Number(memAvailable)) && memAvailable !== ""
+      ? { memoryAvailableBytes: Number(memAvailable) }
+      : {}),
+    vmtouch: tool.trim() === "vmtouch",
     venvOk: venv.ok,
     hubCli,
     currentUnit: {

@@ -42,6 +42,10 @@ export const hostFactsSchema = z.object({
   bytesOnDisk: z.number(),
   /** Total host RAM. */
   memoryBytes: z.number(),
+  /** RAM available now (free's `available`: free + reclaimable page cache); absent in older plans. */
+  memoryAvailableBytes: z.number().optional(),
+  /** vmtouch is installed (the page-cache preload reads the new weights with it). */
+  vmtouch: z.boolean().optional(),
   /** The engine venv's python exists and runs. */
   venvOk: z.boolean(),
   /** Which Hub CLI exists on the host. */
@@ -91,6 +95,11 @@ export const clientPlanSchema = z.object({
   /** Why cold, in numbers from nvidia-smi (src/plan/why-cold.ts); absent where no estimate was made. */
   why: z.string().optional(),
   drainSeconds: z.number(),
+  /**
+   * Whether the new weights are read into the page cache before the old unit stops (vmtouch -t), so
+   * the load reads memory, not disk; and why (RAM available against the weights, vmtouch there).
+   */
+  preload: z.object({ will: z.boolean(), why: z.string() }).optional(),
   frontDoor: z
     .object({ description: z.string(), server: z.string(), hold: z.string(), holdSeconds: z.number() })
     .optional(),

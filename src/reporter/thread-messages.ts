@@ -48,6 +48,12 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled${stop}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
       );
     }
+    case "preloaded":
+      return say(
+        event.ok
+          ? `📥 The new weights are in the page cache (read in ${shortSeconds(event.seconds)}): the load reads memory, not disk.`
+          : `⚠️ The page-cache preload did not finish (${escapeMrkdwn(event.detail)}): the new unit reads its weights from disk.`,
+      );
     case "drained":
       return say(
         `🚪 Front door: new requests are held (up to ${formatSeconds(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${

@@ -68,6 +68,8 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     stopSeconds: z.number().optional(),
     held: z.boolean().optional(),
   }),
+  /** The new weights were read into the page cache before the stop (or that failed, and why). */
+  z.object({ type: z.literal("preloaded"), ok: z.boolean(), seconds: z.number(), detail: z.string() }),
   /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
   z.object({
     type: z.literal("drained"),

@@ -126,6 +126,8 @@ export const swapRecordSchema = z.object({
       startedAt: isoTime,
       /** The old unit's process when the switch began: the new unit must be served by another. */
       oldMainPid: z.number().int().optional(),
+      /** The page-cache preload of the new weights (plan.clients.preload), before anything stopped. */
+      preload: z.object({ ok: z.boolean(), seconds: z.number(), detail: z.string() }).optional(),
       /** When `systemctl disable --now` of the old unit began (its stop drains, SGLang's SIGTERM). */
       stopBeganAt: isoTime.optional(),
       oldStoppedAt: isoTime.optional(),

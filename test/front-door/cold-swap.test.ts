@@ -87,6 +87,9 @@ describe("a cold swap behind the front door", () => {
       /\*Clients\* cold swap behind the front door \(HAProxy: slot `blue` drains, `hold` holds\)/,
     );
     expect(JSON.stringify(plan)).toMatch(/None fails/);
+    expect(JSON.stringify(plan)).toMatch(
+      /\*Page cache\* yes: [\d.]+ MB of weights fit in the [\d.]+ [GT]B of RAM available/,
+    );
     await swaps.approve(card.ts);
     await swaps.outcome(card.ts, /Swapped/);
     // a little traffic after the swap, then the stream's report
@@ -133,6 +136,12 @@ describe("a cold swap behind the front door", () => {
     );
     expect(thread).toMatch(/Front door: the held requests go to `blue` now; new requests waited at most/);
     expect(thread).toMatch(/New requests are held meanwhile/);
+    // the new weights were read into the page cache (vmtouch, for real) while the old unit still served
+    expect(thread).toMatch(/📥 The new weights are in the page cache \(read in [\d.]+ s\)/);
+    expect(record?.switch?.preload).toMatchObject({ ok: true });
+    expect(Date.parse(record!.frontDoor!.heldAt)).toBeGreaterThanOrEqual(
+      Date.parse(record!.switch!.startedAt) + record!.switch!.preload!.seconds * 1000 - 1,
+    );
     // the outcome, the card and /llm history say what clients saw, with where the time went
     expect(thread).toMatch(/No request refused: new ones were held at most \d+(\.\d)? s by the front door/);
     const card2 = JSON.stringify(bench.slack.messages(CHANNEL).find((m) => m.ts === card.ts));

@@ -32,6 +32,8 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     );
     await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
     if (swap.record.switch!.oldStoppedAt === undefined) {
+      // The new weights into the page cache while the old unit still serves (when the plan says so).
+      await preload(ctx);
       // Behind a front door: new requests are held and the old unit drained before it stops.
       await holdAndDrain(ctx);
       // A host that served nothing (no such unit file) has nothing to stop.
@@ -75,6 +77,37 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     ...(swap.record.frontDoor === undefined ? {} : { held: true }),
   });
   return { next: "health" };
+}
+
+/**
+ * `vmtouch -t` of the new model's directory, once per switch, when the plan says the weights fit in the
+ * RAM available: the new unit's load then reads memory, not disk. A preload that fails or runs out of
+ * time only costs speed: the swap goes on and the thread says so.
+ */
+async function preload(ctx: StageContext): Promise<void> {
+  const { swap, host, clock } = ctx;
+  const plan = swap.record.plan!;
+  if (plan.clients?.preload?.will !== true || swap.record.switch!.preload !== undefined) return;
+  const realBytes = plan.facts.weightBytes * (plan.weightScale ?? 1);
+  // a generous limit: 300 MB/s (a slow disk) and a minute more, at most an hour
+  const limitSeconds = Math.min(3600, Math.ceil(realBytes / 300e6) + 60);
+  const began = clock.now();
+  let ok = false;
+  let detail: string;
+  try {
+    const result = await host.exec(sh`vmtouch -t -q -- ${plan.modelDir}`, { timeoutMs: limitSeconds * 1000 });
+    ok = result.code === 0;
+    detail = ok
+      ? ""
+      : ((result.stderr.trim() || result.stdout.trim()).split("\n").at(-1)?.slice(0, 200) ?? "");
+  } catch (error) {
+    if (isHostUnreachable(error)) throw error;
+    detail = asCodedError(error).message.slice(0, 200);
+  }
+  const seconds = (clock.now() - began) / 1000;
+  swap.set({ switch: { ...swap.record.switch!, preload: { ok, seconds, detail } } });
+  ctx.emit({ type: "preloaded", ok, seconds, detail });
+  await swap.checkpoint();
 }
 
 /** A unit's main process as systemd knows it (0: none). */
