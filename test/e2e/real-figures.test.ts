@@ -91,7 +91,11 @@ describe("the seeds' swap, planned with the real model's figures", () => {
     // the bench line is among the first lines, right under the status
     expect(plan.split("\n").indexOf(BENCH_LINE)).toBe(2);
     expect(lineOf(plan, "*Expected downtime*")).toBe(
-      "*Expected downtime* about 6 min from stop to healthy (health wait limit 20 min): 223 GB of weights read cold from disk at 1.5 GB/s (2.5 min) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+      "*Expected downtime* about 4 min from stop to healthy (health wait limit 20 min): 223 GB of weights read from the page cache (preloaded) at 10 GB/s (22 s) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+    );
+    // the real 223 GB fit in the seeds' 1 TiB of RAM: preloaded into the page cache, hence 22 s of reading
+    expect(lineOf(plan, "*Page cache*")).toMatch(
+      /^\*Page cache\* yes: 223 GB of weights fit in the 1\.\d TB of RAM available: they are read into the page cache before the old unit stops/,
     );
     expect(plan).toMatch(/^223 GB \(29 files; 6\.9 MB at bench scale\)$/m);
     expect(lineOf(plan, "✓ *vram*")).toBe(
@@ -146,7 +150,7 @@ describe("the seeds' swap, planned with the real model's figures", () => {
       "_Fix:_ the model needs tp 8: 8 × NVIDIA H200 (this host has 1); choose a bigger host with --host, or a smaller checkpoint",
     );
     expect(lineOf(plan, "*Expected downtime*")).toMatch(
-      /^\*Expected downtime\* about 8 min from stop to healthy \(health wait limit 25 min\): 594 GB of weights read cold from disk at 1\.5 GB\/s \(6\.6 min\) \+ 90 s to stop, start and capture CUDA graphs$/,
+      /^\*Expected downtime\* about 2 min from stop to healthy \(health wait limit 25 min\): 594 GB of weights read from the page cache \(preloaded\) at 10 GB\/s \(59 s\) \+ 90 s to stop, start and capture CUDA graphs$/,
     );
   }, 90_000);
 });
