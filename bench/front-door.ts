@@ -1,3 +1,4 @@
+import { secondsBetween } from "../src/swap/client-impact.ts";
 import { startBench } from "../testbench/bench.ts";
 import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
 import { addSimModel, SwapDriver } from "../testbench/swap-driver.ts";
@@ -67,14 +68,14 @@ export async function benchFrontDoor(
     const sw = record?.switch;
     if (fd?.releasedAt === undefined || fd.drainedAt === undefined || sw?.newStartedAt === undefined)
       throw new Error("the cold swap's record has no hold, drain or start");
-    const secondsBetween = (a: string, b: string) => round((Date.parse(b) - Date.parse(a)) / 1000, 2);
+    const span = (from: string, to: string) => round(secondsBetween(from, to)!, 2);
     const figures: FrontDoorFigures = {
       cold: {
         failed: cold.failed,
         max_gap_ms: round(cold.maxGapMs, 0),
-        downtime_s: secondsBetween(fd.heldAt, fd.releasedAt),
-        load_s: secondsBetween(sw.newStartedAt, record!.healthyAt!),
-        drain_s: secondsBetween(fd.heldAt, fd.drainedAt),
+        downtime_s: span(fd.heldAt, fd.releasedAt),
+        load_s: span(sw.newStartedAt, record!.healthyAt!),
+        drain_s: span(fd.heldAt, fd.drainedAt),
       },
       baseline: { failed: direct.failed, max_gap_ms: round(direct.maxGapMs, 0) },
     };

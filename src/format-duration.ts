@@ -4,3 +4,8 @@ export function formatSeconds(seconds: number): string {
   if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
   return `${(seconds / 3600).toFixed(1)} h`;
 }
+
+/** Seconds a person reads, with tenths below 10 s (a drain of 0.4 s is not "0 s"). */
+export function shortSeconds(seconds: number): string {
+  return seconds < 10 ? `${seconds.toFixed(1)} s` : formatSeconds(seconds);
+}

@@ -100,9 +100,7 @@ export const clientPlanSchema = z.object({
    * the load reads memory, not disk; and why (RAM available against the weights, vmtouch there).
    */
   preload: z.object({ will: z.boolean(), why: z.string() }).optional(),
-  frontDoor: z
-    .object({ description: z.string(), server: z.string(), hold: z.string(), holdSeconds: z.number() })
-    .optional(),
+  frontDoor: z.object({ server: z.string(), hold: z.string(), holdSeconds: z.number() }).optional(),
 });
 export type ClientPlan = z.infer<typeof clientPlanSchema>;
 

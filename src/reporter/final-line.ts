@@ -1,5 +1,5 @@
-import { formatSeconds } from "../format-duration.ts";
-import { clientImpact, shortSeconds } from "../swap/client-impact.ts";
+import { formatSeconds, shortSeconds } from "../format-duration.ts";
+import { clientImpact } from "../swap/client-impact.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { escapeMrkdwn } from "./message.ts";
 import { by } from "./words.ts";

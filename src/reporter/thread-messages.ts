@@ -1,6 +1,5 @@
-import { formatSeconds } from "../format-duration.ts";
+import { formatSeconds, shortSeconds } from "../format-duration.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
-import { shortSeconds } from "../swap/client-impact.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { finalLine } from "./final-line.ts";

@@ -1,4 +1,4 @@
-import { formatSeconds } from "../format-duration.ts";
+import { shortSeconds } from "../format-duration.ts";
 import type { SwapRecord } from "./swap-record.ts";
 
 /**
@@ -17,28 +17,30 @@ export interface ClientImpact {
   phases: { drain?: number; stop?: number; load?: number; sanity?: number };
 }
 
-const seconds = (from: string | undefined, to: string | undefined): number | undefined =>
-  from === undefined || to === undefined
+/** Seconds from one ISO time of a record to another (never negative); undefined when either is unknown. */
+export function secondsBetween(from: string | undefined, to: string | undefined): number | undefined {
+  return from === undefined || to === undefined
     ? undefined
     : Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
+}
 
 /** Undefined until the switch has stopped the old unit (nothing clients could notice before). */
 export function clientImpact(record: SwapRecord): ClientImpact | undefined {
   const sw = record.switch;
   if (sw?.oldStoppedAt === undefined) return undefined;
   const fd = record.frontDoor;
-  const stop = seconds(sw.stopBeganAt, sw.oldStoppedAt);
+  const stop = secondsBetween(sw.stopBeganAt, sw.oldStoppedAt);
   const phases: ClientImpact["phases"] = {
-    ...(fd?.drainedAt === undefined ? {} : { drain: seconds(fd.heldAt, fd.drainedAt)! }),
+    ...(fd?.drainedAt === undefined ? {} : { drain: secondsBetween(fd.heldAt, fd.drainedAt)! }),
     ...(stop === undefined ? {} : { stop }),
   };
-  const load = seconds(sw.newStartedAt, record.healthyAt);
+  const load = secondsBetween(sw.newStartedAt, record.healthyAt);
   if (load !== undefined) phases.load = load;
-  const sanity = seconds(record.stages.sanity.startedAt, record.stages.sanity.finishedAt);
+  const sanity = secondsBetween(record.stages.sanity.startedAt, record.stages.sanity.finishedAt);
   if (sanity !== undefined && record.stages.sanity.state === "done") phases.sanity = sanity;
   if (fd !== undefined) {
     const end = fd.releasedAt ?? record.finishedAt;
-    const gap = seconds(fd.heldAt, end);
+    const gap = secondsBetween(fd.heldAt, end);
     if (gap === undefined) return undefined;
     return { mode: "held", gapSeconds: gap, ...(fd.cut === undefined ? {} : { cut: fd.cut }), phases };
   }
@@ -47,11 +49,6 @@ export function clientImpact(record: SwapRecord): ClientImpact | undefined {
 }
 
 const PHASE_WORDS = { drain: "drain", stop: "stop", load: "load", sanity: "sanity" } as const;
-
-/** Seconds a person reads: tenths below 10 s. */
-export function shortSeconds(s: number): string {
-  return s < 10 ? `${s.toFixed(1)} s` : formatSeconds(s);
-}
 
 /** "held 7.6 s (drain 2.6 s · stop 0.4 s · load 3.1 s · sanity 0.9 s)", "refused 5.2 s (…)". */
 export function impactText(impact: ClientImpact): string {

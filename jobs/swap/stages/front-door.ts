@@ -3,6 +3,7 @@ import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { checkFrontDoor } from "../../../src/front-door/front-door-check.ts";
 import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
+import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import type { HostPort, StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 
 /*
@@ -27,7 +28,6 @@ export async function planClients(host: HostPort): Promise<{ clients: ClientPlan
     clients: {
       ...clients,
       frontDoor: {
-        description: fd.door.description,
         server: fd.server,
         hold: fd.hold,
         holdSeconds: fd.holdSeconds,
@@ -69,23 +69,28 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
   }
   const held = swap.record.frontDoor!;
   if (held.drainedAt !== undefined) return;
-  const heldAt = Date.parse(held.heldAt);
-  const deadline = heldAt + ctx.host.config.drainSeconds * 1000;
-  let inFlight = await fd.door.sessions(fd.server);
-  while (inFlight > 0 && clock.now() < deadline) {
-    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
-    inFlight = await fd.door.sessions(fd.server);
-  }
+  const inFlight = await waitDrained(ctx, fd, Date.parse(held.heldAt) + ctx.host.config.drainSeconds * 1000);
   const drainedAt = isoNow(clock);
   swap.set({ frontDoor: { ...held, drainedAt, cut: inFlight } });
   ctx.emit({
     type: "drained",
     server: fd.server,
-    seconds: (Date.parse(drainedAt) - heldAt) / 1000,
+    seconds: secondsBetween(held.heldAt, drainedAt)!,
     cut: inFlight,
     holdSeconds: fd.holdSeconds,
   });
   await swap.checkpoint();
+}
+
+/** Waits until `server` has no request in flight, or until `deadline`; how many are still in flight. */
+async function waitDrained(ctx: StageContext, fd: HostFrontDoor, deadline: number): Promise<number> {
+  const { clock } = ctx;
+  let inFlight = await fd.door.sessions(fd.server);
+  while (inFlight > 0 && clock.now() < deadline) {
+    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
+    inFlight = await fd.door.sessions(fd.server);
+  }
+  return inFlight;
 }
 
 /**
@@ -132,7 +137,7 @@ export async function release(ctx: StageContext, fd: HostFrontDoor): Promise<voi
   ctx.emit({
     type: "released",
     server: fd.server,
-    heldSeconds: (Date.parse(releasedAt) - Date.parse(held.heldAt)) / 1000,
+    heldSeconds: secondsBetween(held.heldAt, releasedAt)!,
   });
 }
 
@@ -149,8 +154,5 @@ export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Pro
   // held again from now (the switch's drain and what it cut are kept); released once the old unit is back
   const { releasedAt: _sent, ...switchDrain } = held;
   swap.set({ frontDoor: { ...switchDrain, heldAt: isoNow(clock) } });
-  const deadline = clock.now() + ctx.host.config.drainSeconds * 1000;
-  while ((await fd.door.sessions(fd.server)) > 0 && clock.now() < deadline) {
-    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
-  }
+  await waitDrained(ctx, fd, clock.now() + ctx.host.config.drainSeconds * 1000);
 }

@@ -3,6 +3,7 @@ import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
+import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { holdAndDrain } from "./front-door.ts";
 
@@ -64,11 +65,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     "done",
     `${stopped ? `${oldUnit} stopped and disabled; ` : ""}${plan.unitName} enabled and started`,
   );
-  const { stopBeganAt, oldStoppedAt } = swap.record.switch!;
-  const stopSeconds =
-    stopBeganAt === undefined || oldStoppedAt === undefined
-      ? undefined
-      : (Date.parse(oldStoppedAt) - Date.parse(stopBeganAt)) / 1000;
+  const stopSeconds = secondsBetween(swap.record.switch!.stopBeganAt, swap.record.switch!.oldStoppedAt);
   ctx.emit({
     type: "switched",
     ...(stopped ? { from: oldUnit } : {}),
