@@ -39,6 +39,25 @@ export class SwapDriver {
   // ------------------------------------------------------------------------------------------- Slack
 
   /**
+   * `/llm <text>` by `user` in the channel; resolves with the first channel message posted after it that
+   * `matches` (a shared answer: `--share`, or one the worker posts, such as `/llm history`).
+   */
+  async channelAnswer(
+    user: string,
+    text: string,
+    matches: (m: SlackMessage) => boolean,
+    timeoutMs = 15_000,
+  ): Promise<SlackMessage> {
+    const slack = this.bench.slack;
+    const before = slack.messages(CHANNEL).length;
+    await slack.command(user, text, { channel: CHANNEL });
+    return await slack.waitFor(() => slack.messages(CHANNEL).slice(before).find(matches), {
+      timeoutMs,
+      what: `the answer to /llm ${text}`,
+    });
+  }
+
+  /**
    * `/llm swap <model> --host <host>` by `user` (alice unless told); resolves with the swap's card once
    * it is posted. `model` is everything before `--host`: flags may follow it (`x/y --dry-run`). Throws
    * when the swap was not queued (the ack says why).

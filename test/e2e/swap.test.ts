@@ -87,15 +87,8 @@ describe("/llm swap", () => {
     expect(bench.slack.thread(CHANNEL, swap.ts).filter((m) => m.reply_broadcast === true)).toHaveLength(1);
 
     // status now reports the new model and unit
-    const before = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status bw-ok --share", { channel: CHANNEL });
-    const status = await bench.slack.waitFor(
-      () =>
-        bench.slack
-          .messages(CHANNEL)
-          .slice(before)
-          .find((m) => m.text.includes("bw-ok:")),
-      { what: "status after the swap" },
+    const status = await swaps.channelAnswer(USERS.alice, "status bw-ok --share", (m) =>
+      m.text.includes("bw-ok:"),
     );
     expect(status.text).toContain("healthy");
     expect(JSON.stringify(status.blocks)).toContain(unitName!);

@@ -148,27 +148,13 @@ describe("a cold swap behind the front door", () => {
     expect(card2).toMatch(
       /clients: requests held [\d.]+ s \(drain [\d.]+ s · stop [\d.]+ s · load [\d.]+ s · sanity [\d.]+ s\)/,
     );
-    const before2 = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "history gpu-1", { channel: CHANNEL });
-    const table = await bench.slack.waitFor(
-      () =>
-        bench.slack
-          .messages(CHANNEL)
-          .slice(before2)
-          .find((m) => m.text.startsWith("Swap history")),
-      { timeoutMs: 15_000, what: "the answer to /llm history gpu-1" },
+    const table = await swaps.channelAnswer(USERS.alice, "history gpu-1", (m) =>
+      m.text.startsWith("Swap history"),
     );
     expect(JSON.stringify(table)).toMatch(/↳ clients: requests held [\d.]+ s \(drain/);
     // /llm status shows the front door's slots
-    const before3 = bench.slack.messages(CHANNEL).length;
-    await bench.slack.command(USERS.alice, "status gpu-1 --share", { channel: CHANNEL });
-    const status = await bench.slack.waitFor(
-      () =>
-        bench.slack
-          .messages(CHANNEL)
-          .slice(before3)
-          .find((m) => m.text.includes("gpu-1")),
-      { timeoutMs: 15_000, what: "the answer to /llm status gpu-1" },
+    const status = await swaps.channelAnswer(USERS.alice, "status gpu-1 --share", (m) =>
+      m.text.includes("gpu-1"),
     );
     expect(JSON.stringify(status)).toMatch(
       /🚪 \*Front door\* \(HAProxy backend `sglang`\): `blue` takes requests \(\d+ in flight\) · `hold` out/,

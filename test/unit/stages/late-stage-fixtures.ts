@@ -1,4 +1,5 @@
 import { CodedError } from "../../../src/errors.ts";
+import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { ExecOptions, ExecResult } from "../../../src/host/transport.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
@@ -322,3 +323,23 @@ export const WARMUP_FAILED: Partial<ExecResult> = {
     "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:30000 ssl:default [Connect call failed ('127.0.0.1', 30000)]",
   ].join("\n"),
 };
+
+/**
+ * Gives the fake host a front door (hosts[].frontDoor: slots `blue` and `hold`, a 300 s hold) whose
+ * HAProxy does what `door` says: the Runtime API calls a test needs, each a fake.
+ */
+export function withFrontDoor(
+  fake: Fake,
+  door: Partial<Pick<HostFrontDoor["door"], "setStates" | "setState" | "sessions" | "servers">>,
+): void {
+  (fake.ctx.host as { frontDoor?: HostFrontDoor }).frontDoor = {
+    door: {
+      backend: "sglang",
+      description: "HAProxy backend sglang",
+      ...door,
+    } as unknown as HostFrontDoor["door"],
+    server: "blue",
+    hold: "hold",
+    holdSeconds: 300,
+  };
+}

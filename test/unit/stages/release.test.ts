@@ -1,18 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { releaseStage } from "../../../jobs/swap/stages/front-door.ts";
 import { CodedError } from "../../../src/errors.ts";
-import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { Fake } from "./fake-stage-context.ts";
-import { ago, lateContext } from "./late-stage-fixtures.ts";
+import { ago, lateContext, withFrontDoor } from "./late-stage-fixtures.ts";
 
 /** A front door whose first `failures` changes are refused (HAProxy reloading), then done. */
 function frontDoor(fake: Fake, failures: number): { changes: string[][] } {
   const seen = { changes: [] as string[][] };
   let left = failures;
-  const door = {
-    backend: "sglang",
-    description: "HAProxy backend sglang",
-    async setStates(changes: readonly (readonly [string, string])[]) {
+  withFrontDoor(fake, {
+    async setStates(changes) {
       seen.changes.push(changes.map(([server, state]) => `${server} ${state}`));
       if (left-- > 0)
         throw new CodedError(
@@ -21,13 +18,7 @@ function frontDoor(fake: Fake, failures: number): { changes: string[][] } {
           "start HAProxy",
         );
     },
-  };
-  (fake.ctx.host as { frontDoor?: HostFrontDoor }).frontDoor = {
-    door: door as unknown as HostFrontDoor["door"],
-    server: "blue",
-    hold: "hold",
-    holdSeconds: 300,
-  };
+  });
   return seen;
 }
 

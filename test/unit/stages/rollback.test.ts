@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rollback } from "../../../jobs/swap/stages/rollback.ts";
 import { CodedError } from "../../../src/errors.ts";
-import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import type { Fake } from "./fake-stage-context.ts";
 import {
@@ -19,6 +18,7 @@ import {
   qwenPlan,
   T0,
   unreachable,
+  withFrontDoor,
 } from "./late-stage-fixtures.ts";
 
 const WHY = `${NEW_UNIT} failed: torch.OutOfMemoryError: CUDA out of memory.`;
@@ -77,20 +77,7 @@ function unreachableFrontDoor(fake: Fake): { calls: number } {
       "start HAProxy",
     );
   };
-  const door = {
-    backend: "sglang",
-    description: "HAProxy backend sglang",
-    setStates: fail,
-    setState: fail,
-    sessions: fail,
-    servers: fail,
-  };
-  (fake.ctx.host as { frontDoor?: HostFrontDoor }).frontDoor = {
-    door: door as unknown as HostFrontDoor["door"],
-    server: "blue",
-    hold: "hold",
-    holdSeconds: 300,
-  };
+  withFrontDoor(fake, { setStates: fail, setState: fail, sessions: fail, servers: fail });
   return seen;
 }
 
