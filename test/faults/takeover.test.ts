@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Bench, ChildBot } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
@@ -32,6 +32,11 @@ useSwapBench(
 );
 
 const addModel = (name: string) => addSimModel(bench, name);
+
+// a test that fails before its own killChildren must not leave its bots to take the next test's job
+afterEach(async () => {
+  await bench.killChildren();
+});
 
 async function stalledLines(bot: ChildBot, swapId: string): Promise<string[]> {
   const log = await readFile(bot.logPath, "utf8");
