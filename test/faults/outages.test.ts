@@ -174,9 +174,10 @@ describe("sshd restarted and connections cut mid-stage", () => {
     const oldUnit = (await swaps.record(swapId))?.previous?.unit;
     await swaps.approve(card.ts);
     await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
+    // from before the cut: the bot's first failed try (which starts its clock) can come before stop() returns
+    const down = Date.now();
     await bench.sshd.dropConnections();
     await bench.sshd.stop();
-    const down = Date.now();
     await swaps.untilRecord(swapId, (r) => r.step === "rollback", {
       what: "the rollback",
       timeoutMs: 60_000,
