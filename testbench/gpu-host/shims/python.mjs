@@ -16,7 +16,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fault } from "./sandbox.mjs";
-import { gpuSet, installedSglang, recordCall, venvPython } from "./sglang-host.mjs";
+import { gpuSet, installedSglang, recordCall, venvPython, visibleGpus } from "./sglang-host.mjs";
 import { moduleVersion } from "./venv.mjs";
 
 const VERSION = "3.12.3";
@@ -220,6 +220,8 @@ function runCode(code) {
   const sglang = installedSglang();
   const version = sglang?.version ?? null;
   const gpus = gpuSet();
+  // torch sees only the GPUs CUDA_VISIBLE_DEVICES names (all of one model: the set is uniform)
+  const visible = visibleGpus().length;
   const sglangFile = join(sglang?.packageDir ?? "/usr/lib/python3/dist-packages/sglang", "__init__.py");
   /** @type {Record<string, string>} */
   const versions = {};
@@ -265,8 +267,8 @@ function runCode(code) {
       "sglang.version.__version__": version ?? "",
       "sglang.__file__": sglangFile,
       "torch.version.cuda": torchCuda(versions.torch ?? ""),
-      "torch.cuda.is_available": "True",
-      "torch.cuda.device_count": String(gpus.count),
+      "torch.cuda.is_available": visible > 0 ? "True" : "False",
+      "torch.cuda.device_count": String(visible),
       "torch.cuda.get_device_name": gpus.name,
       "torch.cuda.get_device_capability": `(${Math.floor(gpus.cc)}, ${Math.round((gpus.cc % 1) * 10)})`,
       "sys.version": `${VERSION} (main, Nov  6 2025, 13:44:16) [GCC 13.3.0]`,
@@ -275,6 +277,12 @@ function runCode(code) {
       __name__: "__main__",
     };
     for (const [mod, v] of Object.entries(versions)) values[`${mod}.__version__`] = v;
+    // with no GPU visible, torch's lazy CUDA init fails on the first call that needs a device
+    if (
+      visible === 0 &&
+      (full === "torch.cuda.get_device_name" || full === "torch.cuda.get_device_capability")
+    )
+      throw new PyError("RuntimeError: No CUDA GPUs are available");
     if (full in values) return values[full];
     throw new PyError(
       `AttributeError: module '${bound.split(".")[0]}' has no attribute '${rest.join(".") || head}'`,

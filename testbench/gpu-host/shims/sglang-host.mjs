@@ -10,6 +10,8 @@
  *   <sandbox>/state/config.json   { "gpus": "<set name>", "sglang": { loadSeconds, ... } }
  *   <sandbox>/state/faults.json   { "sglang": "nan" | [...] | { mode, loadSeconds, ports: {...} } }
  *   <sandbox>/state/gpu-usage/<pid>.json  { gpus, memMiB, util, processName }
+ * GPU numbers in the usage registry are physical (nvidia-smi's); a process's own (logical) numbers
+ * follow its CUDA_VISIBLE_DEVICES (visibleGpus).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -210,6 +212,92 @@ export function parseSetName(setName) {
   return { setName, count, name: model.name, cc: model.cc, memMiB: model.memMiB };
 }
 
+/**
+ * UUIDs of the host's GPUs by physical index (`nvidia-smi -L`), from the shared GPU-set table;
+ * empty when the set is unknown to it (then no `GPU-…` entry of CUDA_VISIBLE_DEVICES matches).
+ * @returns {string[]}
+ */
+export function gpuUuids() {
+  const cfg = readConfig();
+  const setName = typeof cfg.gpus === "string" && cfg.gpus !== "" ? cfg.gpus : "h200-1gpu";
+  const fn = gpuSets?.gpuSet;
+  if (typeof fn !== "function") return [];
+  try {
+    const info = fn(setName);
+    const gpus = Array.isArray(info) ? info : Array.isArray(info?.gpus) ? info.gpus : [];
+    return gpus.map((g) => String(g?.uuid ?? ""));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The leading integer of an entry, like the C strtoul() the CUDA runtime parses entries with (so
+ * "1gpu2" is 1); -1 when the entry does not start with digits.
+ * @param {string} text
+ */
+function leadingOrdinal(text) {
+  const m = /^\+?(\d+)/.exec(text);
+  return m ? Number.parseInt(m[1], 10) : -1;
+}
+
+/**
+ * The physical GPUs a CUDA process sees, in the order it numbers them 0..n-1, given the value of
+ * CUDA_VISIBLE_DEVICES (undefined: not set). As the CUDA runtime does it ("only the devices whose
+ * index is present in the sequence are visible to CUDA applications and they are enumerated in the
+ * order of the sequence. If one of the indices is invalid, only the devices whose index precedes the
+ * invalid index are visible", CUDA C++ Programming Guide, CUDA Environment Variables), with the
+ * details PyTorch reproduces in torch/cuda/__init__.py (_parse_visible_devices,
+ * _transform_uuid_to_ordinals, _device_count_nvml):
+ *   - not set: every GPU; "" (or a first entry that is not a number): none;
+ *   - entries are split on ",", each trimmed and read like strtoul ("1gpu2" is 1); the list stops at
+ *     the first entry that is not a number or names no GPU of the host (index >= count);
+ *   - a list starting with "GPU-" holds UUIDs, each matched by prefix against `nvidia-smi -L`'s; it
+ *     stops at the first entry that is not a "GPU-…" one, matches no GPU or more than one;
+ *   - "MIG-…" names MIG instances: every simulated GPU has MIG disabled, so none is visible;
+ *   - the same GPU named twice: none visible ("Repeated ordinal results in empty set").
+ * @param {string | undefined | null} spec
+ * @param {number} count GPUs on the host
+ * @param {string[]} [uuids] their UUIDs by physical index
+ * @returns {number[]} physical indices, by logical index
+ */
+export function parseVisibleDevices(spec, count, uuids = []) {
+  if (spec === undefined || spec === null) return Array.from({ length: count }, (_, i) => i);
+  const out = [];
+  if (spec.startsWith("MIG-")) return out;
+  if (spec.startsWith("GPU-")) {
+    for (const entry of spec.split(",")) {
+      if (!entry.startsWith("GPU-")) break;
+      const matches = [];
+      uuids.forEach((uuid, i) => {
+        if (uuid.startsWith(entry)) matches.push(i);
+      });
+      if (matches.length !== 1) break;
+      if (out.includes(matches[0])) return [];
+      out.push(matches[0]);
+    }
+    return out;
+  }
+  for (const entry of spec.split(",")) {
+    const index = leadingOrdinal(entry.trim());
+    if (index < 0 || index >= count) break;
+    if (out.includes(index)) return [];
+    out.push(index);
+  }
+  return out;
+}
+
+/**
+ * The physical GPUs this process sees (CUDA_VISIBLE_DEVICES of its environment, see
+ * parseVisibleDevices): logical GPU i (what `--base-gpu-id`, the TP ranks and torch count) is
+ * physical GPU `visibleGpus()[i]` (what nvidia-smi and the usage registry count).
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {number[]}
+ */
+export function visibleGpus(env = process.env) {
+  return parseVisibleDevices(env.CUDA_VISIBLE_DEVICES, gpuSet().count, gpuUuids());
+}
+
 function usageDir() {
   const root = sandboxRoot();
   return root ? join(root, "state", "gpu-usage") : null;
@@ -226,7 +314,8 @@ function alive(pid) {
 }
 
 /**
- * MiB used on each GPU index by other live processes (per the usage registry).
+ * MiB used on each GPU by other live processes (per the usage registry), keyed by PHYSICAL GPU
+ * index (as nvidia-smi numbers them, whatever CUDA_VISIBLE_DEVICES each process had).
  * @returns {Map<number, number>}
  */
 export function memoryUsedByOthers() {
@@ -263,7 +352,8 @@ export function memoryUsedByOthers() {
 }
 
 /**
- * Registers (or updates) this process's GPU usage: nvidia-smi shows it.
+ * Registers (or updates) this process's GPU usage: nvidia-smi shows it. `gpus` are PHYSICAL
+ * indices (map logical ones through visibleGpus() first).
  * @param {{gpus:number[], memMiB:number, util:number, processName:string}} usage
  */
 export function registerGpuUsage(usage) {

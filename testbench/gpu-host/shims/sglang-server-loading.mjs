@@ -20,7 +20,8 @@ export const loadingMethods = {
     const modes = this.faults.modes;
     const model = this.model;
     const modelPath = String(a.model_path);
-    if (this.tp * this.dp + this.baseGpu > this.gpu.count) {
+    // torch numbers only the visible GPUs (CUDA_VISIBLE_DEVICES): set_device(gpu_id) fails past them
+    if (this.tp * this.dp + this.baseGpu > this.visible.length) {
       this.log("Init torch distributed begin.", 0);
       this.schedulerCrash(
         [
@@ -63,10 +64,11 @@ export const loadingMethods = {
     }
 
     const totalGiB = this.gpu.memMiB / 1024;
+    // The registry counts physical GPUs; this process's ranks use logical ones (CUDA_VISIBLE_DEVICES).
     const others = memoryUsedByOthers();
+    const physical = this.physicalGpus();
     let othersMax = 0;
-    for (let g = this.baseGpu; g < this.baseGpu + this.tp * this.dp; g++)
-      othersMax = Math.max(othersMax, (others.get(g) ?? 0) / 1024);
+    for (const g of physical) othersMax = Math.max(othersMax, (others.get(g) ?? 0) / 1024);
     const availStart = Math.max(0, totalGiB - othersMax - 0.57 - 0.35);
     this.logRanks(() => `Load weight begin. avail mem=${gb(availStart)} GB`);
 
@@ -197,13 +199,22 @@ export const loadingMethods = {
     this.memory = { weight: weightsGiB, kvcache: 2 * kvSizeGiB, graph: graphGiB };
     const usedGiB = weightsGiB + 2 * kvSizeGiB + graphGiB + 0.57 + 0.35;
     this.usage = {
-      gpus: Array.from({ length: this.tp * this.dp }, (_, i) => this.baseGpu + i),
+      gpus: physical,
       memMiB: Math.round(usedGiB * 1024),
       util: 0,
       processName: "sglang::scheduler",
     };
     registerGpuUsage(this.usage);
     return true;
+  },
+
+  /**
+   * The physical GPUs (nvidia-smi's numbers) of this server's ranks: logical GPUs base..base+tp·dp−1
+   * through CUDA_VISIBLE_DEVICES. Call only after the device-ordinal check.
+   * @returns {number[]}
+   */
+  physicalGpus() {
+    return Array.from({ length: this.tp * this.dp }, (_, i) => this.visible[this.baseGpu + i]);
   },
 
   defaultAttentionBackend() {

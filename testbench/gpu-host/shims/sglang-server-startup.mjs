@@ -42,6 +42,24 @@ export const startupMethods = {
   prepareServerArgs() {
     const a = this.args;
     const modelPath = String(a.model_path);
+    // ServerArgs.__post_init__ resolves the device before it reads the model: with no GPU visible
+    // (CUDA_VISIBLE_DEVICES="" or naming none of the host's), torch.cuda.is_available() is False and
+    // get_device() (srt/utils/common.py) finds no accelerator. Wording of SGLang 0.5.x before MUSA.
+    if (this.visible.length === 0 && (a.device === null || a.device === undefined)) {
+      this.mainTraceback(
+        [
+          `  File "${this.src("srt/server_args.py")}", line 4711, in prepare_server_args`,
+          "    return ServerArgs.from_cli_args(raw_args)",
+          `  File "${this.src("srt/server_args.py")}", line 1091, in __post_init__`,
+          "    self._handle_missing_default_values()",
+          `  File "${this.src("srt/server_args.py")}", line 1197, in _handle_missing_default_values`,
+          "    self.device = get_device()",
+          `  File "${this.src("srt/utils/common.py")}", line 1827, in get_device`,
+          '    raise RuntimeError("No accelerator (CUDA, XPU, HPU, NPU) is available.")',
+        ],
+        "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU) is available.",
+      );
+    }
     let model;
     try {
       model = readModelDir(modelPath);

@@ -27,6 +27,7 @@ import {
   readFaults,
   sglangFaults,
   sitePackagesDir,
+  visibleGpus,
 } from "./sglang-host.mjs";
 import { generationMethods } from "./sglang-server-generation.mjs";
 import { loadingMethods } from "./sglang-server-loading.mjs";
@@ -80,6 +81,12 @@ class SimServer {
     this.baseGpu = Number(args.base_gpu_id ?? 0);
     this.faults = sglangFaults(this.port, String(this.args.model_path ?? ""));
     this.gpu = gpuSet();
+    /**
+     * The GPUs this process sees (CUDA_VISIBLE_DEVICES): logical GPU i — what --base-gpu-id, the TP
+     * ranks and "GPU 0" in torch's messages count — is physical GPU visible[i], what nvidia-smi and
+     * the usage registry count.
+     */
+    this.visible = visibleGpus();
     this.level = LEVELS[String(args.log_level ?? "info").toLowerCase()] ?? 20;
     this.status = "Starting";
     /** @type {import("node:http").Server | null} */

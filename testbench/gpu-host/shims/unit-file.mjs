@@ -298,7 +298,10 @@ export function interpretUnit(text, path, name, mtimeMs = 0) {
       // missing EnvironmentFile: reported by the supervisor when not optional
     }
   }
-  const fullEnv = { ...fileEnv, ...environment };
+  // systemd.exec(5), EnvironmentFile=: "Settings from these files override settings made with
+  // Environment=" (several files: the later one wins). Environment= lines accumulate in order and an
+  // empty one resets the list (parseEnvironment).
+  const fullEnv = { ...environment, ...fileEnv };
   const commands = (key) => {
     const list = [];
     for (const value of service[key] ?? []) {
