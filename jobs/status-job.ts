@@ -99,10 +99,12 @@ async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<stri
 async function probe(name: string, { hosts, store }: StatusJobDeps) {
   const host = hosts.config(name);
   // After a swap the host serves another unit than the config's first one.
-  const unit = (await store.hosts.serving(name))?.unit ?? host.currentUnit;
+  const serving = await store.hosts.serving(name);
+  const unit = serving?.unit ?? host.currentUnit;
   return await probeHost(
     hosts.transport(name),
-    { name, unit, port: host.servingPort },
+    // a blue/green swap may have moved the serving unit to the standby slot's port
+    { name, unit, port: serving?.port ?? host.servingPort },
     host.commandTimeoutSeconds * 1000,
   );
 }

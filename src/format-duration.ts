@@ -9,3 +9,9 @@ export function formatSeconds(seconds: number): string {
 export function shortSeconds(seconds: number): string {
   return seconds < 10 ? `${seconds.toFixed(1)} s` : formatSeconds(seconds);
 }
+
+/** A moment as people in the channel read it: "2026-12-02 18:40:12 UTC". */
+export function utcTime(date: Date | string): string {
+  const d = typeof date === "string" ? new Date(date) : date;
+  return `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}

@@ -66,7 +66,16 @@ export interface BenchHostSpec {
   /** How the bot reaches it (default ssh, through the bench's real sshd). */
   transport?: "ssh" | "local";
   /** The model the host serves at start (a Hub preset), or false for none. Default: a small BF16 model. */
-  serving?: { preset: ModelPreset; unit?: string } | false;
+  serving?:
+    | {
+        preset: ModelPreset;
+        unit?: string;
+        /** Its --tp-size (default: every GPU), so a blue/green swap finds GPUs to spare. */
+        tp?: number;
+        /** Its --mem-fraction-static (default SGLang's), so one that leaves room can share its GPUs. */
+        memFraction?: number;
+      }
+    | false;
   /**
    * A broken way to reach it: `refused` (nothing listens), `silent` (TCP accepts, SSH never answers),
    * `stale-key` (the pinned host key is not the one the host presents).
@@ -104,9 +113,10 @@ export interface BenchHostSpec {
    * A real HAProxy in front of the host's units (docs/front-door.md): slot `blue` at servingPort and the
    * unchecked slot `hold` at a port nothing listens on, steered through its Runtime API socket. `true`
    * holds requests 60 s; `{ holdSeconds }` sets HAProxy's `retries` (and the config's holdSeconds).
-   * `drainSeconds` sets the host's drain bound (default 120).
+   * `drainSeconds` sets the host's drain bound (default 120). `standby` adds the second unit slot
+   * `green` (disabled, at a free port: hosts[].frontDoor.standby) for blue/green swaps.
    */
-  frontDoor?: true | { holdSeconds?: number; drainSeconds?: number };
+  frontDoor?: true | { holdSeconds?: number; drainSeconds?: number; standby?: boolean };
 }
 
 export interface BenchOptions {
@@ -415,10 +425,12 @@ export class Bench {
     const holdSeconds = o.holdSeconds ?? 60;
     // nothing listens on a fresh free port: connections to it are refused, as to port 1 on a real host
     const closedPort = await freePort();
+    const standbyPort = o.standby === true ? await freePort() : undefined;
     const haproxy = await startHaproxy(join(root, "haproxy"), {
       retries: holdSeconds,
       servers: [
         { name: "blue", port: servingPort },
+        ...(standbyPort === undefined ? [] : [{ name: "green", port: standbyPort, disabled: true }]),
         { name: "hold", port: closedPort, disabled: true },
       ],
     });
@@ -432,6 +444,7 @@ export class Bench {
         server: "blue",
         hold: "hold",
         holdSeconds,
+        ...(standbyPort === undefined ? {} : { standby: { server: "green", port: standbyPort } }),
       },
     };
   }
@@ -477,7 +490,11 @@ export class Bench {
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, file.content);
     }
-    const gpuCount = spec.gpus === "h200-1gpu" ? 1 : 8;
+    const gpuCount = spec.serving === false ? 8 : (spec.serving?.tp ?? (spec.gpus === "h200-1gpu" ? 1 : 8));
+    const memFraction =
+      spec.serving === false || spec.serving?.memFraction === undefined
+        ? ""
+        : ` --mem-fraction-static ${spec.serving.memFraction}`;
     await sim.installUnit(
       unit,
       [
@@ -486,7 +503,7 @@ export class Bench {
         "After=network-online.target",
         "",
         "[Service]",
-        `ExecStart=${sim.venvDir}/bin/python -m sglang.launch_server --model-path ${modelDir} --served-model-name ${model.id} --host 127.0.0.1 --port ${port} --tp-size ${gpuCount}`,
+        `ExecStart=${sim.venvDir}/bin/python -m sglang.launch_server --model-path ${modelDir} --served-model-name ${model.id} --host 127.0.0.1 --port ${port} --tp-size ${gpuCount}${memFraction}`,
         "Restart=on-failure",
         "RestartSec=5",
         "TimeoutStartSec=900",

@@ -64,7 +64,8 @@ export async function runMonitorCheck(
     const unit = serving?.unit ?? hostConfig.currentUnit;
     const result = await checkHealth(
       hosts.transport(host),
-      { unit, port: hostConfig.servingPort },
+      // a blue/green swap may have moved the serving unit to the standby slot's port
+      { unit, port: serving?.port ?? hostConfig.servingPort },
       health.checkTimeoutSeconds,
       deps.clock,
     );

@@ -5,6 +5,7 @@ import { formatGB } from "../../src/plan/byte-units.ts";
 import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
 import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
+import { pastFlipBack, retireStage } from "./stages/blue-green.ts";
 import { bytesOnDisk } from "./stages/download.ts";
 import { type Finished, finishSwap } from "./stages/finish.ts";
 import { releaseStage } from "./stages/front-door.ts";
@@ -263,6 +264,8 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
       return await releaseStage(ctx);
     case "benchmark":
       return await benchmarkStage(ctx);
+    case "retire":
+      return await retireStage(ctx);
     case "finish":
       return { end: "succeeded" };
     case "rollback":
@@ -280,6 +283,8 @@ async function cancelled(run: Run): Promise<StepResult | undefined> {
   const { ctx, swap } = run;
   const request = await ctx.gate.cancelRequest();
   if (request === undefined || swap.record.step === "rollback") return undefined;
+  // a blue/green swap whose old unit is already stopping: nothing to flip back to, the swap ends as it is
+  if (pastFlipBack(swap.record)) return undefined;
   if (swap.record.cancel === undefined) {
     swap.set({ cancel: request });
     swap.audit(
@@ -357,6 +362,8 @@ async function failSwap(
     result.detail = gaveUp(run, deps, result.unreachable);
   }
   swap.set({ rollback: { ok: result.ok, detail: result.detail } });
-  await run.save(await finishSwap(ctx, result.ok ? "rolled_back" : "failed", why));
+  // a blue/green swap that failed before its flip changed nothing production saw: failed, not rolled back
+  const outcome = result.ok && result.nothingToUndo !== true ? "rolled_back" : "failed";
+  await run.save(await finishSwap(ctx, outcome, why));
   return { done: true };
 }

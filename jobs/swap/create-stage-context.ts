@@ -69,6 +69,8 @@ export function createStageContext(
       recipeOverrides: deps.config.file.recipes.overrides,
       weightScale: deps.config.file.bench.weightScale,
       baseline: swaps.baseline,
+      flipBackSeconds: swaps.flipBackSeconds,
+      sharedBenchmark: swaps.sharedBenchmark,
     },
     emit: (event) => swap.emit(event),
     clock,

@@ -2,7 +2,7 @@ import type { KnownBlock } from "@slack/types";
 import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
 import { mention as userMention } from "../grammar/slack-ids.ts";
-import { formatGB } from "../plan/byte-units.ts";
+import { formatGB, formatGiB } from "../plan/byte-units.ts";
 import { describeGpus } from "../plan/make-plan.ts";
 import type { FlagChoice, SwapPlan } from "../plan/types.ts";
 import { benchScaleLine, realTotalBytes } from "../plan/weight-scale.ts";
@@ -48,6 +48,8 @@ export interface PlanMessageOptions {
 function clientsLine(plan: SwapPlan): string[] {
   const c = plan.clients;
   if (c === undefined) return [];
+  if (c.blueGreen !== undefined && c.frontDoor !== undefined)
+    return blueGreenLines(c.blueGreen, c.frontDoor, c.why);
   const drain = `requests in flight finish first (up to ${minutes(c.drainSeconds)})`;
   const why = [
     ...(c.why === undefined ? [] : [`*Why cold* ${clean(c.why, 500)}`]),
@@ -69,6 +71,34 @@ function clientsLine(plan: SwapPlan): string[] {
   return [
     `*Clients* cold swap behind the front door (HAProxy: slot ${code(fd.server, 64)} drains, ${code(fd.hold, 64)} holds): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
     ...why,
+  ];
+}
+
+/** A blue/green plan's client lines: where the new unit runs, how it is checked, the flip and its window. */
+function blueGreenLines(
+  bg: NonNullable<NonNullable<SwapPlan["clients"]>["blueGreen"]>,
+  fd: NonNullable<NonNullable<SwapPlan["clients"]>["frontDoor"]>,
+  why: string | undefined,
+): string[] {
+  const gpus = `GPU${bg.devices.length === 1 ? "" : "s"} ${bg.devices.join(",")}`;
+  const how = bg.gpus === "spare" ? "on spare GPUs" : "sharing GPUs";
+  const bench =
+    bg.benchmark === "before-flip"
+      ? "health, sanity and the benchmark"
+      : bg.benchmark === "reduced"
+        ? "health, sanity and the benchmark at 4 streams (production shares these GPUs)"
+        : "health and sanity (the benchmark runs after the flip: production shares these GPUs)";
+  const kv =
+    bg.gpus === "shared"
+      ? ` It serves with a ${formatGiB(bg.kvPerGpuBytes)}/GPU KV cache (${formatGiB(bg.fullKvPerGpuBytes)} alone) until its next restart.`
+      : "";
+  const window =
+    bg.flipBackSeconds > 0
+      ? ` For ${minutes(bg.flipBackSeconds)} after the flip the old model stays loaded: \`/llm cancel\` flips back in about a second.`
+      : " The old model stops as soon as it has drained (swaps.flipBackSeconds is 0: no flip back).";
+  return [
+    `*Clients* blue/green ${how} behind the front door (HAProxy: ${code(fd.server, 64)} takes new requests at the flip, ${code(fd.from ?? "?", 64)} drains): the new model loads on ${gpus} (port ${bg.port}) beside the one serving now and is checked there (${bench}); then the front door flips. No request waits or fails.${kv}${window}`,
+    ...(why === undefined ? [] : [`*Why blue/green* ${clean(why, 500)}`]),
   ];
 }
 
@@ -102,7 +132,9 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
       [
         `*Stops* ${stopsLine(plan)}`,
         ...clientsLine(plan),
-        `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})${basis}`,
+        plan.clients?.blueGreen !== undefined
+          ? `*Expected downtime* none: the new model loads (about ${minutes(plan.expectedDowntimeSeconds)}, health wait limit ${minutes(plan.healthTimeoutSeconds)}${basis}) while the old one serves, and the flip is one front-door command`
+          : `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})${basis}`,
         ...sourceLines(plan),
       ].join("\n"),
     ),
@@ -320,6 +352,9 @@ function sections(lines: readonly string[], maxSections: number): KnownBlock[] {
 function stopsLine(plan: SwapPlan): string {
   const current = plan.host.currentUnit;
   const newUnit = code(plan.unitName);
+  const bg = plan.clients?.blueGreen;
+  if (bg !== undefined && current.exists)
+    return `${code(current.name)} keeps serving until the flip, then drains and stops${bg.flipBackSeconds > 0 ? ` after the ${minutes(bg.flipBackSeconds)} flip-back window` : ""}; ${newUnit} is enabled and started beside it first`;
   if (!current.exists)
     return `nothing: no ${code(current.name)} on the host; ${newUnit} will be enabled and started`;
   const state = current.active ? "running" : "not running";

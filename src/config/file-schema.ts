@@ -164,7 +164,7 @@ const frontDoorName = (what: string) =>
     .string(
       problem(
         `frontDoor.${what} is not set`,
-        `name it as HAProxy's configuration does, e.g. ${what === "backend" ? "sglang" : what === "hold" ? "hold" : "blue"}`,
+        `name it as HAProxy's configuration does, e.g. ${what === "backend" ? "sglang" : what === "hold" ? "hold" : what === "standby.server" ? "green" : "blue"}`,
       ),
     )
     .regex(
@@ -195,6 +195,18 @@ const frontDoorSchema = z.strictObject({
   server: frontDoorName("server"),
   /** The unchecked slot at a closed port that holds requests while no unit can take them. */
   hold: frontDoorName("hold"),
+  /**
+   * The second unit slot, for blue/green swaps: its name in haproxy.cfg and the port a unit behind it
+   * listens on. A swap whose new model fits beside the old one (spare GPUs, or room on the same ones)
+   * starts it behind the slot that does not serve now, checks it there, and flips. Absent: every swap
+   * is cold.
+   */
+  standby: z
+    .strictObject({
+      server: frontDoorName("standby.server"),
+      port: z.number().int().min(1).max(65535),
+    })
+    .optional(),
   /** Run socat through `sudo -n` (when the socket's group does not let the bot's user in). */
   sudo: z.boolean().default(false),
   /**
@@ -259,6 +271,27 @@ const hostSchema = z
           ),
         });
       }
+      const fd = host.frontDoor as Partial<FrontDoorConfig> | undefined;
+      const standby = fd?.standby;
+      if (fd === undefined || standby === undefined || typeof standby !== "object") return;
+      if (standby.port === (host.servingPort ?? 30000))
+        ctx.addIssue({
+          code: "custom",
+          path: ["frontDoor", "standby", "port"],
+          message: problem(
+            `frontDoor.standby.port is the host's servingPort (${standby.port}): the two unit slots need ports of their own`,
+            "give the standby slot another port, e.g. servingPort + 1, as its line in haproxy.cfg does",
+          ),
+        });
+      if (standby.server === fd.server || standby.server === fd.hold)
+        ctx.addIssue({
+          code: "custom",
+          path: ["frontDoor", "standby", "server"],
+          message: problem(
+            `frontDoor.standby.server is ${standby.server}, the name of another of the front door's slots`,
+            "name the second unit slot as haproxy.cfg does, e.g. green",
+          ),
+        });
     },
     { when: () => true },
   );
@@ -355,6 +388,18 @@ export const fileSchema = z
          * on production); `full`: the loaded run too (16 streams: it adds real load to production); `off`.
          */
         baseline: z.enum(["probe", "full", "off"]).default("probe"),
+        /**
+         * Blue/green: how long after the flip the old unit stays loaded (drained, taking no requests), so
+         * that a rollback is a flip back (about a second) instead of a cold start. `/llm cancel` of the
+         * swap flips back meanwhile; the host stays locked by the swap until the window ends.
+         */
+        flipBackSeconds: z.number().int().min(0).max(86_400).default(300),
+        /**
+         * Blue/green on GPUs the old unit uses too: the loaded benchmark would compete with production
+         * for compute. `after-flip` (default): run it once production is on the new unit; `reduced`:
+         * before the flip, at 4 streams instead of 16. On spare GPUs it always runs before the flip.
+         */
+        sharedBenchmark: z.enum(["after-flip", "reduced"]).default("after-flip"),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()

@@ -329,7 +329,7 @@ function frontDoorRow(transport: HostTransport, host: HostConfig, target: string
     check: "front door",
     run: async () => {
       const fd = hostFrontDoor(host, transport)!;
-      const read = await readFrontDoor(fd, host.servingPort);
+      const read = await readFrontDoor(fd);
       if (!read.ok) return problem("fail", target, "front door", read.detail, read.code, read.fix);
       const probe = await transport.exec(
         sh`timeout 3 bash -c ${`exec 3<>/dev/tcp/127.0.0.1/${read.holdPort}`} 2>/dev/null && echo open || echo closed`,

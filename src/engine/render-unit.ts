@@ -30,6 +30,11 @@ export interface UnitSpec {
    * its own): TimeoutStopSec is this plus STOP_MARGIN_SECONDS. Absent: TimeoutStopSec=120, as before.
    */
   drainSeconds?: number;
+  /**
+   * The physical GPUs the unit may use (CUDA_VISIBLE_DEVICES), when it runs beside another unit
+   * (blue/green). Absent: every GPU, as before.
+   */
+  visibleDevices?: readonly number[];
 }
 
 /** TimeoutStopSec beyond the drain: the process tree's own exit after its last request. */
@@ -164,6 +169,12 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     "Environment=HF_HUB_OFFLINE=1",
     "Environment=PYTHONUNBUFFERED=1",
     ...engine,
+    ...(spec.visibleDevices === undefined
+      ? []
+      : [
+          "# Beside the unit it replaces (blue/green): only these GPUs, which CUDA numbers from 0.",
+          `Environment=CUDA_VISIBLE_DEVICES=${spec.visibleDevices.map((d) => String(Math.trunc(d))).join(",")}`,
+        ]),
     `ExecStart=${execStart}`,
     "Restart=on-failure",
     "RestartSec=10",

@@ -3,7 +3,8 @@ import { hubPullRequest } from "../grammar/model-ref.ts";
 import type { ModelSummary } from "../hub/types.ts";
 import { weightFiles } from "../hub/weight-files.ts";
 import { formatGB, formatGiB } from "./byte-units.ts";
-import { chooseTp } from "./choose-tp.ts";
+import { chooseTp, type TpChoice } from "./choose-tp.ts";
+import { chooseClientMode } from "./client-mode.ts";
 import { defaultSpelling } from "./flag-spellings.ts";
 import { modelDirFor } from "./model-dir.ts";
 import { withRenderedUnit } from "./plan-unit.ts";
@@ -28,15 +29,22 @@ import type {
   SwapPlan,
 } from "./types.ts";
 import { realLargestShardBytes, realTotalBytes } from "./weight-scale.ts";
-import { whyCold } from "./why-cold.ts";
 
 export interface PlanHostConfig {
   name: string;
   modelsDir: string;
   venv: string;
   unitDir: string;
+  /** The port of the unit serving now (servingPort until a blue/green swap moved it to the standby's). */
   servingPort: number;
   currentUnit: string;
+}
+
+/** What a blue/green swap needs from the host: the standby slot (or why there is none) and the config. */
+export interface BlueGreenInput {
+  standby: { server: string; port: number } | { missing: string };
+  sharedBenchmark: "after-flip" | "reduced";
+  flipBackSeconds: number;
 }
 
 export interface PlanInput {
@@ -61,6 +69,8 @@ export interface PlanInput {
   weightScale?: number;
   /** How clients see the swap (the front door's part read from it in preflight). */
   clients?: ClientPlan;
+  /** Whether, and where, the new unit may start beside the old one; absent: the swap is cold. */
+  blueGreen?: BlueGreenInput;
   /** The front door's check (preflight reads it), when the host has one. */
   frontDoorCheck?: PlanCheck;
 }
@@ -155,7 +165,38 @@ export function makePlan(input: PlanInput): SwapPlan {
   );
   const gpuName = gpus[0]?.name ?? "no GPU";
 
-  const tpChoice = chooseTp(facts, gpus, input.requestedTp);
+  let tpChoice = chooseTp(facts, gpus, input.requestedTp);
+  const modeAt = (choice: TpChoice) =>
+    chooseClientMode({
+      gpus,
+      vram: choice.vram,
+      standby: input.blueGreen?.standby ?? {
+        missing: "the host has no front door with a standby slot (hosts[].frontDoor.standby)",
+      },
+      sharedBenchmark: input.blueGreen?.sharedBenchmark ?? "after-flip",
+      flipBackSeconds: input.blueGreen?.flipBackSeconds ?? 0,
+    });
+  let mode = input.clients === undefined ? undefined : modeAt(tpChoice);
+  if (mode?.mode === "cold" && input.requestedTp === undefined && input.blueGreen !== undefined) {
+    // no swap downtime is worth more than the larger KV cache of more GPUs: the largest tp that fits
+    // beside the model serving now, when there is one (asked for a tp, the swap keeps it)
+    for (let tp = tpChoice.tp - 1; tp >= 1; tp--) {
+      const smaller = chooseTp(facts, gpus, tp);
+      if (!smaller.tpCheck.ok || !smaller.vramCheck.ok) continue;
+      const beside = modeAt(smaller);
+      if (beside.mode !== "bluegreen") continue;
+      tpChoice = {
+        ...smaller,
+        tpCheck: {
+          ...smaller.tpCheck,
+          detail: smaller.tpCheck.detail.replace(/ \(requested\)$/, " (blue/green)"),
+        },
+        reason: `${tp} GPUs: the largest tp that fits beside the model serving now, so the swap is blue/green (tp ${tpChoice.tp}, ${tpChoice.reason}, would be cold)`,
+      };
+      mode = beside;
+      break;
+    }
+  }
   const quant: PlanCheck =
     gpus.length === 0
       ? {
@@ -190,6 +231,7 @@ export function makePlan(input: PlanInput): SwapPlan {
           };
 
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
+  const beside = mode?.mode === "bluegreen" ? mode.blueGreen : undefined;
   const settings: RecipeSetting[] = [
     {
       setting: "model-path",
@@ -206,7 +248,17 @@ export function makePlan(input: PlanInput): SwapPlan {
       value: "127.0.0.1",
       reason: "loopback only: modelswap checks health on the host; publish it through your proxy",
     },
-    { setting: "port", value: String(hostConfig.servingPort), reason: "the host's servingPort" },
+    beside === undefined
+      ? {
+          setting: "port",
+          value: String(hostConfig.servingPort),
+          reason: "the port the serving unit listens on",
+        }
+      : {
+          setting: "port",
+          value: String(beside.port),
+          reason: "the front door's standby slot: the new unit starts beside the one serving now",
+        },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
     ...overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []),
   ];
@@ -225,7 +277,9 @@ export function makePlan(input: PlanInput): SwapPlan {
   ];
 
   const startup = startupOf(facts.quantization, cc);
-  const preload = input.clients === undefined ? undefined : preloadPlan(host, facts.weightBytes);
+  // a blue/green swap loads while the old unit serves: no downtime to shorten
+  const preload =
+    input.clients === undefined || beside !== undefined ? undefined : preloadPlan(host, facts.weightBytes);
   return withRenderedUnit({
     model,
     facts: input.facts,
@@ -252,11 +306,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     ...(input.clients === undefined
       ? {}
       : {
-          clients: {
-            ...input.clients,
-            why: whyCold(host.gpus, tpChoice.vram),
-            ...(preload === undefined ? {} : { preload }),
-          },
+          clients: clientPlan(input.clients, mode!, input.blueGreen, preload),
         }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
@@ -266,6 +316,34 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitPath: "",
     notes: recipeResult?.notes ?? [],
   });
+}
+
+/** The plan's client part: the mode chosen, and the front door's slots for it. */
+function clientPlan(
+  base: ClientPlan,
+  mode: ReturnType<typeof chooseClientMode>,
+  blueGreen: BlueGreenInput | undefined,
+  preload: ClientPlan["preload"],
+): ClientPlan {
+  const fd = base.frontDoor;
+  const from = fd?.from ?? fd?.server;
+  const standby = blueGreen !== undefined && "server" in blueGreen.standby ? blueGreen.standby : undefined;
+  return {
+    ...base,
+    mode: mode.mode,
+    why: mode.why,
+    ...(preload === undefined ? {} : { preload }),
+    ...(fd === undefined
+      ? {}
+      : {
+          frontDoor: {
+            ...fd,
+            ...(from === undefined ? {} : { from }),
+            server: mode.mode === "bluegreen" && standby !== undefined ? standby.server : fd.server,
+          },
+        }),
+    ...(mode.mode === "bluegreen" ? { blueGreen: mode.blueGreen } : {}),
+  };
 }
 
 /**

@@ -20,6 +20,7 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
     flags: plan.flags,
     timeoutStartSeconds: plan.healthTimeoutSeconds,
     ...(plan.clients === undefined ? {} : { drainSeconds: plan.clients.drainSeconds }),
+    ...(plan.clients?.blueGreen === undefined ? {} : { visibleDevices: plan.clients.blueGreen.devices }),
   });
   const current = plan.host.currentUnit;
   const dir = plan.unitDir.replace(/\/+$/, "");

@@ -88,11 +88,13 @@ export type FlagChoice = z.infer<typeof flagChoiceSchema>;
  * How clients see the swap. `cold`: the old unit stops before the new one starts (both never run at
  * once). Behind a front door, new requests are held meanwhile (up to holdSeconds) and sent to the new
  * unit once it is healthy and sane; without one they fail until it is healthy. Either way requests in
- * flight finish first (drainSeconds at most).
+ * flight finish first (drainSeconds at most). `bluegreen`: the new unit starts beside the old one, behind
+ * the front door's other unit slot, is checked there, and the front door flips to it; the old unit
+ * drains, stays loaded for the flip-back window, then stops.
  */
 export const clientPlanSchema = z.object({
-  mode: z.literal("cold"),
-  /** Why cold, in numbers from nvidia-smi (src/plan/why-cold.ts); absent where no estimate was made. */
+  mode: z.enum(["cold", "bluegreen"]),
+  /** Why this mode, in numbers from nvidia-smi (src/plan/client-mode.ts); absent where no estimate was made. */
   why: z.string().optional(),
   drainSeconds: z.number(),
   /**
@@ -100,7 +102,30 @@ export const clientPlanSchema = z.object({
    * the load reads memory, not disk; and why (RAM available against the weights, vmtouch there).
    */
   preload: z.object({ will: z.boolean(), why: z.string() }).optional(),
-  frontDoor: z.object({ server: z.string(), hold: z.string(), holdSeconds: z.number() }).optional(),
+  /**
+   * `server`: the slot the new unit serves behind; `from`: the slot serving now (the same one in a cold
+   * swap; absent in plans made before there were two).
+   */
+  frontDoor: z
+    .object({ server: z.string(), from: z.string().optional(), hold: z.string(), holdSeconds: z.number() })
+    .optional(),
+  /** The blue/green part: where the new unit runs beside the old one, and how it is checked. */
+  blueGreen: z
+    .object({
+      /** `spare`: GPUs nobody uses; `shared`: the memory the old unit leaves free on its GPUs. */
+      gpus: z.enum(["spare", "shared"]),
+      /** The physical GPUs the new unit sees (CUDA_VISIBLE_DEVICES). */
+      devices: z.array(z.number().int().min(0)),
+      /** The port the new unit listens on (its slot's). */
+      port: z.number().int(),
+      /** The KV cache per GPU it gets beside the old unit, and what it would get alone. */
+      kvPerGpuBytes: z.number(),
+      fullKvPerGpuBytes: z.number(),
+      /** When the loaded benchmark runs: before the flip at full load or 4 streams, or after it. */
+      benchmark: z.enum(["before-flip", "reduced", "after-flip"]),
+      flipBackSeconds: z.number(),
+    })
+    .optional(),
 });
 export type ClientPlan = z.infer<typeof clientPlanSchema>;
 

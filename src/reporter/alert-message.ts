@@ -1,3 +1,4 @@
+import { utcTime } from "../format-duration.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import {
   codeBlock,
@@ -59,7 +60,7 @@ export function renderAlert(facts: AlertFacts): SlackMessage {
       ["Host", facts.host],
       ["Model", model],
       ["Service", `\`${facts.unit}\``],
-      ["Since", `${formatTime(facts.since)} (${facts.failures} failed checks in a row)`],
+      ["Since", `${utcTime(facts.since)} (${facts.failures} failed checks in a row)`],
     ]),
     section(`*Failing check:* ${escapeMrkdwn(facts.failingCheck)}`),
   ];
@@ -86,7 +87,7 @@ export function renderAlert(facts: AlertFacts): SlackMessage {
       `checked every ${facts.intervalSeconds} s · this is the only alert for this incident · one message follows once ${facts.host} has passed ${facts.recoveryThreshold} checks in a row`,
     ),
   );
-  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${formatTime(facts.since)}: ${facts.failingCheck}`;
+  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${utcTime(facts.since)}: ${facts.failingCheck}`;
   return message(text, blocks);
 }
 
@@ -107,7 +108,7 @@ function renderUnreachable(facts: AlertFacts, why: NonNullable<AlertFacts["unrea
       ["Host", facts.host],
       ["Last known model", model],
       ["Service", `\`${facts.unit}\``],
-      ["Since", `${formatTime(facts.since)} (${facts.failures} checks could not reach it)`],
+      ["Since", `${utcTime(facts.since)} (${facts.failures} checks could not reach it)`],
     ]),
     section(
       `*${keyChanged ? "What changed" : "Why"}:* ${escapeMrkdwn(why.message)} (${escapeMrkdwn(why.code)})`,
@@ -121,7 +122,7 @@ function renderUnreachable(facts: AlertFacts, why: NonNullable<AlertFacts["unrea
       `checked every ${facts.intervalSeconds} s · this is the only alert for this incident · one message follows once ${facts.host} has passed ${facts.recoveryThreshold} checks in a row`,
     ),
   ];
-  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${formatTime(facts.since)}: ${why.message}`;
+  const text = `${title} (${facts.model ?? "unknown model"}, \`${facts.unit}\`) since ${utcTime(facts.since)}: ${why.message}`;
   return message(text, blocks);
 }
 
@@ -129,7 +130,7 @@ function renderUnreachable(facts: AlertFacts, why: NonNullable<AlertFacts["unrea
 export function renderRecovery(facts: RecoveryFacts): SlackMessage {
   const outage = formatOutage(facts.recoveredAt.getTime() - facts.since.getTime());
   const model = facts.model === undefined ? "" : ` \`${escapeMrkdwn(facts.model)}\``;
-  const line = `✅ *${facts.host} is serving again*${model} (\`${facts.unit}\`) after an outage of *${outage}* (down since ${formatTime(facts.since)}, healthy again ${formatTime(facts.recoveredAt)}).`;
+  const line = `✅ *${facts.host} is serving again*${model} (\`${facts.unit}\`) after an outage of *${outage}* (down since ${utcTime(facts.since)}, healthy again ${utcTime(facts.recoveredAt)}).`;
   const text = `✅ ${facts.host} is serving again after an outage of ${outage}`;
   return message(text, [section(line)]);
 }
@@ -143,8 +144,4 @@ export function formatOutage(ms: number): string {
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
   return `${Math.floor(hours / 24)} d ${hours % 24} h`;
-}
-
-function formatTime(date: Date): string {
-  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }

@@ -26,7 +26,7 @@ export function finalLine(record: SwapRecord): string {
     case "failed":
       return record.rollback !== undefined && !record.rollback.ok
         ? `<!channel> 🚨 *${host} serves nothing*: the swap to ${model} failed (${reason}) and the rollback failed too: ${escapeMrkdwn(record.rollback.detail)}. Act now: \`/llm status ${host}\`, then restart \`${record.previous?.unit}\` by hand.`
-        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. Nothing on the host was changed.${fix}`;
+        : `❌ *Swap to ${model} on ${host} failed*: ${reason}. ${record.switch?.beside === true && record.rollback?.ok === true ? `${escapeMrkdwn(record.rollback.detail)}.` : "Nothing on the host was changed."}${fix}`;
     case "rejected":
       return `🚫 Swap to ${model} on ${host} rejected${by(record.decision?.by)}${reason === "" ? "" : `: ${reason}`}.`;
     case "expired":
@@ -41,6 +41,12 @@ export function finalLine(record: SwapRecord): string {
 /** Downtime, or behind a front door how long new requests were held (none refused). */
 function clientsSentence(record: SwapRecord): string {
   const impact = clientImpact(record);
+  if (impact?.mode === "flipped")
+    return impact.back === true
+      ? "No request refused: the front door flipped back to the old unit, which never stopped"
+      : `No request refused or held: blue/green, the front door flipped to the new unit${impact.cut ? ` (${impact.cut} request${impact.cut === 1 ? "" : "s"} on the old one cut at the drain's bound)` : ""}`;
+  if (impact?.mode === "unseen")
+    return "Production never saw the new model: it kept serving the old one throughout";
   if (impact?.mode === "held")
     return `No request refused: new ones were held at most ${shortSeconds(impact.gapSeconds)} by the front door${impact.cut ? `, ${impact.cut} cut at the drain's bound` : ""}`;
   return `Downtime ${formatSeconds(record.downtimeSeconds ?? 0)}`;

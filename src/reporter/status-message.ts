@@ -1,5 +1,6 @@
 import { formatDistanceStrict } from "date-fns";
 import { SERVING_HEALTH_PATH } from "../engine/serving-health.ts";
+import { utcTime } from "../format-duration.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import { modelName } from "../grammar/model-name.ts";
 import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
@@ -28,7 +29,7 @@ export function renderHostStatus(status: HostStatus, now = new Date()): SlackMes
   const verdict = VERDICT[status.verdict];
   const title = `${verdict.emoji} ${status.host}: ${verdict.label}`;
   const blocks = [header(title)];
-  const footer = context(`checked ${formatTime(status.checkedAt)} · took ${status.durationMs} ms`);
+  const footer = context(`checked ${utcTime(status.checkedAt)} · took ${status.durationMs} ms`);
 
   if (status.connection !== undefined) {
     blocks.push(
@@ -127,8 +128,4 @@ export function gpuTable(gpus: readonly GpuInfo[]): string[] {
 
 function gib(mib: number): string {
   return (mib / 1024).toFixed(mib >= 10 * 1024 ? 0 : 1);
-}
-
-function formatTime(date: Date): string {
-  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }

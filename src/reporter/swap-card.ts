@@ -49,7 +49,7 @@ const OUTCOME: Record<NonNullable<SwapRecord["outcome"]>, string> = {
 /** What clients saw, once the switch has stopped the old unit: held by the front door, or downtime. */
 function clientsPart(record: SwapRecord): string {
   const impact = clientImpact(record);
-  if (impact?.mode === "held") return ` · clients: ${impactText(impact)}`;
+  if (impact !== undefined && impact.mode !== "refused") return ` · clients: ${impactText(impact)}`;
   return record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : "";
 }
 

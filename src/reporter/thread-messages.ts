@@ -1,4 +1,4 @@
-import { formatSeconds, shortSeconds } from "../format-duration.ts";
+import { formatSeconds, shortSeconds, utcTime } from "../format-duration.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
@@ -38,6 +38,10 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     case "build-failed":
       return say("❌ Engine build failed:", event.log);
     case "switched": {
+      if (event.beside !== undefined)
+        return say(
+          `🔀 Started beside: \`${escapeMrkdwn(event.to)}\` on GPU${event.beside.devices.length === 1 ? "" : "s"} ${event.beside.devices.join(",")} (port ${event.beside.port}, ${event.beside.gpus === "spare" ? "spare GPUs" : "sharing the old unit's GPUs"}); production stays on the old unit until the flip.`,
+        );
       const clients = event.held === true ? "New requests are held meanwhile." : "Downtime clock running.";
       const stop =
         event.stopSeconds === undefined ? "" : ` (its stop took ${shortSeconds(event.stopSeconds)})`;
@@ -47,6 +51,26 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled${stop}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
       );
     }
+    case "flipped":
+      return say(
+        `🔁 Flipped: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` (the new unit) and drains \`${escapeMrkdwn(event.from)}\`; no request waited. The old model stays loaded until ${utcTime(event.flipBackUntil)}: \`/llm cancel ${escapeMrkdwn(record.id)}\` flips back in about a second.`,
+      );
+    case "retired":
+      return say(
+        `🛑 \`${escapeMrkdwn(event.unit)}\` stopped and disabled after the flip-back window; ${
+          event.cut === 0
+            ? `its last requests had ended ${shortSeconds(event.drainSeconds)} after the flip.`
+            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out and ${event.cut === 1 ? "was" : "were"} cut by the stop.`
+        }`,
+      );
+    case "flipped-back":
+      return say(
+        `🔁 Flipped back: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` again; \`${escapeMrkdwn(event.unit)}\` never stopped. The new unit drains, then stops.`,
+      );
+    case "discarded":
+      return say(
+        `🧹 \`${escapeMrkdwn(event.unit)}\` stopped: it never took a production request, and \`${escapeMrkdwn(event.serving)}\` served throughout. Nothing to roll back.`,
+      );
     case "preloaded":
       return say(
         event.ok

@@ -13,8 +13,12 @@ export const servingStateSchema = z.object({
   since: z.string(),
   /** The swap that put it there. */
   swapId: z.string().optional(),
+  /** The port it listens on, when not the host's servingPort (a blue/green swap put it behind the standby slot). */
+  port: z.number().int().optional(),
   /** What served before it: what `/llm rollback` goes back to (kept here, so it outlives the swap's record). */
-  previous: z.object({ unit: z.string(), repo: z.string().optional() }).optional(),
+  previous: z
+    .object({ unit: z.string(), repo: z.string().optional(), port: z.number().int().optional() })
+    .optional(),
 });
 export type ServingState = z.infer<typeof servingStateSchema>;
 

@@ -7,8 +7,14 @@ import type { SwapRecord } from "./swap-record.ts";
  * all say it from here, so they say the same.
  */
 export interface ClientImpact {
-  /** `held`: behind a front door, new requests waited; `refused`: nothing listened on the port. */
-  mode: "held" | "refused";
+  /**
+   * `held`: behind a front door, new requests waited; `refused`: nothing listened on the port;
+   * `flipped`: blue/green, the front door moved new requests to the new unit at once (flipped back too,
+   * when `back`); `unseen`: blue/green that ended before its flip, production never saw the new unit.
+   */
+  mode: "held" | "refused" | "flipped" | "unseen";
+  /** Blue/green rolled back by a flip back. */
+  back?: boolean;
   /** The longest a new request waited (held) or the time it would have been refused (refused), in s. */
   gapSeconds: number;
   /** Requests still in flight when the drain's bound ran out (front door only). */
@@ -27,6 +33,7 @@ export function secondsBetween(from: string | undefined, to: string | undefined)
 /** Undefined until the switch has stopped the old unit (nothing clients could notice before). */
 export function clientImpact(record: SwapRecord): ClientImpact | undefined {
   const sw = record.switch;
+  if (sw?.beside === true) return blueGreenImpact(record);
   if (sw?.oldStoppedAt === undefined) return undefined;
   const fd = record.frontDoor;
   const stop = secondsBetween(sw.stopBeganAt, sw.oldStoppedAt);
@@ -48,6 +55,28 @@ export function clientImpact(record: SwapRecord): ClientImpact | undefined {
   return { mode: "refused", gapSeconds: record.downtimeSeconds, phases };
 }
 
+/** A blue/green swap: load and sanity beside production, the old unit's drain after the flip; no gap. */
+function blueGreenImpact(record: SwapRecord): ClientImpact | undefined {
+  const sw = record.switch!;
+  const phases: ClientImpact["phases"] = {};
+  const load = secondsBetween(sw.newStartedAt, record.healthyAt);
+  if (load !== undefined) phases.load = load;
+  const sanity = secondsBetween(record.stages.sanity.startedAt, record.stages.sanity.finishedAt);
+  if (sanity !== undefined && record.stages.sanity.state === "done") phases.sanity = sanity;
+  const flip = record.flip;
+  if (flip === undefined)
+    return record.outcome === undefined ? undefined : { mode: "unseen", gapSeconds: 0, phases };
+  const drain = secondsBetween(flip.flippedAt, flip.drainedAt);
+  if (drain !== undefined) phases.drain = drain;
+  return {
+    mode: "flipped",
+    gapSeconds: 0,
+    ...(flip.flippedBackAt === undefined ? {} : { back: true }),
+    ...(flip.cut === undefined ? {} : { cut: flip.cut }),
+    phases,
+  };
+}
+
 const PHASE_WORDS = { drain: "drain", stop: "stop", load: "load", sanity: "sanity" } as const;
 
 /** "held 7.6 s (drain 2.6 s · stop 0.4 s · load 3.1 s · sanity 0.9 s)", "refused 5.2 s (…)". */
@@ -56,6 +85,17 @@ export function impactText(impact: ClientImpact): string {
     .filter((k) => impact.phases[k] !== undefined)
     .map((k) => `${PHASE_WORDS[k]} ${shortSeconds(impact.phases[k]!)}`);
   const cut = impact.cut !== undefined && impact.cut > 0 ? `, ${impact.cut} cut at the drain's bound` : "";
+  if (impact.mode === "flipped" || impact.mode === "unseen") {
+    const load = (["load", "sanity"] as const)
+      .filter((k) => impact.phases[k] !== undefined)
+      .map((k) => `${PHASE_WORDS[k]} ${shortSeconds(impact.phases[k]!)}`);
+    const beside = load.length === 0 ? "" : ` (${load.join(" · ")} beside production`;
+    const drain =
+      impact.phases.drain === undefined ? "" : `; old unit drained in ${shortSeconds(impact.phases.drain)}`;
+    const open = beside === "" ? (drain === "" ? "" : ` (${drain.slice(2)})`) : `${beside}${drain})`;
+    if (impact.mode === "unseen") return `blue/green, production never saw the new unit${open}`;
+    return `blue/green, no gap${impact.back === true ? ", flipped back" : ""}${cut}${open}`;
+  }
   const how = impact.mode === "held" ? "requests held" : "requests refused";
   return `${how} ${shortSeconds(impact.gapSeconds)}${cut}${parts.length === 0 ? "" : ` (${parts.join(" · ")})`}`;
 }

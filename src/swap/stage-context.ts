@@ -96,6 +96,10 @@ export interface StageSettings {
   hub: { allowPullRequests: boolean; remoteCodeOrgs: readonly string[] };
   /** swaps.baseline: how a host's first swap measures the outgoing model before its switch. */
   baseline: "probe" | "full" | "off";
+  /** swaps.flipBackSeconds: how long a blue/green swap keeps the old unit loaded after the flip. */
+  flipBackSeconds: number;
+  /** swaps.sharedBenchmark: when blue/green on shared GPUs runs the loaded benchmark. */
+  sharedBenchmark: "after-flip" | "reduced";
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
   /** bench.weightScale: 1 in production; on the bench, the real weight files are this many times the Hub's. */

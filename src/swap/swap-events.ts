@@ -67,7 +67,32 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     /** The old unit's stop: how long it took (its drain), and whether the front door held new requests. */
     stopSeconds: z.number().optional(),
     held: z.boolean().optional(),
+    /** Blue/green: started beside the old unit (which keeps serving), on these GPUs and this port. */
+    beside: z
+      .object({ devices: z.array(z.number()), port: z.number(), gpus: z.enum(["spare", "shared"]) })
+      .optional(),
   }),
+  /**
+   * Blue/green: the front door sends new requests to `to` (the new unit) and drains `from`; the old unit
+   * stays loaded until `flipBackUntil` (a cancel meanwhile flips back).
+   */
+  z.object({
+    type: z.literal("flipped"),
+    from: z.string(),
+    to: z.string(),
+    flipBackUntil: z.string(),
+  }),
+  /** Blue/green: the old unit stopped after the window, once drained (or its bound ran out: `cut`). */
+  z.object({
+    type: z.literal("retired"),
+    unit: z.string(),
+    drainSeconds: z.number(),
+    cut: z.number(),
+  }),
+  /** Blue/green rollback: the front door sends requests to the old unit again, which never stopped. */
+  z.object({ type: z.literal("flipped-back"), to: z.string(), unit: z.string() }),
+  /** Blue/green: a gate failed before the flip; the new unit was stopped and production never saw it. */
+  z.object({ type: z.literal("discarded"), unit: z.string(), serving: z.string() }),
   /** The new weights were read into the page cache before the stop (or that failed, and why). */
   z.object({ type: z.literal("preloaded"), ok: z.boolean(), seconds: z.number(), detail: z.string() }),
   /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
@@ -101,6 +126,8 @@ export const swapEventSchema = z.discriminatedUnion("type", [
         basis: z.enum(["last-swap", "probe", "full"]).optional(),
       })
       .optional(),
+    /** Blue/green: run before the flip (beside production), at a reduced load, or after it. */
+    when: z.enum(["before-flip", "reduced", "after-flip"]).optional(),
   }),
   z.object({ type: z.literal("benchmark-failed"), error: z.string() }),
   /** The rollback begins: back to `to` (undefined: nothing served before, `stopping` is stopped). */

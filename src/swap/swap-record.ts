@@ -37,7 +37,11 @@ export const STAGES = [
 ] as const;
 export type StageName = (typeof STAGES)[number];
 
-/** The steps a swap's job runs, in order; `rollback` after a failure from the switch on. */
+/**
+ * The steps a swap's job runs, in order; `rollback` after a failure from the switch on. A blue/green
+ * swap runs the benchmark before `release` (the flip) when the new unit has GPUs of its own, and
+ * `retire` (the flip-back window, then the old unit's stop) before `finish`.
+ */
 export const STEPS = [
   "resolve",
   "preflight",
@@ -47,6 +51,7 @@ export const STEPS = [
   "sanity",
   "release",
   "benchmark",
+  "retire",
   "finish",
   "rollback",
   "done",
@@ -120,7 +125,14 @@ export const swapRecordSchema = z.object({
   tasks: z.object({ download: taskHandleSchema.optional(), build: taskHandleSchema.optional() }),
   engine: z.object({ commit: z.string(), version: z.string() }).optional(),
   /** What served before: the unit to roll back to. */
-  previous: z.object({ unit: z.string(), repo: z.string().optional() }).optional(),
+  previous: z
+    .object({
+      unit: z.string(),
+      repo: z.string().optional(),
+      /** The port it listens on (absent: the host's servingPort). */
+      port: z.number().int().optional(),
+    })
+    .optional(),
   switch: z
     .object({
       startedAt: isoTime,
@@ -132,6 +144,8 @@ export const swapRecordSchema = z.object({
       stopBeganAt: isoTime.optional(),
       oldStoppedAt: isoTime.optional(),
       newStartedAt: isoTime.optional(),
+      /** Blue/green: the new unit was started beside the old one, which kept serving. */
+      beside: z.boolean().optional(),
       done: z.boolean().optional(),
     })
     .optional(),
@@ -146,6 +160,24 @@ export const swapRecordSchema = z.object({
       drainedAt: isoTime.optional(),
       cut: z.number().int().min(0).optional(),
       releasedAt: isoTime.optional(),
+    })
+    .optional(),
+  /**
+   * A blue/green swap's flip (plan.clients.blueGreen): when the front door sent new requests to the new
+   * unit's slot (`to`) and drained the old one's (`from`); when the old unit's drain ended and how many
+   * requests it still had in flight then; when its stop began and ended (after the flip-back window);
+   * when a rollback flipped back.
+   */
+  flip: z
+    .object({
+      from: z.string(),
+      to: z.string(),
+      flippedAt: isoTime,
+      drainedAt: isoTime.optional(),
+      cut: z.number().int().min(0).optional(),
+      retiringAt: isoTime.optional(),
+      retiredAt: isoTime.optional(),
+      flippedBackAt: isoTime.optional(),
     })
     .optional(),
   healthyAt: isoTime.optional(),

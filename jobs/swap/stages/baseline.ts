@@ -3,6 +3,7 @@ import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { modelName } from "../../../src/grammar/model-name.ts";
 import { execStartFlag } from "../../../src/plan/read-host-facts.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
+import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 
 /**
  * A host's first swap has nothing to compare its benchmark with: measure the model serving now, before
@@ -31,7 +32,12 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
     const run = (setting: Readonly<BenchSettings>) =>
       runBench(
         (command, options) => host.exec(command, options),
-        { ...setting, venv: host.config.venv, port: host.config.servingPort, model: path },
+        {
+          ...setting,
+          venv: host.config.venv,
+          port: oldUnitPort(ctx.swap.record, host.config.servingPort),
+          model: path,
+        },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
     const single = await run(SINGLE_STREAM);

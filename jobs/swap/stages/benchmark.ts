@@ -3,6 +3,7 @@ import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import type { SwapBenchmark } from "../../../src/swap/swap-record.ts";
+import { afterBenchmark, blueGreenOf, portOf } from "./blue-green.ts";
 
 /**
  * Stage 10: `sglang.bench_serving` single-stream and loaded, compared with the numbers recorded for the
@@ -12,7 +13,11 @@ import type { SwapBenchmark } from "../../../src/swap/swap-record.ts";
 export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   const { swap, host } = ctx;
   const plan = swap.record.plan!;
-  const port = host.config.servingPort;
+  const port = portOf(ctx);
+  const beside = blueGreenOf(plan);
+  // blue/green sharing GPUs before the flip: a lighter loaded run, so production keeps its compute
+  const reduced = beside?.benchmark === "reduced" && swap.record.flip === undefined;
+  const next = beside === undefined ? "finish" : afterBenchmark(swap.record);
   if (swap.record.stages.benchmark.state === "running") {
     // Resumed after a crash: a run the dead worker started may still be loading the server, and two at
     // once would skew both. ("[s]" keeps pkill from matching the shell that runs it.)
@@ -20,7 +25,10 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       sh`pkill -f ${`[s]glang.bench_serving --backend sglang --host 127.0.0.1 --port ${port} `} || true`,
     );
   }
-  await swap.begin("benchmark", "single stream, then loaded");
+  await swap.begin(
+    "benchmark",
+    `single stream, then loaded${reduced ? " (4 streams: production shares these GPUs)" : ""}${beside === undefined ? "" : swap.record.flip === undefined ? ", beside production" : ", with production on it"}`,
+  );
   try {
     const run = (setting: Readonly<BenchSettings>) =>
       runBench(
@@ -28,7 +36,10 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
         { ...setting, venv: host.config.venv, port, model: plan.modelDir },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
-    const current: SwapBenchmark = { single: await run(SINGLE_STREAM), loaded: await run(LOADED) };
+    const current: SwapBenchmark = {
+      single: await run(SINGLE_STREAM),
+      loaded: await run(reduced ? REDUCED_LOAD : LOADED),
+    };
     const last = await ctx.ledger.lastBenchmark();
     const baseline = swap.record.baseline;
     const previous =
@@ -43,7 +54,14 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
             }
           : undefined;
     swap.set({ benchmark: current });
-    ctx.emit({ type: "benchmarked", current, ...(previous === undefined ? {} : { previous }) });
+    ctx.emit({
+      type: "benchmarked",
+      current,
+      ...(previous === undefined ? {} : { previous }),
+      ...(beside === undefined
+        ? {}
+        : { when: reduced ? "reduced" : swap.record.flip === undefined ? "before-flip" : "after-flip" }),
+    });
     swap.stage(
       "benchmark",
       "done",
@@ -54,5 +72,8 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
     swap.stage("benchmark", "failed", describeError(error));
     ctx.emit({ type: "benchmark-failed", error: describeError(error) });
   }
-  return { next: "finish" };
+  return { next };
 }
+
+/** The loaded run at a quarter of its streams (blue/green on shared GPUs, before the flip). */
+const REDUCED_LOAD: Readonly<BenchSettings> = Object.freeze({ ...LOADED, concurrency: 4, numPrompts: 8 });

@@ -3,6 +3,7 @@ import { formatSeconds } from "../../../src/format-duration.ts";
 import type { LastBenchmark, ServingState } from "../../../src/store/host-state.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapOutcome } from "../../../src/swap/swap-record.ts";
+import { newUnitPort } from "../../../src/swap/unit-ports.ts";
 
 /** What the swap's final save writes besides its record: what the host serves now, and its benchmark. */
 export interface Finished {
@@ -40,6 +41,7 @@ export async function finishSwap(
   const { record } = swap;
   const plan = record.plan;
   if (outcome !== "succeeded" || plan === undefined) return {};
+  const port = newUnitPort(plan, ctx.host.config.servingPort);
   return {
     serving: {
       unit: plan.unitName,
@@ -48,6 +50,7 @@ export async function finishSwap(
       modelDir: plan.modelDir,
       since: record.healthyAt ?? record.finishedAt!,
       swapId: record.id,
+      ...(port === ctx.host.config.servingPort ? {} : { port }),
       ...(record.previous === undefined ? {} : { previous: record.previous }),
     },
     ...(record.benchmark === undefined

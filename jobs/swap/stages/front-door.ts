@@ -1,10 +1,13 @@
 import { isoNow } from "../../../src/clock.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { checkFrontDoor } from "../../../src/front-door/front-door-check.ts";
-import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
+import { type HostFrontDoor, otherSlot, slotAt } from "../../../src/front-door/host-front-door.ts";
+import type { BlueGreenInput } from "../../../src/plan/make-plan.ts";
 import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
-import type { HostPort, StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import type { HostPort, StageContext, StageSettings, StepResult } from "../../../src/swap/stage-context.ts";
+import { blueGreenOf, flipStage } from "./blue-green.ts";
+import { waitDrained } from "./wait-drained.ts";
 
 /*
  * The front door's part of a cold swap (docs/front-door.md): before the old unit stops, `hold` is made
@@ -17,23 +20,34 @@ import type { HostPort, StageContext, StepResult } from "../../../src/swap/stage
  */
 
 /**
- * How clients will see this swap, for the plan, and the front door's check (read from HAProxy) when the
- * host has one. Only cold swaps exist today: the new unit starts once the old one has stopped.
+ * How clients will see this swap, for the plan, the front door's check (read from HAProxy) when the
+ * host has one, and where a blue/green swap could start the new unit (the standby slot). `livePort`
+ * is the port of the unit serving now.
  */
-export async function planClients(host: HostPort): Promise<{ clients: ClientPlan; check?: PlanCheck }> {
+export async function planClients(
+  host: HostPort,
+  livePort: number,
+  settings: Pick<StageSettings, "flipBackSeconds" | "sharedBenchmark">,
+): Promise<{ clients: ClientPlan; check?: PlanCheck; blueGreen: BlueGreenInput }> {
   const fd = host.frontDoor;
   const clients: ClientPlan = { mode: "cold", drainSeconds: host.config.drainSeconds };
-  if (fd === undefined) return { clients };
+  const blueGreen = (standby: BlueGreenInput["standby"]): BlueGreenInput => ({ standby, ...settings });
+  if (fd === undefined)
+    return {
+      clients,
+      blueGreen: blueGreen({ missing: "the host has no front door to flip (hosts[].frontDoor)" }),
+    };
+  const live = slotAt(fd, livePort) ?? { server: fd.server, port: livePort };
+  const standby = otherSlot(fd, live);
   return {
     clients: {
       ...clients,
-      frontDoor: {
-        server: fd.server,
-        hold: fd.hold,
-        holdSeconds: fd.holdSeconds,
-      },
+      frontDoor: { server: live.server, from: live.server, hold: fd.hold, holdSeconds: fd.holdSeconds },
     },
-    check: await checkFrontDoor(fd, host.config.servingPort),
+    check: await checkFrontDoor(fd, livePort),
+    blueGreen: blueGreen(
+      standby ?? { missing: "the host's front door has no standby slot (hosts[].frontDoor.standby)" },
+    ),
   };
 }
 
@@ -43,15 +57,23 @@ export async function planClients(host: HostPort): Promise<{ clients: ClientPlan
  * then redispatches at once instead of after the 1 s turn-around, spends every retry in milliseconds and
  * answers 503 (1–2 of ~1000 requests with the two commands 5 ms apart, none on one line: 2.6.12).
  */
-async function holdNew(fd: HostFrontDoor): Promise<void> {
+async function holdNew(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
   await fd.door.setStates([
     [fd.hold, "ready"],
-    [fd.server, "drain"],
+    [coldSlots(ctx, fd).from, "drain"],
   ]);
 }
 
-/** How often the drain looks at the old unit's requests in flight (HAProxy's `scur`). */
-const DRAIN_POLL_MS = 500;
+/**
+ * A cold swap's slots: `from`, the old unit's (drained), and `to`, the new one's (released to): the same
+ * slot, except for a rollback to a unit on the other slot's port. Plans made before there were two name
+ * the config's `server` only.
+ */
+function coldSlots(ctx: StageContext, fd: HostFrontDoor): { from: string; to: string } {
+  const door = ctx.swap.record.plan?.clients?.frontDoor;
+  const to = door?.server ?? fd.server;
+  return { from: door?.from ?? to, to };
+}
 
 /**
  * Holds new requests and drains the old unit's slot, then waits (bounded by the host's drainSeconds,
@@ -62,19 +84,25 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
   const fd = ctx.host.frontDoor;
   if (fd === undefined) return;
   const { swap, clock } = ctx;
-  await holdNew(fd);
+  await holdNew(ctx, fd);
   if (swap.record.frontDoor === undefined) {
     swap.set({ frontDoor: { heldAt: isoNow(clock) } });
     await swap.checkpoint();
   }
   const held = swap.record.frontDoor!;
   if (held.drainedAt !== undefined) return;
-  const inFlight = await waitDrained(ctx, fd, Date.parse(held.heldAt) + ctx.host.config.drainSeconds * 1000);
+  const { from } = coldSlots(ctx, fd);
+  const inFlight = await waitDrained(
+    ctx,
+    fd,
+    from,
+    Date.parse(held.heldAt) + ctx.host.config.drainSeconds * 1000,
+  );
   const drainedAt = isoNow(clock);
   swap.set({ frontDoor: { ...held, drainedAt, cut: inFlight } });
   ctx.emit({
     type: "drained",
-    server: fd.server,
+    server: from,
     seconds: secondsBetween(held.heldAt, drainedAt)!,
     cut: inFlight,
     holdSeconds: fd.holdSeconds,
@@ -82,22 +110,12 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
   await swap.checkpoint();
 }
 
-/** Waits until `server` has no request in flight, or until `deadline`; how many are still in flight. */
-async function waitDrained(ctx: StageContext, fd: HostFrontDoor, deadline: number): Promise<number> {
-  const { clock } = ctx;
-  let inFlight = await fd.door.sessions(fd.server);
-  while (inFlight > 0 && clock.now() < deadline) {
-    await clock.sleep(Math.min(DRAIN_POLL_MS, deadline - clock.now()), ctx.signal);
-    inFlight = await fd.door.sessions(fd.server);
-  }
-  return inFlight;
-}
-
 /**
  * The release step, after the sanity check: the held requests (and every new one) go to the new unit.
  * Without a front door there is nothing to release.
  */
 export async function releaseStage(ctx: StageContext): Promise<StepResult> {
+  if (blueGreenOf(ctx.swap.record.plan) !== undefined) return await flipStage(ctx);
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined) return { next: "benchmark" };
   // The new model is healthy and sane: a moment's trouble with HAProxy (a reload, a slow answer) is
@@ -119,16 +137,21 @@ const RELEASE_TRIES = 4;
 const RELEASE_RETRY_MS = 2000;
 
 /**
- * `server` ready, then `hold` out of the rotation (maint): the order keeps one slot ready at every moment.
- * Records when, and says how long new requests were held. Used by the rollback too (the old unit is then
- * what `server` reaches).
+ * The new unit's slot ready, then `hold` out of the rotation (maint), and any other unit slot too (a
+ * drained one whose unit is gone): the order keeps one slot ready at every moment. Records when, and says
+ * how long new requests were held. Used by the rollback too, with the old unit's slot.
  */
-export async function release(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
+export async function release(
+  ctx: StageContext,
+  fd: HostFrontDoor,
+  slot = coldSlots(ctx, fd).to,
+): Promise<void> {
   const { swap, clock } = ctx;
   // in this order, on one Runtime API line: one slot is ready at every moment, and no request sees both
   await fd.door.setStates([
-    [fd.server, "ready"],
+    [slot, "ready"],
     [fd.hold, "maint"],
+    ...fd.slots.filter((s) => s.server !== slot).map((s) => [s.server, "maint"] as const),
   ]);
   const held = swap.record.frontDoor;
   if (held === undefined || held.releasedAt !== undefined) return;
@@ -136,7 +159,7 @@ export async function release(ctx: StageContext, fd: HostFrontDoor): Promise<voi
   swap.set({ frontDoor: { ...held, releasedAt } });
   ctx.emit({
     type: "released",
-    server: fd.server,
+    server: slot,
     heldSeconds: secondsBetween(held.heldAt, releasedAt)!,
   });
 }
@@ -144,15 +167,23 @@ export async function release(ctx: StageContext, fd: HostFrontDoor): Promise<voi
 /**
  * The rollback's hold: new requests wait again while the old unit comes back. When they had already been
  * sent to the new unit (released), it drains first, bounded by drainSeconds from now; a rollback that is
- * resumed drains again (what is in flight then is what matters).
+ * resumed drains again (what is in flight then is what matters). The slot to release to afterwards.
  */
-export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
+export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Promise<string> {
   const { swap, clock } = ctx;
-  await holdNew(fd);
+  const { from, to } = coldSlots(ctx, fd);
   const held = swap.record.frontDoor;
-  if (held?.releasedAt === undefined) return;
+  if (held?.releasedAt === undefined) {
+    await holdNew(ctx, fd);
+    return from;
+  }
+  await fd.door.setStates([
+    [fd.hold, "ready"],
+    [to, "drain"],
+  ]);
   // held again from now (the switch's drain and what it cut are kept); released once the old unit is back
   const { releasedAt: _sent, ...switchDrain } = held;
   swap.set({ frontDoor: { ...switchDrain, heldAt: isoNow(clock) } });
-  await waitDrained(ctx, fd, clock.now() + ctx.host.config.drainSeconds * 1000);
+  await waitDrained(ctx, fd, to, clock.now() + ctx.host.config.drainSeconds * 1000);
+  return from;
 }

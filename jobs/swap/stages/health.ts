@@ -5,6 +5,7 @@ import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
+import { portOf } from "./blue-green.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
 /**
@@ -18,7 +19,7 @@ export async function servesTheNewModel(
 ): Promise<string | undefined> {
   const { record } = ctx.swap;
   const plan = record.plan!;
-  const port = ctx.host.config.servingPort;
+  const port = portOf(ctx);
   const result = await ctx.host.exec(sh`
     systemctl show -p MainPID --value ${plan.unitName}
     echo ---info---
@@ -82,6 +83,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
       await swap.checkpoint();
     },
     startedAt,
+    portOf(ctx),
   );
   if (!result.healthy) {
     swap.stage("health", "failed", result.why);
@@ -100,10 +102,18 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
       fail: wrong,
       touched: true,
       code: "HEALTH_FAILED",
-      fix: `something other than the new unit answers on port ${ctx.host.config.servingPort}: stop it (ss -ltnp shows the process), then swap again`,
+      fix: `something other than the new unit answers on port ${portOf(ctx)}: stop it (ss -ltnp shows the process), then swap again`,
     };
   }
   const healthyAt = isoNow(clock);
+  if (swap.record.switch?.beside === true) {
+    // blue/green: production is still on the old unit; no downtime so far, and the flip adds none
+    const loaded = (Date.parse(healthyAt) - startedAt) / 1000;
+    swap.set({ healthyAt, downtimeSeconds: 0 });
+    swap.stage("health", "done", `healthy after ${formatSeconds(loaded)} of loading, beside the old unit`);
+    ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds: 0 });
+    return { next: "sanity" };
+  }
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
   swap.set({ healthyAt, downtimeSeconds });
   swap.stage("health", "done", `healthy ${formatSeconds(downtimeSeconds)} after the old unit stopped`);

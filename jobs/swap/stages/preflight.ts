@@ -28,8 +28,13 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   await swap.begin("preflight", "reading GPUs, disk, engine and the serving unit");
   const serving = await ctx.ledger.serving();
   const currentUnit = serving?.unit ?? config.currentUnit;
+  const livePort = serving?.port ?? config.servingPort;
   swap.set({
-    previous: { unit: currentUnit, ...(serving?.repo === undefined ? {} : { repo: serving.repo }) },
+    previous: {
+      unit: currentUnit,
+      ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
+      ...(livePort === config.servingPort ? {} : { port: livePort }),
+    },
   });
   let plan: SwapPlan;
   try {
@@ -47,7 +52,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       currentUnit,
       modelDir,
     });
-    const { clients, check: frontDoorCheck } = await planClients(host);
+    const { clients, check: frontDoorCheck, blueGreen } = await planClients(host, livePort, ctx.settings);
     plan = makePlan({
       model: info,
       facts,
@@ -57,7 +62,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
         modelsDir: config.modelsDir,
         venv: config.venv,
         unitDir: config.unitDir,
-        servingPort: config.servingPort,
+        servingPort: livePort,
         currentUnit,
       },
       requestedTp: swap.record.request.tp,
@@ -68,6 +73,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       recipeOverrides: ctx.settings.recipeOverrides,
       weightScale: ctx.settings.weightScale,
       clients,
+      blueGreen,
       ...(frontDoorCheck === undefined ? {} : { frontDoorCheck }),
     });
   } catch (error) {

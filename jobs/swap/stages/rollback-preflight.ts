@@ -1,6 +1,7 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { slotAt } from "../../../src/front-door/host-front-door.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
@@ -20,8 +21,13 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
   await swap.begin("preflight", `checking ${target.unit} and its files`);
   const serving = await ctx.ledger.serving();
   const currentUnit = serving?.unit ?? host.config.currentUnit;
+  const livePort = serving?.port ?? host.config.servingPort;
   swap.set({
-    previous: { unit: currentUnit, ...(serving?.repo === undefined ? {} : { repo: serving.repo }) },
+    previous: {
+      unit: currentUnit,
+      ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
+      ...(livePort === host.config.servingPort ? {} : { port: livePort }),
+    },
   });
   if (currentUnit === target.unit) {
     swap.stage("preflight", "failed", `${host.name} already serves ${target.unit}`);
@@ -48,7 +54,16 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
         ? (await host.exec(sh`test -d ${modelPath}`)).code === 0
         : false;
     const earlier = target.swapId === undefined ? undefined : await ctx.ledger.planOf(target.swapId);
-    const { clients, check } = await planClients(host);
+    // always cold: the unit goes back as installed, on its own port (behind that port's slot)
+    const planned = await planClients(host, livePort, ctx.settings);
+    const port = Number(words[words.indexOf("--port") + 1]);
+    const slot = host.frontDoor === undefined ? undefined : slotAt(host.frontDoor, port);
+    const door = planned.clients.frontDoor;
+    const clients =
+      door === undefined || slot === undefined
+        ? planned.clients
+        : { ...planned.clients, frontDoor: { ...door, server: slot.server } };
+    const { check } = planned;
     const plan = rollbackPlan({
       swapId: swap.record.id,
       host: facts,

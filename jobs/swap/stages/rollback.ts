@@ -6,15 +6,11 @@ import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
+import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
+import { blueGreenOf, undoBlueGreen } from "./blue-green.ts";
 import { holdForRollback, release } from "./front-door.ts";
+import type { RollbackResult } from "./rollback-result.ts";
 import { waitHealthy } from "./wait-healthy.ts";
-
-export interface RollbackResult {
-  ok: boolean;
-  detail: string;
-  /** The host could not be reached: the rollback may be tried again (every step of it is idempotent). */
-  unreachable?: unknown;
-}
 
 /**
  * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
@@ -23,6 +19,8 @@ export interface RollbackResult {
  * Returns whether the host serves again.
  */
 export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
+  if (blueGreenOf(ctx.swap.record.plan) !== undefined && ctx.swap.record.switch?.beside === true)
+    return await undoBlueGreen(ctx, why);
   const result = await putBack(ctx, why);
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined || result.unreachable !== undefined)
@@ -30,7 +28,8 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   // The front door goes back to its normal state whatever came of it (one slot ready, the hold out): with
   // no unit up, requests are still retried on the slot's closed port for the hold's bound, never dropped.
   try {
-    await release(ctx, fd);
+    const door = ctx.swap.record.plan?.clients?.frontDoor;
+    await release(ctx, fd, door?.from ?? door?.server ?? fd.server);
   } catch (error) {
     if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
     return {
@@ -95,6 +94,9 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       ctx,
       oldUnit,
       ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
+      undefined,
+      undefined,
+      oldUnitPort(swap.record, host.config.servingPort),
     );
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
@@ -120,3 +122,5 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   }
   return { ok: true, detail: `${oldUnit} is healthy again` };
 }
+
+export type { RollbackResult };

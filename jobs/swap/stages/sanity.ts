@@ -2,6 +2,7 @@ import { describeEngineSource } from "../../../src/engine/engine-source.ts";
 import { runSanity, type SanityReport } from "../../../src/engine/sanity.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { afterSanity, blueGreenOf, portOf } from "./blue-green.ts";
 
 /**
  * What to try after a failed sanity check, from what this swap applied: the recipe's kernel flags and
@@ -29,13 +30,9 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
   const { swap, host } = ctx;
   await swap.begin("sanity", "deterministic prompts at temperature 0");
   try {
-    const report = await runSanity(
-      (command, options) => host.exec(command, options),
-      host.config.servingPort,
-      {
-        timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000,
-      },
-    );
+    const report = await runSanity((command, options) => host.exec(command, options), portOf(ctx), {
+      timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000,
+    });
     swap.set({ sanity: { ok: report.ok, summary: report.summary } });
     if (!report.ok) {
       swap.stage("sanity", "failed", report.summary);
@@ -52,7 +49,8 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
       return { fail: report.summary, touched: true, code: "SANITY_FAILED", fix: whatToTry(ctx, report) };
     }
     swap.stage("sanity", "done", report.summary);
-    return { next: "release" };
+    const beside = blueGreenOf(swap.record.plan);
+    return { next: beside === undefined ? "release" : afterSanity(beside) };
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
     swap.stage("sanity", "failed", asCodedError(error).message);

@@ -5,7 +5,9 @@ import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { blueGreenOf, startBeside } from "./blue-green.ts";
 import { holdAndDrain } from "./front-door.ts";
+import { mainPid } from "./unit-process.ts";
 
 /**
  * Stage 7: install the new unit, reload systemd, `disable --now` the old unit and `enable --now` the new
@@ -15,6 +17,8 @@ import { holdAndDrain } from "./front-door.ts";
 export async function switchStage(ctx: StageContext): Promise<StepResult> {
   const { swap, host, clock } = ctx;
   const plan = swap.record.plan!;
+  const beside = blueGreenOf(plan);
+  if (beside !== undefined) return await startBeside(ctx, beside);
   const oldUnit = swap.record.previous!.unit;
   if (swap.record.switch === undefined) {
     // Reach the host before anything is marked as begun: a host that is away, or that presents another
@@ -105,10 +109,4 @@ async function preload(ctx: StageContext): Promise<void> {
   swap.set({ switch: { ...swap.record.switch!, preload: { ok, seconds, detail } } });
   ctx.emit({ type: "preloaded", ok, seconds, detail });
   await swap.checkpoint();
-}
-
-/** A unit's main process as systemd knows it (0: none). */
-export async function mainPid(ctx: Pick<StageContext, "host">, unit: string): Promise<number> {
-  const result = await ctx.host.exec(sh`systemctl show -p MainPID --value ${unit}`);
-  return Number(result.stdout.trim()) || 0;
 }

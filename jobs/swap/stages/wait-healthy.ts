@@ -18,8 +18,9 @@ export async function waitHealthy(
   onPoll?: (elapsedSeconds: number) => Promise<void>,
   /** When the clock started (the unit's start): a worker that resumes the wait does not restart it. */
   since = ctx.clock.now(),
+  /** The unit's port (a blue/green unit's is its slot's). */
+  port = ctx.host.config.servingPort,
 ): Promise<HealthResult> {
-  const port = ctx.host.config.servingPort;
   // The outage lasts until this notices the server is up: look twice a second at most (a cheap command on
   // an open connection), faster when pollSeconds says so.
   const pollMs = Math.max(200, Math.min(500, ctx.settings.pollSeconds * 1000));

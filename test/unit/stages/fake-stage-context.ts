@@ -206,6 +206,8 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       recipeOverrides: [],
       weightScale: 1,
       baseline: "off",
+      flipBackSeconds: 300,
+      sharedBenchmark: "after-flip",
       ...options.settings,
     },
     emit: (event) => swap.emit(event),

@@ -341,5 +341,6 @@ export function withFrontDoor(
     server: "blue",
     hold: "hold",
     holdSeconds: 300,
+    slots: [{ server: "blue", port: fake.ctx.host.config.servingPort }],
   };
 }
