@@ -33,11 +33,15 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
   monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb"],
   resume: ["bytes_total", "bytes_refetched"],
   frontdoor: [
+    "bluegreen.failed",
+    "bluegreen.max_gap_ms",
+    "bluegreen.p99_ms",
     "cold.failed",
     "cold.max_gap_ms",
     "cold.downtime_s",
     "cold.load_s",
     "cold.drain_s",
+    "rollback.max_gap_ms",
     "baseline.failed",
     "baseline.max_gap_ms",
   ],
@@ -153,11 +157,35 @@ export function renderTable(results: Partial<BenchResults>): string {
     );
   }
   if (frontdoor !== undefined) {
-    const { cold, baseline } = frontdoor;
+    const { bluegreen, cold, rollback, baseline } = frontdoor;
     const bound = 1.1 * cold.load_s + cold.drain_s;
     rows.push(
       row(
         "frontdoor",
+        "blue/green: failed requests",
+        String(bluegreen.failed),
+        String(baseline.failed),
+        "= 0",
+        bluegreen.failed === 0,
+      ),
+      row(
+        "",
+        "blue/green: longest gap (p99)",
+        `${ms(bluegreen.max_gap_ms)} (${ms(bluegreen.p99_ms)})`,
+        ms(baseline.max_gap_ms),
+        "≤ 2 s",
+        bluegreen.max_gap_ms <= 2000,
+      ),
+      row(
+        "",
+        "rollback in the window: gap",
+        ms(rollback.max_gap_ms),
+        "",
+        "≤ 2 s",
+        rollback.max_gap_ms <= 2000,
+      ),
+      row(
+        "",
         "cold: failed requests",
         String(cold.failed),
         String(baseline.failed),

@@ -48,7 +48,7 @@ const SECTIONS: {
   },
   frontdoor: {
     what: (p) =>
-      `a cold swap (load ${p.frontdoor.loadSeconds} s) behind a real HAProxy and one without, each under a request every ${p.frontdoor.everyMs} ms`,
+      `a blue/green swap and its flip back, a cold swap (load ${p.frontdoor.loadSeconds} s) behind a real HAProxy and one without, each under a request every ${p.frontdoor.everyMs} ms`,
     run: (p, progress) => benchFrontDoor(p.frontdoor, progress),
   },
 };

@@ -25,6 +25,12 @@ let bench: Bench;
 let swaps: SwapDriver;
 const measured: Record<string, unknown> = {};
 const FLIP_BACK_SECONDS = 8;
+/**
+ * The largest gap between answers a test accepts: under the 5 s load a cold swap would add to its gap
+ * (drain, stop, load, sanity), so a swap that was not blue/green fails. The 2 s target is the bench's
+ * (`npm run bench`, frontdoor.bluegreen), not a timed test's on a shared 2-core machine.
+ */
+const GAP_BOUND_MS = 4000;
 
 useSwapBench(
   {
@@ -35,8 +41,8 @@ useSwapBench(
         gpus: "8x-rtx-pro-6000-blackwell",
         serving: { preset: "qwen3-fp8-dense", tp: 4 },
         frontDoor: { holdSeconds: 300, drainSeconds: 20, standby: true },
-        // a load long enough that a cold swap's gap would show: 3 s of weights
-        faults: { sglang: { loadSeconds: 3 } },
+        // a load long enough that a cold swap's gap would show: 5 s of weights
+        faults: { sglang: { loadSeconds: 5 } },
         waitHealthy: true,
       },
     ],
@@ -100,7 +106,7 @@ describe("a blue/green swap behind the front door", () => {
     expect(seen.every((s) => s.hold !== "ready")).toBe(true);
 
     expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200))).toBe(0);
-    expect(report.maxGapMs).toBeLessThanOrEqual(2000);
+    expect(report.maxGapMs).toBeLessThan(GAP_BOUND_MS);
     const order = [...report.answers].sort((a, b) => a.sentAt - b.sentAt).map((a) => a.model);
     const firstNew = order.indexOf("sim-org/bg-good");
     expect(firstNew).toBeGreaterThan(0);
@@ -146,7 +152,7 @@ describe("a blue/green swap behind the front door", () => {
   it("a new model that fails its sanity check is stopped before any client reaches it: production never saw it", async () => {
     await bench
       .host("gpu-1")
-      .sim.setFault("sglang", { loadSeconds: 3, models: { "bg-nan": { mode: "nan" } } });
+      .sim.setFault("sglang", { loadSeconds: 5, models: { "bg-nan": { mode: "nan" } } });
     const live = (await slots()).green === "ready" ? "green" : "blue";
     const servingBefore = await swaps.store().then((s) => s.hosts.serving("gpu-1"));
     stream = startClientStream(bench.host("gpu-1").frontDoor!.url, { everyMs: 150, maxTokens: 200 });
@@ -161,7 +167,7 @@ describe("a blue/green swap behind the front door", () => {
     measured.failed_bluegreen = summary(report);
     expect(withoutReadySlot(await watch.stop())).toEqual([]);
     expect(report.failed).toBe(0);
-    expect(report.maxGapMs).toBeLessThanOrEqual(2000);
+    expect(report.maxGapMs).toBeLessThan(GAP_BOUND_MS);
     expect(Object.keys(report.byModel)).toEqual([servingBefore!.repo]);
     expect((await slots())[live]).toBe("ready");
     const record = await swaps.record(swaps.swapId(card.ts));
@@ -176,7 +182,7 @@ describe("a blue/green swap behind the front door", () => {
   }, 180_000);
 
   it("a cancel within the flip-back window flips back to the old model, still loaded: no client fails, the gap stays small", async () => {
-    await bench.host("gpu-1").sim.setFault("sglang", { loadSeconds: 3 });
+    await bench.host("gpu-1").sim.setFault("sglang", { loadSeconds: 5 });
     const servingBefore = await swaps.store().then((s) => s.hosts.serving("gpu-1"));
     const card = await swaps.request("sim-org/bg-back", "gpu-1");
     const id = swaps.swapId(card.ts);
@@ -194,7 +200,7 @@ describe("a blue/green swap behind the front door", () => {
     stream = undefined;
     measured.rollback = summary(report);
     expect(report.failed).toBe(0);
-    expect(report.maxGapMs).toBeLessThanOrEqual(2000);
+    expect(report.maxGapMs).toBeLessThan(GAP_BOUND_MS);
     const record = await swaps.record(id);
     // the new model answered between the flip and the flip back; the old one after it
     const back = Date.parse(record!.flip!.flippedBackAt!);
