@@ -1,0 +1,113 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
+import { type ClientStream, startClientStream } from "../../testbench/client-stream.ts";
+import { slotStates, watchSlots, withoutReadySlot } from "../../testbench/front-door-watch.ts";
+import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
+
+/**
+ * The bot is a real `modelswap start` process behind which a blue/green swap runs on a host with a real
+ * HAProxy (the old model on 4 of 8 GPUs, the new one beside it), SIGKILLed at each step that steers the
+ * front door — inside the flip, and in the flip-back window while the old unit drains — then a new
+ * process is started. A steady stream of clients goes through the front door all along: none gets an
+ * error, the front door is never left with no slot ready, it ends on the new unit's slot, and each unit
+ * is started, and the old one stopped, exactly once.
+ */
+const HOST = "gpu-1";
+let bench: Bench;
+let swaps: SwapDriver;
+
+useSwapBench(
+  {
+    swaps: { lockSeconds: 5, stalledCheckSeconds: 1, healthTimeoutSeconds: 60, flipBackSeconds: 6 },
+    hosts: [
+      {
+        name: HOST,
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense", tp: 4 },
+        frontDoor: { holdSeconds: 300, drainSeconds: 60, standby: true },
+      },
+    ],
+  },
+  (b, s) => {
+    bench = b;
+    swaps = s;
+  },
+);
+
+const sim = () => bench.host(HOST).sim;
+let streams: ClientStream[] = [];
+afterEach(async () => {
+  await Promise.all(streams.map((s) => s.stop()));
+  streams = [];
+  await bench.killChildren();
+  await sim().release("socat");
+});
+
+async function stopsOf(unit: string): Promise<number> {
+  return (await sim().journal(unit)).split("\n").filter((l) => /^Stopped /.test(l)).length;
+}
+
+/** A fresh bot, a blue/green swap requested and approved, clients streaming through the front door. */
+async function approvedSwap(model: string) {
+  await bench.spawnBot();
+  const clients = startClientStream(bench.host(HOST).frontDoor!.url, { everyMs: 200, maxTokens: 100 });
+  streams.push(clients);
+  const watch = watchSlots(bench, HOST);
+  const card = await swaps.request(model, HOST);
+  const swapId = swaps.swapId(card.ts);
+  expect(JSON.stringify(await swaps.plan(card.ts))).toMatch(/blue\/green on spare GPUs/);
+  const record = await swaps.record(swapId);
+  const oldUnit = record?.previous?.unit;
+  const to = record?.plan?.clients?.frontDoor?.server;
+  if (oldUnit === undefined || to === undefined) throw new Error("the plan names no slots or old unit");
+  const oldStops = await stopsOf(oldUnit);
+  await swaps.approve(card.ts);
+  return { cardTs: card.ts, swapId, oldUnit, oldStops, to, clients, watch };
+}
+
+async function expectUnnoticed(swap: Awaited<ReturnType<typeof approvedSwap>>): Promise<void> {
+  await swaps.outcome(swap.cardTs, /Swapped/, 180_000);
+  const record = await swaps.record(swap.swapId);
+  const report = await swap.clients.stop();
+  const seen = await swap.watch.stop();
+  expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200).slice(0, 3))).toBe(0);
+  expect(report.answered).toBeGreaterThan(20);
+  expect(withoutReadySlot(seen)).toEqual([]);
+  // the hold never took part: nobody waited for a load
+  expect(seen.every((s) => s.hold !== "ready")).toBe(true);
+  const states = await slotStates(bench, HOST);
+  expect(states[swap.to]).toBe("ready");
+  expect(Object.entries(states).filter(([, s]) => s === "ready")).toHaveLength(1);
+  expect(await stopsOf(swap.oldUnit)).toBe(swap.oldStops + 1);
+  expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
+  expect(record?.flip?.retiredAt).toBeDefined();
+  expect(swaps.cardsOf(swap.swapId)).toHaveLength(1);
+}
+
+describe("a worker killed while the front door steers a blue/green swap, then restarted", () => {
+  it("inside the flip: the new worker flips again, and no client noticed either flip", async () => {
+    const swap = await approvedSwap(addSimModel(bench, "bg-crash-flip"));
+    // nothing steers the front door between the start beside and the flip: the next Runtime API call is it
+    await swaps.untilRecord(swap.swapId, (r) => r.step === "health", { what: "the health wait" });
+    await sim().hold("socat");
+    await sim().waitHeld("socat");
+    expect((await swaps.record(swap.swapId))?.step).toBe("release");
+    await bench.killChildren();
+    await sim().release("socat");
+    await bench.spawnBot();
+    await expectUnnoticed(swap);
+  }, 240_000);
+
+  it("in the flip-back window: the new worker keeps the window and the drain from the flip, then stops the old unit once", async () => {
+    const swap = await approvedSwap(addSimModel(bench, "bg-crash-window"));
+    const flipped = await swaps.untilRecord(swap.swapId, (r) => r.step === "retire", {
+      what: "the flip-back window",
+    });
+    await bench.killChildren();
+    await bench.spawnBot();
+    await expectUnnoticed(swap);
+    const record = await swaps.record(swap.swapId);
+    expect(record?.flip?.flippedAt).toBe(flipped.flip?.flippedAt);
+  }, 240_000);
+});
