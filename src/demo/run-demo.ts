@@ -10,6 +10,8 @@ import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation, type SlackMessage } from "../../testbench/slack/index.ts";
 
 const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
+/** gpu-3's new model: small enough (≈ 8 GB) to load on the 4 GPUs its old model leaves idle. */
+const QWEN_8B = "Qwen/Qwen3-8B-FP8";
 
 /**
  * `npm run demo`: the real bot against the bench (real Redis and sshd, simulated Slack, Hub and GPU
@@ -22,11 +24,12 @@ export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say(
-    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, three GPU hosts)…",
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, four GPU hosts)…",
   );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
-    swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "probe" },
+    // gpu-3's blue/green swap keeps its old model loaded 5 s after the flip (300 s by default)
+    swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "probe", flipBackSeconds: 5 },
     weightScale: BENCH_WEIGHT_SCALE,
     // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
     health: { intervalSeconds: 2, failureThreshold: 2 },
@@ -49,6 +52,15 @@ export async function runDemo(): Promise<number> {
         waitHealthy: true,
       },
       {
+        name: "gpu-3",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+        // its model serves on 4 of the 8 GPUs, and HAProxy has a standby slot: the swap is blue/green
+        serving: { preset: "llama-bf16-small", tp: 4 },
+        frontDoor: { holdSeconds: 300, standby: true },
+        waitHealthy: true,
+      },
+      {
         name: "h200",
         gpus: "h200-1gpu",
         serving: { preset: "llama-bf16-small" },
@@ -58,6 +70,7 @@ export async function runDemo(): Promise<number> {
   });
   try {
     bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { scale: BENCH_WEIGHT_SCALE }));
+    bench.hub.addModel(makeModel("qwen3-fp8-dense", { scale: BENCH_WEIGHT_SCALE }));
     await bench.startBot();
     say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log`);
     say("Slack's real rate limits are enforced by the emulator.\n");
@@ -81,14 +94,18 @@ export async function runDemo(): Promise<number> {
     }
     await command("mallory", USERS.mallory, `swap ${QWEN} --host gpu-1`);
 
-    for (const host of ["gpu-1", "gpu-2"]) {
+    for (const [host, model] of [
+      ["gpu-1", QWEN],
+      ["gpu-2", QWEN],
+      ["gpu-3", QWEN_8B],
+    ] as const) {
       const door = bench.host(host).frontDoor;
-      // production traffic: a request every 200 ms through gpu-1's front door while it is swapped
+      // production traffic: a request every 200 ms through the host's front door while it is swapped
       const clients = door === undefined ? undefined : startClientStream(door.url, { everyMs: 200 });
       if (door !== undefined)
         say(`  (clients send a request every 200 ms through ${host}'s front door, ${door.url})`);
       const before = bench.slack.messages(CHANNEL).length;
-      await command("alice", USERS.alice, `swap https://huggingface.co/${QWEN} --host ${host}`);
+      await command("alice", USERS.alice, `swap https://huggingface.co/${model} --host ${host}`);
       const card = await newMessage(before, `the card of the swap on ${host}`, (m) =>
         m.text.includes(`→ ${host}`),
       );
@@ -109,8 +126,12 @@ export async function runDemo(): Promise<number> {
       say(`  → ${done.text}`);
       if (clients !== undefined) {
         const seen = await clients.stop();
+        const how =
+          host === "gpu-3"
+            ? "blue/green: the new model loaded beside the old one, and the front door flipped"
+            : "held by the front door while the new model loaded";
         say(
-          `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (held by the front door while the new model loaded)`,
+          `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (${how})`,
         );
       }
     }

@@ -59,7 +59,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say(
         `🛑 \`${escapeMrkdwn(event.unit)}\` stopped and disabled after the flip-back window; ${
           event.cut === 0
-            ? `its last requests had ended ${shortSeconds(event.drainSeconds)} after the flip.`
+            ? `its last requests had ended by ${shortSeconds(event.drainSeconds)} after the flip.`
             : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out and ${event.cut === 1 ? "was" : "were"} cut by the stop.`
         }`,
       );

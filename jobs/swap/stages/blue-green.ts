@@ -112,11 +112,11 @@ export async function flipStage(ctx: StageContext): Promise<StepResult> {
 }
 
 /** How long a parked flip-back window sleeps between looks (a cancel is seen at the next one). */
-const WINDOW_LOOK_MS = 2000;
+const WINDOW_LOOK_MS = 1000;
 
 /**
  * The retire step: the old unit stays loaded (drained, taking nothing new) until the flip-back window
- * ends, looked at every 2 s so that a cancel flips back; then it drains to 0 requests in flight
+ * ends, looked at every second so that a cancel flips back; then it drains to 0 requests in flight
  * (bounded by drainSeconds from the flip), is put in maint and stopped. Its stop never fails the swap:
  * the new unit serves, and the thread says what was left.
  */
@@ -127,7 +127,14 @@ export async function retireStage(ctx: StageContext): Promise<StepResult> {
   const flippedAt = Date.parse(flip.flippedAt);
   if (flip.retiringAt === undefined) {
     const left = flippedAt + ctx.settings.flipBackSeconds * 1000 - clock.now();
-    if (left > 0) return { wait: Math.min(left, WINDOW_LOOK_MS) };
+    if (left > 0) {
+      // each look also sees whether the old unit's last requests have ended (the drain, to within a look)
+      if (flip.drainedAt === undefined && (await fd.door.sessions(from)) === 0) {
+        swap.set({ flip: { ...flip, drainedAt: isoNow(clock), cut: 0 } });
+        await swap.checkpoint();
+      }
+      return { wait: Math.min(left, WINDOW_LOOK_MS) };
+    }
     swap.set({ flip: { ...flip, retiringAt: isoNow(clock) } });
     await swap.checkpoint();
   }
