@@ -45,6 +45,15 @@ useSwapBench(
         faults: { sglang: { loadSeconds: 5 } },
         waitHealthy: true,
       },
+      {
+        // its model holds every GPU, but at --mem-fraction-static 0.45: the new one fits beside it
+        name: "gpu-2",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense", memFraction: 0.45 },
+        frontDoor: { holdSeconds: 300, drainSeconds: 20, standby: true },
+        faults: { sglang: { loadSeconds: 5 } },
+        waitHealthy: true,
+      },
     ],
     startBot: true,
   },
@@ -54,6 +63,7 @@ useSwapBench(
     addSimModel(b, "bg-good");
     addSimModel(b, "bg-nan");
     addSimModel(b, "bg-back");
+    addSimModel(b, "bg-shared");
   },
 );
 
@@ -219,5 +229,33 @@ describe("a blue/green swap behind the front door", () => {
     );
     expect(await swaps.store().then((s) => s.hosts.serving("gpu-1"))).toEqual(servingBefore);
     console.info(`front door blue/green, measured: ${JSON.stringify(measured)}`);
+  }, 180_000);
+});
+
+describe("a blue/green swap sharing the old model's GPUs", () => {
+  it("starts beside it in the memory it leaves (a smaller KV cache, said), benchmarks after the flip, and no client fails", async () => {
+    stream = startClientStream(bench.host("gpu-2").frontDoor!.url, { everyMs: 150, maxTokens: 200 });
+    const card = await swaps.request("sim-org/bg-shared", "gpu-2");
+    const plan = JSON.stringify(await swaps.plan(card.ts));
+    expect(plan).toMatch(/\*Clients\* blue\/green sharing GPUs behind the front door/);
+    expect(plan).toMatch(/the benchmark runs after the flip: production shares these GPUs/);
+    expect(plan).toMatch(
+      /It serves with a [\d.]+ GiB\/GPU KV cache \([\d.]+ GiB alone\) until its next restart/,
+    );
+    await swaps.approve(card.ts);
+    await swaps.outcome(card.ts, /Swapped/, 120_000);
+    await settle();
+    const report = await stream.stop();
+    stream = undefined;
+    measured.shared = summary(report);
+    expect(report.failed).toBe(0);
+    expect(report.maxGapMs).toBeLessThan(GAP_BOUND_MS);
+    const record = await swaps.record(swaps.swapId(card.ts));
+    // both ran on the same GPUs at once (the simulated SGLang sized its KV cache from what was free)
+    expect(record?.plan?.clients?.blueGreen?.gpus).toBe("shared");
+    expect(Date.parse(record!.stages.benchmark.startedAt!)).toBeGreaterThan(
+      Date.parse(record!.flip!.flippedAt),
+    );
+    expect(swaps.threadText(card.ts)).toMatch(/sharing the old unit's GPUs/);
   }, 180_000);
 });
