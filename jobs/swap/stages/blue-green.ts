@@ -1,16 +1,14 @@
 import { isoNow } from "../../../src/clock.ts";
-import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { asCodedError, describeError, isHostUnreachable } from "../../../src/errors.ts";
 import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
-import { sh } from "../../../src/host/shell-quote.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import { newUnitPort } from "../../../src/swap/unit-ports.ts";
 import type { RollbackResult } from "./rollback-result.ts";
-import { mainPid } from "./unit-process.ts";
+import { beginSwitch, installUnit, stopLimitMs } from "./unit-steps.ts";
 import { waitDrained } from "./wait-drained.ts";
 
 /*
@@ -44,21 +42,11 @@ export async function startBeside(ctx: StageContext, beside: BlueGreen): Promise
   const { swap, host, clock } = ctx;
   const plan = swap.record.plan!;
   const oldUnit = swap.record.previous!.unit;
-  if (swap.record.switch === undefined) {
-    await host.must(sh`true`, "reaching the host");
-    const oldMainPid = plan.host.currentUnit.exists ? await mainPid(ctx, oldUnit) : 0;
-    swap.set({ switch: { startedAt: isoNow(clock), oldMainPid, beside: true } });
-    await swap.checkpoint();
-  }
+  await beginSwitch(ctx, true);
   const where = `GPU${beside.devices.length === 1 ? "" : "s"} ${beside.devices.join(",")}, port ${beside.port}`;
   await swap.begin("switch", `${plan.unitName} beside ${oldUnit} (${where})`);
   try {
-    await host.must(
-      sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
-      `writing ${plan.unitName}`,
-      { stdin: plan.unitText },
-    );
-    await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
+    await installUnit(ctx);
     await host.must(host.privileged(unitCommands.enableNow(plan.unitName)), `starting ${plan.unitName}`);
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
@@ -150,7 +138,7 @@ export async function retireStage(ctx: StageContext): Promise<StepResult> {
     await fd.door.setState(from, "maint");
     if (plan.host.currentUnit.exists && oldUnit !== plan.unitName)
       await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
-        timeoutMs: (stopTimeoutSeconds(plan.host.currentUnit.text) + 30) * 1000,
+        timeoutMs: stopLimitMs(plan.host.currentUnit.text),
       });
   } catch (error) {
     if (isHostUnreachable(error)) throw error;
@@ -212,7 +200,7 @@ export async function undoBlueGreen(ctx: StageContext, why: string): Promise<Rol
     if (flipped) await waitDrained(ctx, fd, to, clock.now() + host.config.drainSeconds * 1000);
     await fd.door.setState(to, "maint");
     await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)), {
-      timeoutMs: (stopTimeoutSeconds(plan.unitText) + 30) * 1000,
+      timeoutMs: stopLimitMs(plan.unitText),
     });
   } catch (error) {
     return {

@@ -1,5 +1,4 @@
 import { isoNow } from "../../../src/clock.ts";
-import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
@@ -10,6 +9,7 @@ import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { blueGreenOf, undoBlueGreen } from "./blue-green.ts";
 import { holdForRollback, release } from "./front-door.ts";
 import type { RollbackResult } from "./rollback-result.ts";
+import { stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
 /**
@@ -66,7 +66,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       });
     if (oldUnit !== plan.unitName) {
       await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)), {
-        timeoutMs: (stopTimeoutSeconds(plan.unitText) + 30) * 1000,
+        timeoutMs: stopLimitMs(plan.unitText),
       });
     }
     // Nothing served before this swap: back to that is the new unit stopped (done above).

@@ -1,5 +1,4 @@
 import { isoNow } from "../../../src/clock.ts";
-import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
@@ -7,7 +6,7 @@ import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { blueGreenOf, startBeside } from "./blue-green.ts";
 import { holdAndDrain } from "./front-door.ts";
-import { mainPid } from "./unit-process.ts";
+import { beginSwitch, installUnit, stopLimitMs } from "./unit-steps.ts";
 
 /**
  * Stage 7: install the new unit, reload systemd, `disable --now` the old unit and `enable --now` the new
@@ -20,22 +19,10 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
   const beside = blueGreenOf(plan);
   if (beside !== undefined) return await startBeside(ctx, beside);
   const oldUnit = swap.record.previous!.unit;
-  if (swap.record.switch === undefined) {
-    // Reach the host before anything is marked as begun: a host that is away, or that presents another
-    // host key, fails (or waits) here with the old service untouched, and needs no rollback.
-    await host.must(sh`true`, "reaching the host");
-    const oldMainPid = plan.host.currentUnit.exists ? await mainPid(ctx, oldUnit) : 0;
-    swap.set({ switch: { startedAt: isoNow(clock), oldMainPid } });
-    await swap.checkpoint();
-  }
+  await beginSwitch(ctx);
   await swap.begin("switch", `${oldUnit} → ${plan.unitName}`);
   try {
-    await host.must(
-      sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
-      `writing ${plan.unitName}`,
-      { stdin: plan.unitText },
-    );
-    await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
+    await installUnit(ctx);
     if (swap.record.switch!.oldStoppedAt === undefined) {
       // The new weights into the page cache while the old unit still serves (when the plan says so).
       await preload(ctx);
@@ -48,7 +35,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
         // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
         // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
         await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
-          timeoutMs: (stopTimeoutSeconds(plan.host.currentUnit.text) + 30) * 1000,
+          timeoutMs: stopLimitMs(plan.host.currentUnit.text),
         });
       }
       swap.set({ switch: { ...swap.record.switch!, oldStoppedAt: isoNow(clock) } });

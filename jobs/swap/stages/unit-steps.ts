@@ -1,0 +1,51 @@
+import { isoNow } from "../../../src/clock.ts";
+import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
+import { unitCommands } from "../../../src/engine/unit-commands.ts";
+import { sh } from "../../../src/host/shell-quote.ts";
+import type { StageContext } from "../../../src/swap/stage-context.ts";
+
+/*
+ * The unit steps every switch shares, cold or blue/green: marking the switch begun, installing the new
+ * unit, and how long a unit's stop may take.
+ */
+
+/** A unit's main process as systemd knows it (0: none). */
+export async function mainPid(ctx: Pick<StageContext, "host">, unit: string): Promise<number> {
+  const result = await ctx.host.exec(sh`systemctl show -p MainPID --value ${unit}`);
+  return Number(result.stdout.trim()) || 0;
+}
+
+/**
+ * Marks the switch begun, once: after reaching the host (a host that is away, or that presents another
+ * host key, fails or waits here with the old service untouched, and needs no rollback), with the old
+ * unit's process (the new unit must be served by another). `beside`: a blue/green start.
+ */
+export async function beginSwitch(ctx: StageContext, beside?: true): Promise<void> {
+  const { swap, host, clock } = ctx;
+  if (swap.record.switch !== undefined) return;
+  const plan = swap.record.plan!;
+  await host.must(sh`true`, "reaching the host");
+  const oldMainPid = plan.host.currentUnit.exists ? await mainPid(ctx, swap.record.previous!.unit) : 0;
+  swap.set({ switch: { startedAt: isoNow(clock), oldMainPid, ...(beside ? { beside } : {}) } });
+  await swap.checkpoint();
+}
+
+/** Writes the new unit's file and reloads systemd (both idempotent). */
+export async function installUnit(ctx: StageContext): Promise<void> {
+  const { host } = ctx;
+  const plan = ctx.swap.record.plan!;
+  await host.must(
+    sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
+    `writing ${plan.unitName}`,
+    { stdin: plan.unitText },
+  );
+  await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
+}
+
+/**
+ * The limit of a command that stops a unit: its TimeoutStopSec (SGLang drains on SIGTERM, for up to
+ * that) and 30 s more, longer than a command's usual limit.
+ */
+export function stopLimitMs(unitText: string): number {
+  return (stopTimeoutSeconds(unitText) + 30) * 1000;
+}
