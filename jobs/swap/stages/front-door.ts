@@ -69,7 +69,7 @@ async function holdNew(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
  * slot, except for a rollback to a unit on the other slot's port. Plans made before there were two name
  * the config's `server` only.
  */
-function coldSlots(ctx: StageContext, fd: HostFrontDoor): { from: string; to: string } {
+export function coldSlots(ctx: StageContext, fd: HostFrontDoor): { from: string; to: string } {
   const door = ctx.swap.record.plan?.clients?.frontDoor;
   const to = door?.server ?? fd.server;
   return { from: door?.from ?? to, to };
@@ -167,15 +167,15 @@ export async function release(
 /**
  * The rollback's hold: new requests wait again while the old unit comes back. When they had already been
  * sent to the new unit (released), it drains first, bounded by drainSeconds from now; a rollback that is
- * resumed drains again (what is in flight then is what matters). The slot to release to afterwards.
+ * resumed drains again (what is in flight then is what matters).
  */
-export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Promise<string> {
+export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
   const { swap, clock } = ctx;
-  const { from, to } = coldSlots(ctx, fd);
+  const { to } = coldSlots(ctx, fd);
   const held = swap.record.frontDoor;
   if (held?.releasedAt === undefined) {
     await holdNew(ctx, fd);
-    return from;
+    return;
   }
   await fd.door.setStates([
     [fd.hold, "ready"],
@@ -185,5 +185,4 @@ export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Pro
   const { releasedAt: _sent, ...switchDrain } = held;
   swap.set({ frontDoor: { ...switchDrain, heldAt: isoNow(clock) } });
   await waitDrained(ctx, fd, to, clock.now() + ctx.host.config.drainSeconds * 1000);
-  return from;
 }

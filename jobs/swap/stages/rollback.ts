@@ -7,7 +7,7 @@ import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { blueGreenOf, undoBlueGreen } from "./blue-green.ts";
-import { holdForRollback, release } from "./front-door.ts";
+import { coldSlots, holdForRollback, release } from "./front-door.ts";
 import type { RollbackResult } from "./rollback-result.ts";
 import { stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
@@ -28,8 +28,7 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   // The front door goes back to its normal state whatever came of it (one slot ready, the hold out): with
   // no unit up, requests are still retried on the slot's closed port for the hold's bound, never dropped.
   try {
-    const door = ctx.swap.record.plan?.clients?.frontDoor;
-    await release(ctx, fd, door?.from ?? door?.server ?? fd.server);
+    await release(ctx, fd, coldSlots(ctx, fd).from);
   } catch (error) {
     if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
     return {
