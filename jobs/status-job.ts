@@ -12,6 +12,7 @@ import type { SlackPoster } from "../src/slack/slack-poster.ts";
 import { probeHost } from "../src/status/probe-host.ts";
 import { checkHostLock, isStuck } from "../src/store/host-lock-check.ts";
 import type { Store } from "../src/store/store.ts";
+import { servingPortOf } from "../src/swap/unit-ports.ts";
 
 export interface StatusJobDeps {
   hosts: HostRegistry;
@@ -104,7 +105,7 @@ async function probe(name: string, { hosts, store }: StatusJobDeps) {
   return await probeHost(
     hosts.transport(name),
     // a blue/green swap may have moved the serving unit to the standby slot's port
-    { name, unit, port: serving?.port ?? host.servingPort },
+    { name, unit, port: servingPortOf(serving, host.servingPort) },
     host.commandTimeoutSeconds * 1000,
   );
 }

@@ -8,6 +8,7 @@ import type { SlackPoster } from "../../src/slack/slack-poster.ts";
 import { type AuditLog, SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
 import type { IncidentTracker, Transition } from "../../src/store/incidents.ts";
 import type { Store } from "../../src/store/store.ts";
+import { servingPortOf } from "../../src/swap/unit-ports.ts";
 import { checkHealth, type HealthCheckResult } from "./health-check.ts";
 import { readIncidentFacts } from "./incident-facts.ts";
 
@@ -65,7 +66,7 @@ export async function runMonitorCheck(
     const result = await checkHealth(
       hosts.transport(host),
       // a blue/green swap may have moved the serving unit to the standby slot's port
-      { unit, port: serving?.port ?? hostConfig.servingPort },
+      { unit, port: servingPortOf(serving, hostConfig.servingPort) },
       health.checkTimeoutSeconds,
       deps.clock,
     );

@@ -1,4 +1,5 @@
 import type { SwapPlan } from "../plan/types.ts";
+import type { ServingState } from "../store/host-state.ts";
 import type { SwapRecord } from "./swap-record.ts";
 
 /*
@@ -16,4 +17,9 @@ export function newUnitPort(plan: Pick<SwapPlan, "flags">, fallback: number): nu
 /** The port of the unit the swap replaces (and a rollback goes back to). */
 export function oldUnitPort(record: Pick<SwapRecord, "previous">, servingPort: number): number {
   return record.previous?.port ?? servingPort;
+}
+
+/** The port the serving unit listens on, as the ledger has it (absent: the host's servingPort). */
+export function servingPortOf(serving: Pick<ServingState, "port"> | undefined, servingPort: number): number {
+  return serving?.port ?? servingPort;
 }

@@ -13,6 +13,7 @@ import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
+import { servingPortOf } from "../../../src/swap/unit-ports.ts";
 import { planClients } from "./front-door.ts";
 
 /**
@@ -26,16 +27,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   const facts = swap.record.facts!;
   const config = host.config;
   await swap.begin("preflight", "reading GPUs, disk, engine and the serving unit");
-  const serving = await ctx.ledger.serving();
-  const currentUnit = serving?.unit ?? config.currentUnit;
-  const livePort = serving?.port ?? config.servingPort;
-  swap.set({
-    previous: {
-      unit: currentUnit,
-      ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
-      ...(livePort === config.servingPort ? {} : { port: livePort }),
-    },
-  });
+  const { unit: currentUnit, livePort } = await notePrevious(ctx);
   let plan: SwapPlan;
   try {
     const engine = await resolveEngine(ctx);
@@ -94,6 +86,25 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   }
   requestApproval(ctx);
   return { next: "prepare" };
+}
+
+/**
+ * What serves on the host now (the ledger's, or the config's first unit), noted as the swap's `previous`:
+ * the unit a rollback goes back to, and the port it listens on. Shared with the rollback's preflight.
+ */
+export async function notePrevious(ctx: StageContext): Promise<{ unit: string; livePort: number }> {
+  const { swap, host } = ctx;
+  const serving = await ctx.ledger.serving();
+  const unit = serving?.unit ?? host.config.currentUnit;
+  const livePort = servingPortOf(serving, host.config.servingPort);
+  swap.set({
+    previous: {
+      unit,
+      ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
+      ...(livePort === host.config.servingPort ? {} : { port: livePort }),
+    },
+  });
+  return { unit, livePort };
 }
 
 /**

@@ -7,7 +7,7 @@ import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts
 import { rollbackPlan } from "../../../src/swap/rollback-plan.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { planClients } from "./front-door.ts";
-import { refuseFailingPlan } from "./preflight.ts";
+import { notePrevious, refuseFailingPlan } from "./preflight.ts";
 
 /**
  * Preflight of `/llm rollback`: the unit that served before is still installed and its model files are
@@ -19,16 +19,7 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
   const target = swap.record.rollbackTo!;
   swap.stage("resolve", "skipped", "rollback: the model is already on the host");
   await swap.begin("preflight", `checking ${target.unit} and its files`);
-  const serving = await ctx.ledger.serving();
-  const currentUnit = serving?.unit ?? host.config.currentUnit;
-  const livePort = serving?.port ?? host.config.servingPort;
-  swap.set({
-    previous: {
-      unit: currentUnit,
-      ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
-      ...(livePort === host.config.servingPort ? {} : { port: livePort }),
-    },
-  });
+  const { unit: currentUnit, livePort } = await notePrevious(ctx);
   if (currentUnit === target.unit) {
     swap.stage("preflight", "failed", `${host.name} already serves ${target.unit}`);
     return { fail: `${host.name} already serves ${target.unit}`, touched: false };
