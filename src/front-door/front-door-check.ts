@@ -1,7 +1,7 @@
 import { asCodedError, type ErrorCode, isHostUnreachable } from "../errors.ts";
 import type { PlanCheck } from "../plan/types.ts";
 import type { FrontDoorServer } from "./front-door.ts";
-import type { HostFrontDoor, UnitSlot } from "./host-front-door.ts";
+import type { HostFrontDoor } from "./host-front-door.ts";
 
 const MISCONFIGURED = "FRONT_DOOR_MISCONFIGURED" as const;
 
@@ -28,7 +28,7 @@ export async function checkFrontDoor(fd: HostFrontDoor, livePort: number): Promi
 
 /** What the front door is, as the plan and the doctor judge it. */
 export type FrontDoorReading =
-  | { ok: true; detail: string; holdPort: number; live: UnitSlot }
+  | { ok: true; detail: string; holdPort: number }
   | { ok: false; detail: string; fix: string; code: ErrorCode | typeof MISCONFIGURED };
 
 /**
@@ -96,7 +96,6 @@ export async function readFrontDoor(fd: HostFrontDoor, livePort?: number): Promi
   return {
     ok: true,
     holdPort: hold.port,
-    live,
     detail: `${fd.door.description}: ${live.server} serves port ${live.port} (${liveServer.sessions} in flight)${standby === undefined ? "" : `; ${standby.server} (port ${standby.port}) stands by`}; ${hold.name} holds requests up to ${fd.holdSeconds} s`,
   };
 }

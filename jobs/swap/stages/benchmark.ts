@@ -17,6 +17,14 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   const beside = blueGreenOf(plan);
   // blue/green sharing GPUs before the flip: a lighter loaded run, so production keeps its compute
   const reduced = beside?.benchmark === "reduced" && swap.record.flip === undefined;
+  const when =
+    beside === undefined
+      ? undefined
+      : reduced
+        ? "reduced"
+        : swap.record.flip === undefined
+          ? "before-flip"
+          : "after-flip";
   const next = beside === undefined ? "finish" : afterBenchmark(swap.record);
   if (swap.record.stages.benchmark.state === "running") {
     // Resumed after a crash: a run the dead worker started may still be loading the server, and two at
@@ -27,7 +35,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   }
   await swap.begin(
     "benchmark",
-    `single stream, then loaded${reduced ? " (4 streams: production shares these GPUs)" : ""}${beside === undefined ? "" : swap.record.flip === undefined ? ", beside production" : ", with production on it"}`,
+    `single stream, then loaded${reduced ? " (4 streams: production shares these GPUs)" : ""}${when === undefined ? "" : when === "after-flip" ? ", with production on it" : ", beside production"}`,
   );
   try {
     const run = (setting: Readonly<BenchSettings>) =>
@@ -58,9 +66,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       type: "benchmarked",
       current,
       ...(previous === undefined ? {} : { previous }),
-      ...(beside === undefined
-        ? {}
-        : { when: reduced ? "reduced" : swap.record.flip === undefined ? "before-flip" : "after-flip" }),
+      ...(when === undefined ? {} : { when }),
     });
     swap.stage(
       "benchmark",
