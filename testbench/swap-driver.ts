@@ -260,6 +260,12 @@ export class SwapDriver {
     return journal.split("\n").filter((l) => /^Started /.test(l)).length;
   }
 
+  /** How many times a unit was stopped on a sim host (systemd's "Stopped …" journal lines). */
+  async stopsOf(host: string, unit: string): Promise<number> {
+    const journal = await this.bench.host(host).sim.journal(unit);
+    return journal.split("\n").filter((l) => /^Stopped /.test(l)).length;
+  }
+
   /** How many `hf download` processes are alive on a sim host (zombies count as gone). */
   async liveDownloads(host: string): Promise<number> {
     const alive = await this.bench

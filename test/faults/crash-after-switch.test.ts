@@ -32,10 +32,6 @@ const addModel = (name: string) => addSimModel(bench, name);
 
 const sim = () => bench.host(HOST).sim;
 
-async function stopsOf(unit: string): Promise<number> {
-  return (await sim().journal(unit)).split("\n").filter((l) => /^Stopped /.test(l)).length;
-}
-
 interface ApprovedSwap {
   cardTs: string;
   swapId: string;
@@ -52,7 +48,7 @@ async function approvedSwap(model: string): Promise<ApprovedSwap> {
   await swaps.plan(card.ts);
   const oldUnit = (await swaps.record(swapId))?.previous?.unit;
   if (oldUnit === undefined) throw new Error("the plan names no unit serving before");
-  const oldStops = await stopsOf(oldUnit);
+  const oldStops = await swaps.stopsOf(HOST, oldUnit);
   await swaps.approve(card.ts);
   return { cardTs: card.ts, swapId, oldUnit, oldStops };
 }
@@ -66,7 +62,7 @@ async function expectSwitchedOnce({ cardTs, swapId, oldUnit, oldStops }: Approve
   const unit = unitOf(record);
   expect(await swaps.startsOf(HOST, unit)).toBe(1);
   expect((await sim().unitState(unit)).activeState).toBe("active");
-  expect(await stopsOf(oldUnit)).toBe(oldStops + 1);
+  expect(await swaps.stopsOf(HOST, oldUnit)).toBe(oldStops + 1);
   expect((await sim().unitState(oldUnit)).unitFileState).toBe("disabled");
   expect(swaps.cardsOf(swapId)).toHaveLength(1);
   expect(swaps.plansOf(cardTs)).toHaveLength(1);

@@ -44,10 +44,6 @@ afterEach(async () => {
   await sim().release("socat");
 });
 
-async function stopsOf(unit: string): Promise<number> {
-  return (await sim().journal(unit)).split("\n").filter((l) => /^Stopped /.test(l)).length;
-}
-
 /** A fresh bot, a blue/green swap requested and approved, clients streaming through the front door. */
 async function approvedSwap(model: string) {
   await bench.spawnBot();
@@ -61,7 +57,7 @@ async function approvedSwap(model: string) {
   const oldUnit = record?.previous?.unit;
   const to = record?.plan?.clients?.frontDoor?.server;
   if (oldUnit === undefined || to === undefined) throw new Error("the plan names no slots or old unit");
-  const oldStops = await stopsOf(oldUnit);
+  const oldStops = await swaps.stopsOf(HOST, oldUnit);
   await swaps.approve(card.ts);
   return { cardTs: card.ts, swapId, oldUnit, oldStops, to, clients, watch };
 }
@@ -79,7 +75,7 @@ async function expectUnnoticed(swap: Awaited<ReturnType<typeof approvedSwap>>): 
   const states = await slotStates(bench, HOST);
   expect(states[swap.to]).toBe("ready");
   expect(Object.entries(states).filter(([, s]) => s === "ready")).toHaveLength(1);
-  expect(await stopsOf(swap.oldUnit)).toBe(swap.oldStops + 1);
+  expect(await swaps.stopsOf(HOST, swap.oldUnit)).toBe(swap.oldStops + 1);
   expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
   expect(record?.flip?.retiredAt).toBeDefined();
   expect(swaps.cardsOf(swap.swapId)).toHaveLength(1);

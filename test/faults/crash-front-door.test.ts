@@ -45,10 +45,6 @@ afterEach(async () => {
   await sim().release("socat");
 });
 
-async function stopsOf(unit: string): Promise<number> {
-  return (await sim().journal(unit)).split("\n").filter((l) => /^Stopped /.test(l)).length;
-}
-
 /** A fresh bot, a swap requested and approved, clients streaming through the front door. */
 async function approvedSwap(model: string, options: { longAnswers?: boolean } = {}) {
   await bench.spawnBot();
@@ -63,7 +59,7 @@ async function approvedSwap(model: string, options: { longAnswers?: boolean } = 
   await swaps.plan(card.ts);
   const oldUnit = (await swaps.record(swapId))?.previous?.unit;
   if (oldUnit === undefined) throw new Error("the plan names no unit serving before");
-  const oldStops = await stopsOf(oldUnit);
+  const oldStops = await swaps.stopsOf(HOST, oldUnit);
   await swaps.approve(card.ts);
   return { cardTs: card.ts, swapId, oldUnit, oldStops, clients, watch };
 }
@@ -77,7 +73,7 @@ async function expectUnnoticed(swap: Awaited<ReturnType<typeof approvedSwap>>): 
   expect(report.answered).toBeGreaterThan(20);
   expect(withoutReadySlot(seen)).toEqual([]);
   expect(await slotStates(bench, HOST)).toMatchObject({ blue: "ready", hold: "maint" });
-  expect(await stopsOf(swap.oldUnit)).toBe(swap.oldStops + 1);
+  expect(await swaps.stopsOf(HOST, swap.oldUnit)).toBe(swap.oldStops + 1);
   expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
   expect(record?.frontDoor?.releasedAt).toBeDefined();
   expect(swaps.cardsOf(swap.swapId)).toHaveLength(1);
