@@ -33,7 +33,15 @@ export interface BenchSshd {
    * a host reboot would; the listener stays up, so clients can reconnect.
    */
   dropConnections(): Promise<void>;
+  /**
+   * The host gone: the listener stopped first, then every connection cut, so that none is made in
+   * between (a client that reconnects within milliseconds of a cut would otherwise keep a connection
+   * through the whole outage: `stop` alone leaves established connections up). `start` brings it back.
+   */
+  cut(): Promise<void>;
+  /** Stops the listener; established connections stay up (as sshd's do when its listener restarts). */
   stop(): Promise<void>;
+  /** Starts the listener again (nothing when it runs). */
   start(): Promise<void>;
 }
 
@@ -103,6 +111,7 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
   );
 
   const start = async () => {
+    if (child !== undefined && child.exitCode === null) return; // running already
     child = spawn(SSHD_BINARY, ["-D", "-f", configPath, "-E", join(dir, "sshd.log")], { stdio: "ignore" });
     child.on("error", (error) => {
       throw new Error(
@@ -130,6 +139,18 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
     await exited;
   };
 
+  const dropConnections = async () => {
+    const pids = [...survivors, ...(child?.pid === undefined ? [] : await connectionPids(child.pid))];
+    survivors.clear();
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  };
+
   await start();
   return {
     port,
@@ -152,21 +173,15 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
       await appendFile(authorizedKeys, `${options}${options ? " " : ""}${publicKey}\n`);
       return { user, privateKeyPath: keyPath };
     },
-    async dropConnections() {
-      const pids = [...survivors, ...(child?.pid === undefined ? [] : await connectionPids(child.pid))];
-      survivors.clear();
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }
-    },
+    dropConnections,
     async rotateHostKey() {
       await stop();
       await makeHostKeys();
       await start();
+    },
+    async cut() {
+      await stop();
+      await dropConnections();
     },
     stop,
     start,

@@ -268,8 +268,7 @@ describe("health monitor", () => {
   }, 30_000);
 
   it("says a host it cannot reach is unreachable, serving state unknown, once; never 'not serving' with a rollback", async () => {
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
+    await bench.sshd.cut();
     try {
       const unreachable = await until(
         () =>

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { keys } from "../../src/store/keys.ts";
 import { type Bench, CHANNEL, type ChildBot, USERS } from "../../testbench/bench.ts";
 import { addSimModel, logLines, type SwapDriver, unitOf, waitForLog } from "../../testbench/swap-driver.ts";
@@ -38,6 +38,12 @@ useSwapBench(
 
 const addModel = (name: string) => addSimModel(bench, name);
 
+// a test that fails mid-outage must not leave the next one without its host, or with its bot
+afterEach(async () => {
+  await bench.killChildren();
+  await bench.sshd.start();
+});
+
 async function slowLoad(host: string, model: string, loadSeconds: number): Promise<void> {
   await bench.host(host).sim.setFault("sglang", { models: { [model]: { loadSeconds } } });
 }
@@ -69,8 +75,7 @@ async function redisOutage(bot: ChildBot, how: "stop" | "kill"): Promise<void> {
 /** Cuts every SSH connection and stops sshd; starts it again once the swap has found its host unreachable. */
 async function sshOutage(swapId: string): Promise<void> {
   const down = Date.now();
-  await bench.sshd.dropConnections();
-  await bench.sshd.stop();
+  await bench.sshd.cut();
   await swaps.untilRecord(
     swapId,
     (r) => r.hostTrouble !== undefined && Date.parse(r.hostTrouble.since) >= down,
@@ -176,8 +181,7 @@ describe("sshd restarted and connections cut mid-stage", () => {
     await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     // from before the cut: the bot's first failed try (which starts its clock) can come before stop() returns
     const down = Date.now();
-    await bench.sshd.dropConnections();
-    await bench.sshd.stop();
+    await bench.sshd.cut();
     await swaps.untilRecord(swapId, (r) => r.step === "rollback", {
       what: "the rollback",
       timeoutMs: 60_000,
