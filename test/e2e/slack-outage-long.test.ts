@@ -100,11 +100,10 @@ describe.concurrent("a two-minute Slack outage from the switch on", () => {
       // the host free, all during the outage
       await expectRolledBackOnTheHost(bench, swaps, "gpu-nan", id, { timeoutMs: OUTAGE_MS - 30_000 });
       expect(Date.now()).toBeLessThan(outageEnds);
-      // Slack refused this swap's reports meanwhile (its thread posts first: events go before the card)
-      const card = swaps.cardsOf(id)[0]!;
-      const about = (c: { args: { ts?: unknown; thread_ts?: unknown } }) =>
-        c.args.ts === card.ts || c.args.thread_ts === card.ts;
-      expect(bench.slack.calls().some((c) => about(c) && c.status === 503)).toBe(true);
+      // Slack was asked, and refused, meanwhile. Which swap's report the reporter tries while Slack is
+      // down is its own pacing (it backs off up to 30 s, and two swaps share the channel): what this test
+      // holds it to is the catch-up below, for this swap's card and thread.
+      expect(bench.slack.calls().some((c) => c.status === 503)).toBe(true);
 
       // Slack is back: the card reads Rolled back, and the thread tells the failure, the rollback and the end
       await expectRolledBackStory(bench, swaps, id, "sanity", { timeoutMs: OUTAGE_MS + 90_000 });

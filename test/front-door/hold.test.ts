@@ -135,9 +135,11 @@ describe("the hold: HAProxy's connection retries on a ready slot that refuses", 
     // in which a retry is redispatched at once, spends its retries in milliseconds and gets 503 (1–2 of
     // ~1000 requests with the commands 5 ms apart, measured by hand); on one line no request sees it.
     const answers: Promise<Answer>[] = [];
+    let changedAt = Number.POSITIVE_INFINITY;
     const sending = setInterval(() => answers.push(send(url)), 5);
     try {
       await sleep(1500);
+      changedAt = Date.now();
       await door.setStates([
         ["hold", "ready"],
         ["blue", "drain"],
@@ -155,7 +157,10 @@ describe("the hold: HAProxy's connection retries on a ready slot that refuses", 
       clearInterval(sending);
     }
     const done = await Promise.all(answers);
-    expect(done.length).toBeGreaterThan(300);
+    // the requests that were in HAProxy's retry loop when the two states changed: sent before, answered
+    // after (how many depends on how often a loaded machine fires the 5 ms timer: ~300 idle, fewer busy)
+    const retryingThrough = done.filter((a) => a.at - a.ms < changedAt && a.at > changedAt);
+    expect(retryingThrough.length).toBeGreaterThan(50);
     expect(done.filter((a) => a.status !== 200).map((a) => `${a.status} after ${a.ms} ms`)).toEqual([]);
   });
 
