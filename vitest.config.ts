@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import LongestFirstSequencer from "./test/support/longest-first-sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -11,6 +12,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ["test/global-setup.ts"],
+    // the longest files first, from a committed table: a fresh clone has no timings of vitest's own
+    sequence: { sequencer: LongestFirstSequencer },
     // bin/modelswap.js runs the TypeScript sources (tsx), never a build in dist/ that may be stale
     env: { MODELSWAP_FROM_SOURCE: "1" },
   },
