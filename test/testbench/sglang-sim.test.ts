@@ -798,24 +798,37 @@ describe("simulated SGLang faults", () => {
     expect(proc.output()).toContain("Scheduler hit an exception");
   });
 
-  it("answers /health with 503 during warmup; a second server on the same GPU runs out of memory", async () => {
+  it("answers /health with 503 during warmup; a second server on the same GPU takes its fraction of what the first left", async () => {
     await withFaults({ sglang: { loadSeconds: 0.1, warmupMs: 700 } });
     const { port, proc } = await startServer(sb, model);
     await proc.waitFor(/Uvicorn running on/);
     expect((await getJson(port, "/health")).status).toBe(503);
     await proc.waitFor(/fired up and ready to roll/);
     expect((await getJson(port, "/health")).status).toBe(200);
-    // The first server holds most of GPU 0 (per the usage registry nvidia-smi reads).
-    const second = await run(sb, [
+    const tokensOf = (output: string) => Number(/max_total_num_tokens=(\d+)/.exec(output)?.[1]);
+    // The first server holds most of GPU 0 (per the usage registry nvidia-smi reads). SGLang applies
+    // --mem-fraction-static to the memory free at its start (model_runner.py, profile_max_num_token with
+    // min_per_gpu_memory), so a second one starts and takes that share of what the first left.
+    const second = await startServer(sb, model);
+    await second.proc.waitFor(/fired up and ready to roll/);
+    const free = Number(/Load weight begin\. avail mem=([\d.]+) GB/.exec(second.proc.output())?.[1]);
+    expect(free).toBeGreaterThan(10);
+    expect(free).toBeLessThan(25);
+    expect(tokensOf(second.proc.output())).toBeLessThan(tokensOf(proc.output()) / 4);
+    expect(await stopProc(second.proc)).toBe(0);
+    // a fraction of the free memory too small for its weights leaves no KV cache
+    const third = await run(sb, [
       "-m",
       "sglang.launch_server",
       "--model-path",
       model,
       "--port",
       String(await freePort()),
+      "--mem-fraction-static",
+      "0.02",
     ]);
-    expect(second.code).toBe(1);
-    expect(second.output).toContain(
+    expect(third.code).toBe(1);
+    expect(third.output).toContain(
       "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
     );
     expect(await stopProc(proc)).toBe(0);

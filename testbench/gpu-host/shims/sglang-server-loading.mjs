@@ -68,8 +68,34 @@ export const loadingMethods = {
     const others = memoryUsedByOthers();
     const physical = this.physicalGpus();
     let othersMax = 0;
-    for (const g of physical) othersMax = Math.max(othersMax, (others.get(g) ?? 0) / 1024);
+    let othersMin = Number.POSITIVE_INFINITY;
+    for (const g of physical) {
+      othersMax = Math.max(othersMax, (others.get(g) ?? 0) / 1024);
+      othersMin = Math.min(othersMin, (others.get(g) ?? 0) / 1024);
+    }
+    // min_per_gpu_memory: the least any rank has free after its CUDA context and NCCL (the all-reduce of
+    // get_available_gpu_memory(distributed=True)); the KV cache is sized against it below
     const availStart = Math.max(0, totalGiB - othersMax - 0.57 - 0.35);
+    const availLocal = Math.max(0, totalGiB - othersMin - 0.57 - 0.35);
+    if (this.tp > 1 && availStart < availLocal * 0.9) {
+      // model_runner.py init_torch_distributed ("Check memory for tensor parallelism", SGLang 0.5.x): a
+      // ValueError unless SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK, then only a warning
+      const msg = `The memory capacity is unbalanced. Some GPUs may be occupied by other processes. min_per_gpu_memory=${availStart}, local_gpu_memory=${availLocal}, local_gpu_memory * 0.9=${availLocal * 0.9}`;
+      if (/^(1|true|yes)$/i.test(process.env.SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK ?? "")) {
+        this.log(msg, 0, "warning");
+      } else {
+        this.schedulerCrash(
+          [
+            "    scheduler = Scheduler(",
+            `  File "${this.src("srt/model_executor/model_runner.py")}", line 287, in __init__`,
+            "    min_per_gpu_memory = self.init_torch_distributed()",
+            `  File "${this.src("srt/model_executor/model_runner.py")}", line 640, in init_torch_distributed`,
+            "    raise ValueError(",
+          ],
+          `ValueError: ${msg}`,
+        );
+      }
+    }
     this.logRanks(() => `Load weight begin. avail mem=${gb(availStart)} GB`);
 
     if (this.nvfp4 && cc < 10) {
@@ -141,9 +167,11 @@ export const loadingMethods = {
         `Load weight end. elapsed=${loadElapsed.toFixed(2)} s, type=${model.architecture}, ${quantPart}dtype=torch.bfloat16, avail mem=${gb(availAfterLoad)} GB, mem usage=${gb(weightsGiB)} GB.`,
     );
 
-    // KV cache sizing, like ModelRunner.profile_max_num_token.
+    // KV cache sizing, like ModelRunner.profile_max_num_token: the fraction is of min_per_gpu_memory, the
+    // memory free before the weights loaded (init_memory_pool(total_gpu_memory=min_per_gpu_memory)), so a
+    // server beside another takes that share of what the other left; the default fraction is of the GPU.
     this.memFraction = Number(a.mem_fraction_static ?? (totalGiB < 40 ? 0.8 : totalGiB < 100 ? 0.85 : 0.88));
-    const kvGiB = availAfterLoad - totalGiB * (1 - this.memFraction);
+    const kvGiB = availAfterLoad - availStart * (1 - this.memFraction);
     const kvDtype = String(a.kv_cache_dtype ?? "auto");
     const kvBytes = kvDtype.startsWith("fp8") ? 1 : kvDtype.startsWith("fp4") ? 0.5 : 2;
     const kvHeadsPerRank = Math.max(1, Math.floor(model.numKvHeads / this.tp));
