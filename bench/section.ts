@@ -14,7 +14,7 @@ export interface SectionResult<F> {
  * The full run measures the bot as shipped; the quick run only has to finish soon.
  */
 export interface Speed {
-  swaps: Record<string, number | string>;
+  swaps: Record<string, number | string | boolean>;
   /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
   engine: Record<string, number>;
 }

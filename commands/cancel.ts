@@ -10,6 +10,7 @@ import {
   isStuck,
   swapLiveness,
 } from "../src/store/host-lock-check.ts";
+import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts } from "./host-arg.ts";
 
@@ -116,10 +117,12 @@ export const cancelCommand: SubCommand = {
     } catch (error) {
       return failure(error);
     }
-    const after = record.switch !== undefined;
-    return reply(
-      `✋ Cancelling swap \`${id}\` on *${record.host}*${after ? ": the switch has happened, so the old service will be put back" : "; downloaded files are kept"}. Follow its card.`,
-    );
+    const after = inFlipBackWindow(record)
+      ? `: it flips back to \`${record.previous?.unit ?? "the old unit"}\`, still loaded, in about a second`
+      : record.switch !== undefined
+        ? ": the switch has happened, so the old service will be put back"
+        : "; downloaded files are kept";
+    return reply(`✋ Cancelling swap \`${id}\` on *${record.host}*${after}. Follow its card.`);
   },
 };
 

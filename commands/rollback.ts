@@ -1,6 +1,8 @@
+import { utcTime } from "../src/format-duration.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
 import { failure, refusal, reply } from "../src/slack/reply.ts";
-import type { SubCommand } from "../src/slack/sub-command.ts";
+import type { CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
+import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
@@ -9,14 +11,16 @@ import { takeHost } from "./take-host.ts";
 /**
  * `/llm rollback [host]`: a swap back to the unit that served before the last swap — its unit file and
  * model files are still on the host, so the plan goes straight to approval, then switch, health, sanity
- * and benchmark like any swap.
+ * and benchmark like any swap. While a blue/green swap of the host is in its flip-back window, the old
+ * unit is still loaded: the rollback is then that swap's cancel, a flip back in about a second.
  */
 export const rollbackCommand: SubCommand = {
   name: "rollback",
   usage: "/llm rollback [host]",
   summary: "go back to the model a host served before its last swap (needs approval like a swap)",
   async handle(request, { config, access, store, swaps, reports }) {
-    if (!(await access.isRequester(request.user))) {
+    // members first (as /llm cancel): an approver may flip back a swap in its window, below
+    if (!(await access.isMember(request.user))) {
       return refusal(
         "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
       );
@@ -29,6 +33,16 @@ export const rollbackCommand: SubCommand = {
       return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
     const unknown = refuseUnknownHost(host, known);
     if (unknown !== undefined) return reply(unknown);
+
+    const holder = await store.locks.hostHolder(host);
+    const running = holder === undefined ? undefined : await store.swaps.get(holder).catch(() => undefined);
+    if (running !== undefined && inFlipBackWindow(running))
+      return await flipBack(running, request.user, { access, store, swaps });
+    if (!(await access.isRequester(request.user))) {
+      return refusal(
+        "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
+      );
+    }
 
     const serving = await store.hosts.serving(host);
     const previous = serving?.previous;
@@ -73,3 +87,35 @@ export const rollbackCommand: SubCommand = {
     );
   },
 };
+
+/**
+ * `/llm rollback` of a host whose blue/green swap is in its flip-back window: that swap is cancelled,
+ * which flips the front door back to the old unit, still loaded (no approval: nothing new runs). Only
+ * its requester or an approver may, as for `/llm cancel`.
+ */
+async function flipBack(
+  record: SwapRecord,
+  user: string,
+  { access, store, swaps }: Pick<CommandDeps, "access" | "store" | "swaps">,
+): Promise<ReturnType<typeof reply>> {
+  const old = record.previous?.unit ?? "the old unit";
+  if (record.requester !== user && !(await access.isApprover(user))) {
+    return refusal(
+      `*${record.host}* is in the flip-back window of swap \`${record.id}\`: a rollback now flips it back to \`${old}\` at once, without approval, so only <@${record.requester}>, who requested it, or an approver may. Ask them, or an approver.`,
+    );
+  }
+  try {
+    const first = await store.approvals.requestCancel(record.id, user);
+    await swaps.wake(record.id);
+    if (!first) return reply(`Swap \`${record.id}\` is already being cancelled: follow its card.`);
+  } catch (error) {
+    return failure(error);
+  }
+  const flip = record.flip!;
+  const seconds = record.plan?.clients?.blueGreen?.flipBackSeconds;
+  const until =
+    seconds === undefined ? "" : ` (until ${utcTime(new Date(Date.parse(flip.flippedAt) + seconds * 1000))})`;
+  return reply(
+    `↩️ Flipping *${record.host}* back to \`${old}\`: swap \`${record.id}\` is in its flip-back window${until}, so the old model, still loaded, takes new requests again in about a second. No approval is needed: nothing new runs. Follow its card.`,
+  );
+}

@@ -127,7 +127,7 @@ export interface BenchOptions {
   /** Where the bot's pino log goes (default: a file in the bench directory). */
   logTo?: "file" | "silent";
   /** The config's `swaps:` section (polling, card throttling, timeouts). */
-  swaps?: Record<string, number | string>;
+  swaps?: Record<string, number | string | boolean>;
   /** The config's `approvals:` section. */
   approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
   /**

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { systemClock } from "../../src/clock.ts";
 import { asCodedError, CodedError, isHostUnreachable } from "../../src/errors.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
+import { pastFlipBack } from "../../src/swap/flip-back.ts";
 import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
 import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
-import { pastFlipBack, retireStage } from "./stages/blue-green.ts";
+import { retireStage } from "./stages/blue-green.ts";
 import { bytesOnDisk } from "./stages/download.ts";
 import { type Finished, finishSwap } from "./stages/finish.ts";
 import { releaseStage } from "./stages/front-door.ts";
@@ -13,6 +14,7 @@ import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
 import { prepareStage, stopTasks } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
+import { restartStage } from "./stages/restart-full-memory.ts";
 import { type RollbackResult, rollback } from "./stages/rollback.ts";
 import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
 import { sanityStage } from "./stages/sanity.ts";
@@ -266,6 +268,8 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
       return await benchmarkStage(ctx);
     case "retire":
       return await retireStage(ctx);
+    case "restart":
+      return await restartStage(ctx);
     case "finish":
       return { end: "succeeded" };
     case "rollback":
@@ -318,8 +322,13 @@ async function cancelled(run: Run): Promise<StepResult | undefined> {
   if (result.unreachable !== undefined) throw result.unreachable; // retried like any step; then rolled back
   swap.set({ rollback: { ok: result.ok, detail: result.detail } });
   return result.ok
-    ? { end: "cancelled", reason: `after the switch, so it was rolled back: ${result.detail}` }
+    ? { end: "cancelled", reason: rolledBackBecauseCancelled(result.detail) }
     : { end: "failed", reason: "cancelled after the switch" };
+}
+
+/** A cancelled swap's reason once its rollback has put the old service back. */
+function rolledBackBecauseCancelled(detail: string): string {
+  return `after the switch, so it was rolled back: ${detail}`;
 }
 
 /**
@@ -362,6 +371,12 @@ async function failSwap(
     result.detail = gaveUp(run, deps, result.unreachable);
   }
   swap.set({ rollback: { ok: result.ok, detail: result.detail } });
+  if (result.ok && swap.record.cancel !== undefined) {
+    // a cancel's rollback that a new worker finished (the first died inside it): cancelled, as it would
+    // have ended had the first lived
+    await run.save(await finishSwap(ctx, "cancelled", rolledBackBecauseCancelled(result.detail)));
+    return { done: true };
+  }
   // a blue/green swap that failed before its flip changed nothing production saw: failed, not rolled back
   const outcome = result.ok && result.nothingToUndo !== true ? "rolled_back" : "failed";
   await run.save(await finishSwap(ctx, outcome, why));

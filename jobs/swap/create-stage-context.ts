@@ -71,6 +71,7 @@ export function createStageContext(
       baseline: swaps.baseline,
       flipBackSeconds: swaps.flipBackSeconds,
       sharedBenchmark: swaps.sharedBenchmark,
+      restartAtFullMemory: swaps.restartAtFullMemory,
     },
     emit: (event) => swap.emit(event),
     clock,

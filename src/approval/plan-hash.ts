@@ -3,9 +3,9 @@ import type { SwapPlan } from "../plan/types.ts";
 
 /**
  * What an approval is about: the model commit, tp, the exact unit (flags, paths), and how clients see
- * the swap (cold or blue/green, on which GPUs, when the benchmark runs, which front-door slots), as the
- * plan's *Clients* line shows it. Anything else (timings, engine commit before it is known) may change
- * without voiding an approval.
+ * the swap (cold or blue/green, on which GPUs, when the benchmark runs, which front-door slots, the unit
+ * of a restart at full memory), as the plan's *Clients* line shows it. Anything else (timings, engine
+ * commit before it is known) may change without voiding an approval.
  */
 export function planHash(plan: Pick<SwapPlan, "model" | "tp" | "unitName" | "unitText" | "clients">): string {
   const c = plan.clients;
@@ -18,6 +18,7 @@ export function planHash(plan: Pick<SwapPlan, "model" | "tp" | "unitName" | "uni
             c.frontDoor === undefined ? undefined : [c.frontDoor.from, c.frontDoor.server, c.frontDoor.hold],
           gpus: c.blueGreen?.gpus,
           benchmark: c.blueGreen?.benchmark,
+          restart: c.blueGreen?.restart?.unitText,
         };
   return createHash("sha256")
     .update(

@@ -49,7 +49,7 @@ function clientsLine(plan: SwapPlan): string[] {
   const c = plan.clients;
   if (c === undefined) return [];
   if (c.blueGreen !== undefined && c.frontDoor !== undefined)
-    return blueGreenLines(c.blueGreen, c.frontDoor, c.why);
+    return blueGreenLines(c.blueGreen, c.frontDoor, c.why, plan.expectedDowntimeSeconds);
   const drain = `requests in flight finish first (up to ${minutes(c.drainSeconds)})`;
   const why = [
     ...(c.why === undefined ? [] : [`*Why cold* ${clean(c.why, 500)}`]),
@@ -79,6 +79,7 @@ function blueGreenLines(
   bg: NonNullable<NonNullable<SwapPlan["clients"]>["blueGreen"]>,
   fd: NonNullable<NonNullable<SwapPlan["clients"]>["frontDoor"]>,
   why: string | undefined,
+  loadSeconds: number,
 ): string[] {
   const gpus = `GPU${bg.devices.length === 1 ? "" : "s"} ${bg.devices.join(",")}`;
   const how = bg.gpus === "spare" ? "on spare GPUs" : "sharing GPUs";
@@ -88,9 +89,13 @@ function blueGreenLines(
       : bg.benchmark === "reduced"
         ? "health, sanity and the benchmark at 4 streams (production shares these GPUs)"
         : "health and sanity (the benchmark runs after the flip: production shares these GPUs)";
+  const restart =
+    bg.restart === undefined
+      ? " until its next restart"
+      : `; once the old one has stopped, it restarts at full memory (swaps.restartAtFullMemory) behind the front door's hold: new requests wait for its load (about ${minutes(loadSeconds)}${loadSeconds > fd.holdSeconds ? `, longer than the hold's ${minutes(fd.holdSeconds)}: requests past it get 503` : ""}), none fails`;
   const kv =
     bg.gpus === "shared"
-      ? ` It serves with a ${formatGiB(bg.kvPerGpuBytes)}/GPU KV cache (${formatGiB(bg.fullKvPerGpuBytes)} alone) until its next restart.`
+      ? ` It serves with a ${formatGiB(bg.kvPerGpuBytes)}/GPU KV cache (${formatGiB(bg.fullKvPerGpuBytes)} alone)${restart}.`
       : "";
   const window =
     bg.flipBackSeconds > 0
@@ -133,7 +138,7 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
         `*Stops* ${stopsLine(plan)}`,
         ...clientsLine(plan),
         plan.clients?.blueGreen !== undefined
-          ? `*Expected downtime* none: the new model loads (about ${minutes(plan.expectedDowntimeSeconds)}, health wait limit ${minutes(plan.healthTimeoutSeconds)}${basis}) while the old one serves, and the flip is one front-door command`
+          ? `*Expected downtime* none: the new model loads (about ${minutes(plan.expectedDowntimeSeconds)}, health wait limit ${minutes(plan.healthTimeoutSeconds)}${basis}) while the old one serves, and the flip is one front-door command${plan.clients?.blueGreen?.restart === undefined ? "" : `; the restart at full memory then holds new requests for about as long (none refused)`}`
           : `*Expected downtime* about ${minutes(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${minutes(plan.healthTimeoutSeconds)})${basis}`,
         ...sourceLines(plan),
       ].join("\n"),

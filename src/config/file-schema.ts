@@ -400,6 +400,13 @@ export const fileSchema = z
          * before the flip, at 4 streams instead of 16. On spare GPUs it always runs before the flip.
          */
         sharedBenchmark: z.enum(["after-flip", "reduced"]).default("after-flip"),
+        /**
+         * Blue/green on GPUs the old unit uses too: the new unit starts with the KV cache the old one
+         * leaves room for. `true`: once the old unit has stopped, restart the new one at its full memory,
+         * behind the front door's hold (a cold restart: new requests wait for its load, none fails);
+         * `false` (default): it keeps the smaller KV cache until its next restart.
+         */
+        restartAtFullMemory: z.boolean().default(false),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()

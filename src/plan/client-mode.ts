@@ -19,6 +19,8 @@ export interface ClientModeInput {
   standby: { port: number } | { missing: string };
   sharedBenchmark: "after-flip" | "reduced";
   flipBackSeconds: number;
+  /** swaps.restartAtFullMemory: on shared GPUs, restart the new unit at full memory once the old one stops. */
+  restartAtFullMemory?: boolean;
 }
 
 export type ClientMode =
@@ -26,41 +28,77 @@ export type ClientMode =
   | { mode: "bluegreen"; why: string; blueGreen: NonNullable<ClientPlan["blueGreen"]> };
 
 /**
+ * The --mem-fraction-static for a unit that starts on GPUs another unit holds, and the KV cache per GPU
+ * it then gets. SGLang applies the fraction to the memory free when it starts, not to the GPU's total
+ * (model_runner.py: init_torch_distributed measures min_per_gpu_memory, free before the weights load,
+ * and init_memory_pool passes it to profile_max_num_token: KV = free after the weights − that × (1 −
+ * mem_fraction_static)). At its default fraction a unit beside another would take that share of what the
+ * other leaves and keep only the rest free for both units' activations; this fraction keeps `reserve` (what
+ * a unit alone keeps free) free on the GPU. Rounded down, so the reserve is at least that.
+ */
+export function fractionBeside(
+  freeAtStartBytes: number,
+  reserveBytes: number,
+  weightsPerGpuBytes: number,
+): { fraction: number; kvPerGpuBytes: number } {
+  const fraction = Math.floor((1 - reserveBytes / freeAtStartBytes) * 100) / 100;
+  return { fraction, kvPerGpuBytes: freeAtStartBytes * fraction - weightsPerGpuBytes };
+}
+
+/**
+ * The first `tp` consecutive entries of `free` (sorted most first) whose least is at least 90 % of their
+ * most: with tp > 1 SGLang stops at start when a rank's free memory is below 90 % of another's
+ * (model_runner.py init_torch_distributed, "Check memory for tensor parallelism"). Undefined when none.
+ */
+function balancedFrom(free: readonly number[], tp: number): number | undefined {
+  for (let i = 0; i + tp <= free.length; i++) if (tp === 1 || free[i + tp - 1]! >= 0.9 * free[i]!) return i;
+  return undefined;
+}
+
+/**
  * Blue/green or cold, from nvidia-smi's per-GPU used and free memory: the new unit can start beside the
- * old one when `tp` GPUs each leave it its weights and a KV cache of at least MIN_KV_FRACTION of the GPU.
- * SGLang sizes the KV cache at start from what is free then (model_runner's profile_max_num_token:
- * free after the weights − total × (1 − mem_fraction_static)), so beside the old unit it gets what the
- * old one leaves. Idle GPUs come first (`spare`: production loses nothing); else the GPUs with the most
- * free memory (`shared`: a smaller KV cache until the new unit's next restart).
+ * old one when `tp` GPUs each leave it its weights and a KV cache of at least MIN_KV_FRACTION of the GPU,
+ * with what SGLang keeps free for activations left free. Idle GPUs come first (`spare`: production loses
+ * nothing, the unit runs at its usual fraction); else the GPUs with the most free memory (`shared`: the
+ * unit starts with the fraction of fractionBeside, and serves with the smaller KV cache until its next
+ * restart).
  */
 export function chooseClientMode(input: ClientModeInput): ClientMode {
   const { gpus, vram } = input;
   const kvFloor = MIN_KV_FRACTION * vram.gpuMemoryBytes;
   const reserve = (1 - vram.staticFraction) * vram.gpuMemoryBytes;
+  const idle = (g: GpuInfo) => g.memoryUsedMiB <= IN_USE_MIB;
+  // what the new unit's SGLang measures free at its start: nvidia-smi's free, less its own CUDA context
+  const freeAtStart = (g: GpuInfo) => g.memoryFreeMiB * MiB - (idle(g) ? 0 : CONTEXT_BYTES);
   const kvBeside = (g: GpuInfo) =>
-    Math.min(
-      vram.kvPerGpuBytes,
-      g.memoryFreeMiB * MiB -
-        vram.weightsPerGpuBytes -
-        reserve -
-        (g.memoryUsedMiB > IN_USE_MIB ? CONTEXT_BYTES : 0),
-    );
+    idle(g)
+      ? Math.min(vram.kvPerGpuBytes, freeAtStart(g) - vram.weightsPerGpuBytes - reserve)
+      : fractionBeside(freeAtStart(g), reserve, vram.weightsPerGpuBytes).kvPerGpuBytes;
+  // most free first (idle GPUs lead): the first tp of them that SGLang's balance check takes
   const usable = gpus
     .filter((g) => g.memoryTotalMiB * MiB >= vram.gpuMemoryBytes && kvBeside(g) >= kvFloor)
-    .sort((a, b) => {
-      const idle = Number(b.memoryUsedMiB <= IN_USE_MIB) - Number(a.memoryUsedMiB <= IN_USE_MIB);
-      return idle !== 0 ? idle : b.memoryFreeMiB - a.memoryFreeMiB || a.index - b.index;
-    });
-  const inUse = gpus.filter((g) => g.memoryUsedMiB > IN_USE_MIB);
+    .sort((a, b) => freeAtStart(b) - freeAtStart(a) || a.index - b.index);
+  const inUse = gpus.filter((g) => !idle(g));
   if (inUse.length === 0 || usable.length < vram.tp) return { mode: "cold", why: whyCold(gpus, vram) };
-  const chosen = usable.slice(0, vram.tp).sort((a, b) => a.index - b.index);
-  const spare = chosen.every((g) => g.memoryUsedMiB <= IN_USE_MIB);
-  const kv = Math.min(...chosen.map(kvBeside));
+  const start = balancedFrom(usable.map(freeAtStart), vram.tp);
+  if (start === undefined) {
+    return {
+      mode: "cold",
+      why: `${usable.length} GPUs could hold the new model beside the model serving now, but no ${vram.tp} of them have free memory within 10 % of each other: SGLang refuses unbalanced ranks at start ("The memory capacity is unbalanced", model_runner.py), so the swap is cold`,
+    };
+  }
+  const chosen = usable.slice(start, start + vram.tp).sort((a, b) => a.index - b.index);
+  const spare = chosen.every(idle);
+  // shared: one fraction for all ranks, from the GPU with the least free (SGLang takes the minimum too)
+  const beside = spare
+    ? undefined
+    : fractionBeside(Math.min(...chosen.map(freeAtStart)), reserve, vram.weightsPerGpuBytes);
+  const kv = beside?.kvPerGpuBytes ?? Math.min(...chosen.map(kvBeside));
   const devices = chosen.map((g) => g.index);
   const where = `GPU${devices.length === 1 ? "" : "s"} ${devices.join(",")}`;
   const fit = spare
     ? `${where} are idle: the new model (tp ${vram.tp}, ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights) starts on them beside the model serving now (blue/green on spare GPUs)`
-    : `the model serving now leaves ${formatGiB(Math.min(...chosen.map((g) => g.memoryFreeMiB * MiB)))} free on ${where}: the new model's ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights and a ${formatGiB(kv)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone) fit beside it (blue/green sharing GPUs; the smaller KV cache stays until the new unit's next restart)`;
+    : `the model serving now leaves ${formatGiB(Math.min(...chosen.map((g) => g.memoryFreeMiB * MiB)))} free on ${where}: the new model's ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights and a ${formatGiB(kv)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone) fit beside it at --mem-fraction-static ${beside!.fraction} of that (SGLang applies it to the memory free at start), which keeps the ${formatGiB(reserve)} it keeps free alone (blue/green sharing GPUs; the smaller KV cache stays until the new unit's next restart)`;
   if ("missing" in input.standby)
     return { mode: "cold", why: `${fit}, but ${input.standby.missing}: so the swap is cold` };
   return {
@@ -72,6 +110,9 @@ export function chooseClientMode(input: ClientModeInput): ClientMode {
       port: input.standby.port,
       kvPerGpuBytes: kv,
       fullKvPerGpuBytes: vram.kvPerGpuBytes,
+      ...(beside === undefined ? {} : { memFractionStatic: beside.fraction }),
+      // the unit text is rendered with the plan's (src/plan/plan-unit.ts)
+      ...(beside !== undefined && input.restartAtFullMemory === true ? { restart: { unitText: "" } } : {}),
       benchmark: spare ? "before-flip" : input.sharedBenchmark,
       flipBackSeconds: input.flipBackSeconds,
     },

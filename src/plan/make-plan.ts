@@ -45,6 +45,7 @@ export interface BlueGreenInput {
   standby: { server: string; port: number } | { missing: string };
   sharedBenchmark: "after-flip" | "reduced";
   flipBackSeconds: number;
+  restartAtFullMemory: boolean;
 }
 
 export interface PlanInput {
@@ -175,6 +176,7 @@ export function makePlan(input: PlanInput): SwapPlan {
       },
       sharedBenchmark: input.blueGreen?.sharedBenchmark ?? "after-flip",
       flipBackSeconds: input.blueGreen?.flipBackSeconds ?? 0,
+      restartAtFullMemory: input.blueGreen?.restartAtFullMemory ?? false,
     });
   let mode = input.clients === undefined ? undefined : modeAt(tpChoice);
   if (mode?.mode === "cold" && input.requestedTp === undefined && input.blueGreen !== undefined) {
@@ -231,7 +233,18 @@ export function makePlan(input: PlanInput): SwapPlan {
           };
 
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
-  const beside = mode?.mode === "bluegreen" ? mode.blueGreen : undefined;
+  const recipeSettings = overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []);
+  // beside the old unit the plan sets its own fraction; a restart at full memory puts theirs back
+  const theirFraction = recipeSettings.find((s) => s.setting === "mem-fraction-static")?.value;
+  const beside =
+    mode?.mode === "bluegreen"
+      ? {
+          ...mode.blueGreen,
+          ...(mode.blueGreen.restart === undefined || theirFraction === undefined
+            ? {}
+            : { restart: { unitText: "", fraction: theirFraction } }),
+        }
+      : undefined;
   const settings: RecipeSetting[] = [
     {
       setting: "model-path",
@@ -260,7 +273,7 @@ export function makePlan(input: PlanInput): SwapPlan {
           reason: "the front door's standby slot: the new unit starts beside the one serving now",
         },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
-    ...overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []),
+    ...besideFraction(recipeSettings, beside),
   ];
   const flags: FlagChoice[] = settings.map((s) => ({ ...s, flag: defaultSpelling(s.setting) }));
 
@@ -306,7 +319,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     ...(input.clients === undefined
       ? {}
       : {
-          clients: clientPlan(input.clients, mode!, input.blueGreen, preload),
+          clients: clientPlan(input.clients, mode!, beside, input.blueGreen, preload),
         }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
@@ -318,10 +331,35 @@ export function makePlan(input: PlanInput): SwapPlan {
   });
 }
 
+/**
+ * The recipe's settings, and on shared GPUs the --mem-fraction-static that leaves the GPU's activation
+ * room free beside the unit serving now (it replaces one the recipe or the config set: theirs is a share
+ * of an empty GPU, and SGLang takes it of the memory free at start).
+ */
+function besideFraction(
+  settings: RecipeSetting[],
+  beside: NonNullable<ClientPlan["blueGreen"]> | undefined,
+): RecipeSetting[] {
+  const fraction = beside?.memFractionStatic;
+  if (fraction === undefined) return settings;
+  const theirs = settings.find((s) => s.setting === "mem-fraction-static");
+  const replaced =
+    theirs === undefined ? "" : `; instead of ${theirs.value} (${theirs.reason}), a share of an empty GPU`;
+  return [
+    ...settings.filter((s) => s !== theirs),
+    {
+      setting: "mem-fraction-static",
+      value: String(fraction),
+      reason: `beside the model serving now on the same GPUs: SGLang applies the fraction to the memory free at its start, and ${fraction} of it leaves free what it keeps free alone (${formatGiB(beside!.kvPerGpuBytes)}/GPU of KV cache until its next restart)${replaced}`,
+    },
+  ];
+}
+
 /** The plan's client part: the mode chosen, and the front door's slots for it. */
 function clientPlan(
   base: ClientPlan,
   mode: ReturnType<typeof chooseClientMode>,
+  beside: ClientPlan["blueGreen"],
   blueGreen: BlueGreenInput | undefined,
   preload: ClientPlan["preload"],
 ): ClientPlan {
@@ -342,7 +380,7 @@ function clientPlan(
             server: mode.mode === "bluegreen" && standby !== undefined ? standby.server : fd.server,
           },
         }),
-    ...(mode.mode === "bluegreen" ? { blueGreen: mode.blueGreen } : {}),
+    ...(beside === undefined ? {} : { blueGreen: beside }),
   };
 }
 

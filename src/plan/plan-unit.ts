@@ -1,6 +1,6 @@
 import { describeEngineSource } from "../engine/engine-source.ts";
 import { renderUnit } from "../engine/render-unit.ts";
-import type { SwapPlan } from "./types.ts";
+import type { FlagChoice, SwapPlan } from "./types.ts";
 import { unifiedDiff } from "./unit-diff.ts";
 
 /**
@@ -8,20 +8,7 @@ import { unifiedDiff } from "./unit-diff.ts";
  * Called whenever the flags change (first plan, then again with the engine build's spellings).
  */
 export function withRenderedUnit(plan: SwapPlan): SwapPlan {
-  const unit = renderUnit({
-    repo: plan.model.repo,
-    sha: plan.model.sha,
-    swapId: plan.swapId,
-    serving: plan.host.currentUnit.name,
-    venv: plan.venv,
-    ...(plan.engine === undefined
-      ? {}
-      : { engine: { buildDir: plan.engine.buildDir, describe: describeEngineSource(plan.engine) } }),
-    flags: plan.flags,
-    timeoutStartSeconds: plan.healthTimeoutSeconds,
-    ...(plan.clients === undefined ? {} : { drainSeconds: plan.clients.drainSeconds }),
-    ...(plan.clients?.blueGreen === undefined ? {} : { visibleDevices: plan.clients.blueGreen.devices }),
-  });
+  const unit = renderPlanUnit(plan, plan.flags);
   const current = plan.host.currentUnit;
   const dir = plan.unitDir.replace(/\/+$/, "");
   const unitPath = `${dir}/${unit.name}`;
@@ -31,12 +18,60 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
     current.exists ? `${dir}/${current.name}` : "/dev/null",
     unitPath,
   );
+  const bg = plan.clients?.blueGreen;
+  const restart = bg?.restart;
   return {
     ...plan,
+    ...(bg === undefined || restart === undefined
+      ? {}
+      : {
+          clients: {
+            ...plan.clients!,
+            blueGreen: {
+              ...bg,
+              restart: {
+                ...restart,
+                unitText: renderPlanUnit(plan, fullMemory(plan.flags, restart.fraction)).text,
+              },
+            },
+          },
+        }),
     unitName: unit.name,
     unitText: unit.text,
     unitPath,
     unitDiff,
     ok: plan.checks.every((c) => c.ok),
   };
+}
+
+/**
+ * The flags of a restart at full memory: the fraction that kept room beside the old unit out, and the
+ * recipe's or config's own back where it had one (else SGLang's default).
+ */
+function fullMemory(flags: readonly FlagChoice[], fraction: string | undefined): FlagChoice[] {
+  const beside = flags.find((f) => f.setting === "mem-fraction-static");
+  const rest = flags.filter((f) => f !== beside);
+  if (beside === undefined || fraction === undefined) return rest;
+  return [
+    ...rest,
+    { ...beside, value: fraction, reason: "the recipe's or the config's, restored at full memory" },
+  ];
+}
+
+/** The plan's unit with these flags. */
+function renderPlanUnit(plan: SwapPlan, flags: readonly FlagChoice[]) {
+  return renderUnit({
+    repo: plan.model.repo,
+    sha: plan.model.sha,
+    swapId: plan.swapId,
+    serving: plan.host.currentUnit.name,
+    venv: plan.venv,
+    ...(plan.engine === undefined
+      ? {}
+      : { engine: { buildDir: plan.engine.buildDir, describe: describeEngineSource(plan.engine) } }),
+    flags,
+    timeoutStartSeconds: plan.healthTimeoutSeconds,
+    ...(plan.clients === undefined ? {} : { drainSeconds: plan.clients.drainSeconds }),
+    ...(plan.clients?.blueGreen === undefined ? {} : { visibleDevices: plan.clients.blueGreen.devices }),
+  });
 }

@@ -121,6 +121,17 @@ export const clientPlanSchema = z.object({
       /** The KV cache per GPU it gets beside the old unit, and what it would get alone. */
       kvPerGpuBytes: z.number(),
       fullKvPerGpuBytes: z.number(),
+      /**
+       * `shared`: the --mem-fraction-static the new unit starts with beside the old one (of the memory
+       * free at its start: src/plan/client-mode.ts fractionBeside); absent on spare GPUs.
+       */
+      memFractionStatic: z.number().optional(),
+      /**
+       * `shared` with swaps.restartAtFullMemory: once the old unit has stopped, the new unit restarts
+       * behind the front door's hold with this unit (its flags without the fraction beside: SGLang's
+       * default, or `fraction`, the recipe's or the config's that the one beside replaced).
+       */
+      restart: z.object({ unitText: z.string(), fraction: z.string().optional() }).optional(),
       /** When the loaded benchmark runs: before the flip at full load or 4 streams, or after it. */
       benchmark: z.enum(["before-flip", "reduced", "after-flip"]),
       flipBackSeconds: z.number(),

@@ -41,10 +41,15 @@ export function finalLine(record: SwapRecord): string {
 /** Downtime, or behind a front door how long new requests were held (none refused). */
 function clientsSentence(record: SwapRecord): string {
   const impact = clientImpact(record);
+  const cutAtFlip = impact?.cut
+    ? ` (${impact.cut} request${impact.cut === 1 ? "" : "s"} on the old one cut at the drain's bound)`
+    : "";
+  if (impact?.mode === "flipped" && impact.restartHeldSeconds !== undefined)
+    return `No request refused: blue/green, the front door flipped to the new unit${cutAtFlip}; new requests were then held at most ${shortSeconds(impact.restartHeldSeconds)} while it restarted at full memory`;
   if (impact?.mode === "flipped")
     return impact.back === true
       ? "No request refused: the front door flipped back to the old unit, which never stopped"
-      : `No request refused or held: blue/green, the front door flipped to the new unit${impact.cut ? ` (${impact.cut} request${impact.cut === 1 ? "" : "s"} on the old one cut at the drain's bound)` : ""}`;
+      : `No request refused or held: blue/green, the front door flipped to the new unit${cutAtFlip}`;
   if (impact?.mode === "unseen")
     return "Production never saw the new model: it kept serving the old one throughout";
   if (impact?.mode === "held")

@@ -1,4 +1,5 @@
 import { formatSeconds, shortSeconds, utcTime } from "../format-duration.ts";
+import { formatGiB } from "../plan/byte-units.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
@@ -53,7 +54,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     }
     case "flipped":
       return say(
-        `🔁 Flipped: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` (the new unit) and drains \`${escapeMrkdwn(event.from)}\`; no request waited. The old model stays loaded until ${utcTime(event.flipBackUntil)}: \`/llm cancel ${escapeMrkdwn(record.id)}\` flips back in about a second.`,
+        `🔁 Flipped: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` (the new unit) and drains \`${escapeMrkdwn(event.from)}\`; no request waited. The old model stays loaded until ${utcTime(event.flipBackUntil)}: \`/llm cancel ${escapeMrkdwn(record.id)}\` (or \`/llm rollback ${escapeMrkdwn(record.host)}\`) flips back in about a second.`,
       );
     case "retired":
       return say(
@@ -62,6 +63,16 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
             ? `its last requests had ended by ${shortSeconds(event.drainSeconds)} after the flip.`
             : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out and ${event.cut === 1 ? "was" : "were"} cut by the stop.`
         }`,
+      );
+    case "restarting":
+      return say(
+        `🔄 Restarting \`${escapeMrkdwn(event.unit)}\` at full memory now that the old unit has stopped: the front door holds new requests (up to ${shortSeconds(event.holdSeconds)}) while it loads again.`,
+      );
+    case "restarted":
+      return say(
+        event.failed === undefined
+          ? `🔄 \`${escapeMrkdwn(event.unit)}\` serves at full memory (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache): the held requests went to it after ${shortSeconds(event.heldSeconds)}; none failed.`
+          : `⚠️ The restart at full memory failed (${escapeMrkdwn(event.failed)}): \`${escapeMrkdwn(event.unit)}\` serves again as it did beside the old unit (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache); new requests were held ${shortSeconds(event.heldSeconds)}.`,
       );
     case "flipped-back":
       return say(

@@ -19,6 +19,11 @@ export interface ClientImpact {
   gapSeconds: number;
   /** Requests still in flight when the drain's bound ran out (front door only). */
   cut?: number;
+  /**
+   * Blue/green on shared GPUs: how long new requests were held while the new unit restarted at full
+   * memory after the old one stopped (`gapSeconds` is this, the only wait of such a swap).
+   */
+  restartHeldSeconds?: number;
   /** Seconds of each phase that took place: drain, stop, load (start to healthy), sanity. */
   phases: { drain?: number; stop?: number; load?: number; sanity?: number };
 }
@@ -68,9 +73,12 @@ function blueGreenImpact(record: SwapRecord): ClientImpact | undefined {
     return record.outcome === undefined ? undefined : { mode: "unseen", gapSeconds: 0, phases };
   const drain = secondsBetween(flip.flippedAt, flip.drainedAt);
   if (drain !== undefined) phases.drain = drain;
+  const restart = record.restart;
+  const held = secondsBetween(restart?.heldAt, restart?.releasedAt ?? record.finishedAt);
   return {
     mode: "flipped",
-    gapSeconds: 0,
+    gapSeconds: held ?? 0,
+    ...(held === undefined ? {} : { restartHeldSeconds: held }),
     ...(flip.flippedBackAt === undefined ? {} : { back: true }),
     ...(flip.cut === undefined ? {} : { cut: flip.cut }),
     phases,
@@ -94,7 +102,11 @@ export function impactText(impact: ClientImpact): string {
       impact.phases.drain === undefined ? "" : `; old unit drained in ${shortSeconds(impact.phases.drain)}`;
     const open = beside === "" ? (drain === "" ? "" : ` (${drain.slice(2)})`) : `${beside}${drain})`;
     if (impact.mode === "unseen") return `blue/green, production never saw the new unit${open}`;
-    return `blue/green, no gap${impact.back === true ? ", flipped back" : ""}${cut}${open}`;
+    const restart =
+      impact.restartHeldSeconds === undefined
+        ? ""
+        : `; then requests held ${shortSeconds(impact.restartHeldSeconds)} for the restart at full memory`;
+    return `blue/green, no gap${impact.back === true ? ", flipped back" : ""}${cut}${open}${restart}`;
   }
   const how = impact.mode === "held" ? "requests held" : "requests refused";
   return `${how} ${shortSeconds(impact.gapSeconds)}${cut}${parts.length === 0 ? "" : ` (${parts.join(" · ")})`}`;

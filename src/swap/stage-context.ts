@@ -100,6 +100,8 @@ export interface StageSettings {
   flipBackSeconds: number;
   /** swaps.sharedBenchmark: when blue/green on shared GPUs runs the loaded benchmark. */
   sharedBenchmark: "after-flip" | "reduced";
+  /** swaps.restartAtFullMemory: whether blue/green on shared GPUs restarts the new unit at full memory. */
+  restartAtFullMemory: boolean;
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
   /** bench.weightScale: 1 in production; on the bench, the real weight files are this many times the Hub's. */

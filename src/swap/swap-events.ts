@@ -89,6 +89,16 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     drainSeconds: z.number(),
     cut: z.number(),
   }),
+  /** Blue/green on shared GPUs: the new unit restarts at full memory; the front door holds meanwhile. */
+  z.object({ type: z.literal("restarting"), unit: z.string(), holdSeconds: z.number() }),
+  /** ...and serves again: at full memory (`failed` absent), or back at its fraction beside (`failed`: why). */
+  z.object({
+    type: z.literal("restarted"),
+    unit: z.string(),
+    heldSeconds: z.number(),
+    kvPerGpuBytes: z.number(),
+    failed: z.string().optional(),
+  }),
   /** Blue/green rollback: the front door sends requests to the old unit again, which never stopped. */
   z.object({ type: z.literal("flipped-back"), to: z.string(), unit: z.string() }),
   /** Blue/green: a gate failed before the flip; the new unit was stopped and production never saw it. */

@@ -52,6 +52,7 @@ export const STEPS = [
   "release",
   "benchmark",
   "retire",
+  "restart",
   "finish",
   "rollback",
   "done",
@@ -178,6 +179,24 @@ export const swapRecordSchema = z.object({
       retiringAt: isoTime.optional(),
       retiredAt: isoTime.optional(),
       flippedBackAt: isoTime.optional(),
+    })
+    .optional(),
+  /**
+   * Blue/green on shared GPUs with swaps.restartAtFullMemory: the new unit's restart at full memory once
+   * the old one stopped, step by step (held, drained with `cut` requests left, restarted, healthy, sane,
+   * released); `failed`: why it did not serve at full memory, and then `reverted` once the unit serves
+   * again at the fraction it had beside the old one.
+   */
+  restart: z
+    .object({
+      heldAt: isoTime,
+      drainedAt: isoTime.optional(),
+      cut: z.number().int().min(0).optional(),
+      restartedAt: isoTime.optional(),
+      healthyAt: isoTime.optional(),
+      releasedAt: isoTime.optional(),
+      failed: z.string().optional(),
+      reverted: z.boolean().optional(),
     })
     .optional(),
   healthyAt: isoTime.optional(),

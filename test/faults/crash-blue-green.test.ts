@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Bench } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import { type ClientStream, startClientStream } from "../../testbench/client-stream.ts";
 import { slotStates, watchSlots, withoutReadySlot } from "../../testbench/front-door-watch.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
@@ -8,8 +8,8 @@ import { useSwapBench } from "../support/swap-bench.ts";
 /**
  * The bot is a real `modelswap start` process behind which a blue/green swap runs on a host with a real
  * HAProxy (the old model on 4 of 8 GPUs, the new one beside it), SIGKILLed at each step that steers the
- * front door — inside the flip, and in the flip-back window while the old unit drains — then a new
- * process is started. A steady stream of clients goes through the front door all along: none gets an
+ * front door — inside the flip, in the flip-back window while the old unit drains, and inside a flip
+ * back — then a new process is started. A steady stream of clients goes through the front door all along: none gets an
  * error, the front door is never left with no slot ready, it ends on the new unit's slot, and each unit
  * is started, and the old one stopped, exactly once.
  */
@@ -19,7 +19,7 @@ let swaps: SwapDriver;
 
 useSwapBench(
   {
-    swaps: { lockSeconds: 5, stalledCheckSeconds: 1, healthTimeoutSeconds: 60, flipBackSeconds: 6 },
+    swaps: { lockSeconds: 5, stalledCheckSeconds: 1, healthTimeoutSeconds: 60, flipBackSeconds: 10 },
     hosts: [
       {
         name: HOST,
@@ -105,5 +105,39 @@ describe("a worker killed while the front door steers a blue/green swap, then re
     await expectUnnoticed(swap);
     const record = await swaps.record(swap.swapId);
     expect(record?.flip?.flippedAt).toBe(flipped.flip?.flippedAt);
+  }, 240_000);
+
+  it("inside a flip back: the new worker flips back again; the old unit never stopped, the new one stopped once", async () => {
+    const swap = await approvedSwap(addSimModel(bench, "bg-crash-back"));
+    // once the old unit's last requests have ended, the window looks at the front door no more: the next
+    // Runtime API call is the flip back
+    await swaps.untilRecord(swap.swapId, (r) => r.flip?.drainedAt !== undefined, {
+      what: "the old unit drained in the flip-back window",
+    });
+    await sim().hold("socat");
+    const asked = await bench.slack.command(USERS.alice, `cancel ${swap.swapId}`, { channel: CHANNEL });
+    expect(asked.ackResponse?.text).toMatch(/flips back to `[^`]+`, still loaded, in about a second/);
+    await sim().waitHeld("socat");
+    expect((await swaps.record(swap.swapId))?.step).toBe("rollback");
+    await bench.killChildren();
+    await sim().release("socat");
+    await bench.spawnBot();
+    await swaps.outcome(swap.cardTs, /Cancelled/, 180_000);
+    const record = await swaps.record(swap.swapId);
+    const report = await swap.clients.stop();
+    const seen = await swap.watch.stop();
+    expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200).slice(0, 3))).toBe(0);
+    expect(withoutReadySlot(seen)).toEqual([]);
+    const states = await slotStates(bench, HOST);
+    expect(states[record!.flip!.from]).toBe("ready");
+    expect(Object.entries(states).filter(([, s]) => s === "ready")).toHaveLength(1);
+    expect(record?.flip?.flippedBackAt).toBeDefined();
+    expect(record?.outcome).toBe("cancelled");
+    // the old unit served all along; the new one started once and stopped once
+    expect(await swaps.stopsOf(HOST, swap.oldUnit)).toBe(swap.oldStops);
+    expect((await sim().unitState(swap.oldUnit)).activeState).toBe("active");
+    expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
+    expect(await swaps.stopsOf(HOST, unitOf(record))).toBe(1);
+    expect(swaps.cardsOf(swap.swapId)).toHaveLength(1);
   }, 240_000);
 });

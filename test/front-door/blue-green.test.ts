@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import {
@@ -34,7 +36,8 @@ const GAP_BOUND_MS = 4000;
 
 useSwapBench(
   {
-    swaps: { healthTimeoutSeconds: 60, flipBackSeconds: FLIP_BACK_SECONDS },
+    // restartAtFullMemory: only swaps that share GPUs (gpu-2's) restart after the window
+    swaps: { healthTimeoutSeconds: 60, flipBackSeconds: FLIP_BACK_SECONDS, restartAtFullMemory: true },
     hosts: [
       {
         name: "gpu-1",
@@ -81,6 +84,12 @@ function summary(report: ClientStreamReport): Record<string, number> {
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
+
+/** nvidia-smi's memory.used of each GPU, in MiB. */
+async function usedMiB(sim: ReturnType<Bench["host"]>["sim"]) {
+  const out = await sim.nvidiaSmi("--query-gpu=memory.used", "--format=csv,noheader,nounits");
+  return out.stdout.trim().split("\n").map(Number);
+}
 
 describe("a blue/green swap behind the front door", () => {
   it("loads the new model on spare GPUs beside the old one, checks it there, and flips: no client waits or fails", async () => {
@@ -191,7 +200,7 @@ describe("a blue/green swap behind the front door", () => {
     expect(await swaps.store().then((s) => s.hosts.serving("gpu-1"))).toEqual(servingBefore);
   }, 180_000);
 
-  it("a cancel within the flip-back window flips back to the old model, still loaded: no client fails, the gap stays small", async () => {
+  it("a rollback within the flip-back window flips back to the old model, still loaded: no client fails, the gap stays small", async () => {
     await bench.host("gpu-1").sim.setFault("sglang", { loadSeconds: 5 });
     const servingBefore = await swaps.store().then((s) => s.hosts.serving("gpu-1"));
     const card = await swaps.request("sim-org/bg-back", "gpu-1");
@@ -201,8 +210,21 @@ describe("a blue/green swap behind the front door", () => {
     stream = startClientStream(bench.host("gpu-1").frontDoor!.url, { everyMs: 150, maxTokens: 200 });
     await swaps.untilRecord(id, (r) => r.flip !== undefined, { what: "the flip", timeoutMs: 120_000 });
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    // in the window `/llm rollback <host>` is the swap's cancel, with no approval: not for any requester
+    const refused = await bench.slack.command(USERS.carol, "rollback gpu-1", { channel: CHANNEL });
+    expect(refused.ackResponse?.text).toMatch(
+      new RegExp(
+        `gpu-1\\* is in the flip-back window of swap \`${id}\`: .* only <@${USERS.alice}>, who requested it, or an approver may`,
+      ),
+    );
+    expect((await swaps.record(id))?.cancel).toBeUndefined();
     const flippedBack = Date.now();
-    await bench.slack.command(USERS.alice, `cancel ${id}`, { channel: CHANNEL });
+    const asked = await bench.slack.command(USERS.bob, "rollback gpu-1", { channel: CHANNEL });
+    expect(asked.ackResponse?.text).toMatch(
+      new RegExp(
+        `Flipping \\*gpu-1\\* back to \`[^\`]+\`: swap \`${id}\` is in its flip-back window \\(until [\\d-]+ \\d\\d:\\d\\d:\\d\\d UTC\\)`,
+      ),
+    );
     await swaps.outcome(card.ts, /Cancelled|Rolled back/);
     await settle();
     await settle();
@@ -233,24 +255,63 @@ describe("a blue/green swap behind the front door", () => {
 });
 
 describe("a blue/green swap sharing the old model's GPUs", () => {
-  it("starts beside it in the memory it leaves (a smaller KV cache, said), benchmarks after the flip, and no client fails", async () => {
+  it("starts beside it in the memory it leaves (a smaller KV cache, said), benchmarks after the flip, restarts at full memory behind the hold once the old one stops, and no client fails", async () => {
     stream = startClientStream(bench.host("gpu-2").frontDoor!.url, { everyMs: 150, maxTokens: 200 });
     const card = await swaps.request("sim-org/bg-shared", "gpu-2");
     const plan = JSON.stringify(await swaps.plan(card.ts));
     expect(plan).toMatch(/\*Clients\* blue\/green sharing GPUs behind the front door/);
     expect(plan).toMatch(/the benchmark runs after the flip: production shares these GPUs/);
     expect(plan).toMatch(
-      /It serves with a [\d.]+ GiB\/GPU KV cache \([\d.]+ GiB alone\) until its next restart/,
+      /It serves with a [\d.]+ GiB\/GPU KV cache \([\d.]+ GiB alone\); once the old one has stopped, it restarts at full memory \(swaps\.restartAtFullMemory\) behind the front door's hold/,
     );
+    const id = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
+    // both units loaded on the same GPUs: the new one started at a --mem-fraction-static of the memory
+    // the old one left (SGLang applies it to the memory free at start), so each GPU keeps free what a
+    // unit alone keeps (1 − 0.85 of 95.6 GiB ≈ 14.3 GiB, less its CUDA graphs) for both units' activations
+    const beside = await swaps.untilRecord(id, (r) => r.step === "retire", { what: "the flip-back window" });
+    const fraction = beside.plan?.clients?.blueGreen?.memFractionStatic;
+    expect(fraction).toBeGreaterThan(0.5);
+    expect(fraction).toBeLessThan(0.85);
+    expect(beside.plan?.unitText).toContain(`--mem-fraction-static ${fraction}`);
+    const sim = bench.host("gpu-2").sim;
+    const free = (await sim.nvidiaSmi("--query-gpu=memory.free", "--format=csv,noheader,nounits")).stdout
+      .trim()
+      .split("\n")
+      .map(Number);
+    expect(free).toHaveLength(8);
+    // (at SGLang's default fraction the new unit would take 85 % of what the old one left: ≈ 7 GiB free)
+    for (const mib of free) expect(mib / 1024).toBeGreaterThan(12);
     await swaps.outcome(card.ts, /Swapped/, 120_000);
     await settle();
     const report = await stream.stop();
     stream = undefined;
     measured.shared = summary(report);
     expect(report.failed).toBe(0);
-    expect(report.maxGapMs).toBeLessThan(GAP_BOUND_MS);
     const record = await swaps.record(swaps.swapId(card.ts));
+    // no gap at the flip; then the restart at full memory held new requests through a load (5 s), and
+    // sent them to the restarted unit: none failed
+    const restart = record?.restart;
+    expect(restart?.releasedAt, JSON.stringify(restart)).toBeDefined();
+    expect(restart?.failed).toBeUndefined();
+    const heldAt = Date.parse(restart!.heldAt);
+    const beforeRestart = report.answers.filter((a) => a.at < heldAt);
+    expect(Math.max(...beforeRestart.map((a) => a.ms))).toBeLessThan(GAP_BOUND_MS);
+    const held = report.answers.filter(
+      (a) => a.sentAt >= heldAt && a.sentAt < Date.parse(restart!.releasedAt!),
+    );
+    expect(held.length).toBeGreaterThan(0);
+    expect(Math.max(...held.map((a) => a.ms))).toBeGreaterThan(4000);
+    expect(swaps.threadText(card.ts)).toMatch(
+      /🔄 `[^`]+` serves at full memory \([\d.]+ GiB\/GPU KV cache\): the held requests went to it after/,
+    );
+    expect(swaps.card(card.ts).text + JSON.stringify(swaps.card(card.ts).blocks)).toMatch(
+      /then requests held [\d.]+ s for the restart at full memory/,
+    );
+    // alone on its GPUs at SGLang's default fraction (0.85 of 95.6 GiB: ≈ 82 GiB each); at the fraction
+    // it had beside the old unit it would hold ≈ 37 GiB
+    for (const mib of await usedMiB(sim)) expect(mib / 1024).toBeGreaterThan(70);
+    expect(await readFile(join(sim.unitDir, unitOf(record)), "utf8")).not.toContain("--mem-fraction-static");
     // both ran on the same GPUs at once (the simulated SGLang sized its KV cache from what was free)
     expect(record?.plan?.clients?.blueGreen?.gpus).toBe("shared");
     expect(Date.parse(record!.stages.benchmark.startedAt!)).toBeGreaterThan(

@@ -69,8 +69,43 @@ describe("the plan's client mode", () => {
     expect(kvGiB).toBeLessThan(10.5);
     expect(chosen.blueGreen.kvPerGpuBytes).toBeLessThan(chosen.blueGreen.fullKvPerGpuBytes);
     expect(chosen.why).toMatch(
-      /leaves 5\d\.\d GiB free on GPUs 0,1,2,3,4,5,6,7: .* fit beside it \(blue\/green sharing GPUs/,
+      /leaves 5\d\.\d GiB free on GPUs 0,1,2,3,4,5,6,7: .* fit beside it at --mem-fraction-static 0\.\d\d of that .*\(blue\/green sharing GPUs/,
     );
+  });
+
+  it("on shared GPUs the new unit's --mem-fraction-static is of the memory free at its start, so SGLang leaves free what it keeps free alone", () => {
+    const gpus = box(8, 43);
+    const chosen = mode(gpus, 8);
+    if (chosen.mode !== "bluegreen") throw new Error("not blue/green");
+    const fraction = chosen.blueGreen.memFractionStatic;
+    if (fraction === undefined) throw new Error("no fraction for a unit beside another");
+    // SGLang (model_runner.py): KV = free after the weights − free at start × (1 − fraction); what stays
+    // free on the GPU for both units' activations is free at start × (1 − fraction)
+    const total = gpus[0]!.memoryTotalMiB * 2 ** 20;
+    const freeAtStart = gpus[0]!.memoryFreeMiB * 2 ** 20 - 2 ** 30;
+    const alone = (1 - estimateVram(SEEDS, gpus, 8).staticFraction) * total;
+    const leftFree = freeAtStart * (1 - fraction);
+    expect(leftFree).toBeGreaterThanOrEqual(alone);
+    expect(leftFree).toBeLessThan(alone + 0.01 * freeAtStart);
+    // at SGLang's default (0.85) it would take 85 % of what the old unit left, and leave half as much
+    expect(freeAtStart * (1 - 0.85)).toBeLessThan(alone * 0.6);
+    const weights = estimateVram(SEEDS, gpus, 8).weightsPerGpuBytes;
+    expect(chosen.blueGreen.kvPerGpuBytes).toBeCloseTo(freeAtStart * fraction - weights, -3);
+    // on idle GPUs the unit runs at its usual fraction
+    const spare = mode(box(4, 81.3), 4);
+    expect(spare.mode === "bluegreen" && spare.blueGreen.memFractionStatic).toBe(undefined);
+  });
+
+  it("never mixes GPUs whose free memory differs by more than SGLang's balance check allows", () => {
+    // 4 idle, 4 holding 30 GiB: a tp 8 group would span both, and SGLang stops unbalanced ranks at start
+    const gpus = box(4, 30);
+    const chosen = mode(gpus, 8);
+    expect(chosen.mode).toBe("cold");
+    expect(chosen.why).toMatch(
+      /8 GPUs could hold the new model beside the model serving now, but no 8 of them have free memory within 10 % of each other: SGLang refuses unbalanced ranks at start/,
+    );
+    // tp 4 takes the idle four
+    expect(mode(gpus, 4)).toMatchObject({ mode: "bluegreen", blueGreen: { devices: [4, 5, 6, 7] } });
   });
 
   it("idle GPUs come before shared ones, even where the busy ones have room too", () => {

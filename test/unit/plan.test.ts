@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { renderPlan } from "../../src/approval/plan-message.ts";
 import { chooseTp, headsProblem } from "../../src/plan/choose-tp.ts";
-import { expectedDowntimeSeconds, healthTimeoutSeconds, makePlan } from "../../src/plan/make-plan.ts";
+import {
+  expectedDowntimeSeconds,
+  healthTimeoutSeconds,
+  makePlan,
+  type PlanInput,
+} from "../../src/plan/make-plan.ts";
 import { findRecipe } from "../../src/plan/recipes.ts";
 import type { HostFacts, ModelFacts, SwapPlan } from "../../src/plan/types.ts";
 import { factsOf, GiB, gpusOf, modelInfoOf, planInput } from "./plan-fixtures.ts";
@@ -11,6 +17,11 @@ const check = (plan: SwapPlan, id: string) => {
   const found = plan.checks.find((c) => c.id === id);
   if (found === undefined) throw new Error(`no "${id}" check in ${plan.checks.map((c) => c.id).join(", ")}`);
   return found;
+};
+const AWAITING = {
+  swapId: "sw-20261129-0001",
+  requester: "U0ALICE001",
+  status: "awaiting-approval" as const,
 };
 const failing = (plan: SwapPlan) => plan.checks.filter((c) => !c.ok).map((c) => c.id);
 
@@ -441,5 +452,66 @@ describe("recipes.overrides from the config", () => {
     expect(flag(plan, "kv-cache-dtype")).toBeUndefined();
     expect(plan.unitText).toContain("--fp4-gemm-backend flashinfer_cutlass");
     expect(plan.unitText).not.toContain("--tool-call-parser");
+  });
+});
+
+describe("blue/green sharing the old model's GPUs (it holds 43 GiB of each, started at mem-fraction 0.45)", () => {
+  const shared = (restartAtFullMemory: boolean, recipeOverrides: PlanInput["recipeOverrides"] = []) => {
+    const gpus = gpusOf(RTX).map((g) => ({
+      ...g,
+      memoryUsedMiB: 43 * 1024,
+      memoryFreeMiB: g.memoryFreeMiB - 43 * 1024,
+    }));
+    return makePlan({
+      ...planInput("qwen3.5-moe-nvfp4", RTX, { host: { gpus } }),
+      clients: {
+        mode: "cold",
+        drainSeconds: 60,
+        frontDoor: { server: "blue", from: "blue", hold: "hold", holdSeconds: 300 },
+      },
+      blueGreen: {
+        standby: { server: "green", port: 30001 },
+        sharedBenchmark: "after-flip",
+        flipBackSeconds: 300,
+        restartAtFullMemory,
+      },
+      recipeOverrides,
+    });
+  };
+
+  it("starts the new unit with a --mem-fraction-static of the memory the old one leaves, and says why", () => {
+    const plan = shared(false);
+    const bg = plan.clients?.blueGreen;
+    expect(bg?.gpus).toBe("shared");
+    const fraction = flag(plan, "mem-fraction-static");
+    expect(fraction?.value).toBe(String(bg?.memFractionStatic));
+    expect(fraction?.reason).toMatch(/SGLang applies the fraction to the memory free at its start/);
+    expect(plan.unitText).toContain(`--mem-fraction-static ${bg?.memFractionStatic}`);
+    expect(bg?.restart).toBeUndefined();
+    expect(JSON.stringify(renderPlan(plan, AWAITING))).toMatch(/alone\) until its next restart\./);
+  });
+
+  it("with swaps.restartAtFullMemory, the plan carries the unit it restarts with once the old one stops", () => {
+    const plan = shared(true);
+    const restart = plan.clients?.blueGreen?.restart;
+    expect(restart?.unitText).toContain("--tp-size 8");
+    expect(restart?.unitText).not.toContain("--mem-fraction-static");
+    expect(restart?.unitText.replace(/ \\\n {4}--mem-fraction-static [\d.]+/, "")).toBe(restart?.unitText);
+    expect(plan.unitText.replace(/ \\\n {4}--mem-fraction-static [\d.]+/, "")).toBe(restart?.unitText);
+    expect(JSON.stringify(renderPlan(plan, AWAITING))).toMatch(
+      /once the old one has stopped, it restarts at full memory \(swaps\.restartAtFullMemory\) behind the front door's hold: new requests wait for its load \(about [\d.]+ (s|min)(, longer than the hold's 5 min: requests past it get 503)?\), none fails/,
+    );
+  });
+
+  it("a fraction the config sets is replaced beside the old unit, and restored by the restart", () => {
+    const recipe = shared(false).recipe;
+    const plan = shared(true, [
+      { recipe, set: { "mem-fraction-static": "0.9" }, remove: [], reason: "a bigger KV cache" },
+    ]);
+    const fractions = plan.flags.filter((f) => f.setting === "mem-fraction-static");
+    expect(fractions).toHaveLength(1);
+    expect(fractions[0]?.value).not.toBe("0.9");
+    expect(fractions[0]?.reason).toMatch(/instead of 0\.9 \(config override/);
+    expect(plan.clients?.blueGreen?.restart?.unitText).toContain("--mem-fraction-static 0.9");
   });
 });

@@ -159,15 +159,15 @@ export async function retireStage(ctx: StageContext): Promise<StepResult> {
       cut: cut ?? 0,
     });
   }
-  return { next: "finish" };
+  return { next: afterRetire(swap.record) };
 }
 
 /**
- * Whether a cancel can still flip back: not once the old unit's stop has begun (the new unit serves, and
- * the swap ends as it is).
+ * Where a blue/green swap goes after its retire step: the restart at full memory when the plan has one
+ * (jobs/swap/stages/restart-full-memory.ts), else the end.
  */
-export function pastFlipBack(record: Readonly<SwapRecord>): boolean {
-  return record.flip?.retiringAt !== undefined;
+function afterRetire(record: Readonly<SwapRecord>): SwapRecord["step"] {
+  return blueGreenOf(record.plan)?.restart === undefined ? "finish" : "restart";
 }
 
 /**

@@ -40,7 +40,10 @@ export async function finishSwap(
   ctx.emit({ type: "finished", outcome });
   const { record } = swap;
   const plan = record.plan;
-  if (outcome !== "succeeded" || plan === undefined) return {};
+  // a blue/green swap that failed after its old unit stopped (its restart at full memory) leaves the new
+  // unit installed in its place: the ledger says so, whether it serves or not
+  const replaced = outcome === "succeeded" || record.flip?.retiredAt !== undefined;
+  if (!replaced || plan === undefined) return {};
   const port = newUnitPort(plan, ctx.host.config.servingPort);
   return {
     serving: {

@@ -27,7 +27,7 @@ import { waitDrained } from "./wait-drained.ts";
 export async function planClients(
   host: HostPort,
   livePort: number,
-  settings: Pick<StageSettings, "flipBackSeconds" | "sharedBenchmark">,
+  settings: Pick<StageSettings, "flipBackSeconds" | "sharedBenchmark" | "restartAtFullMemory">,
 ): Promise<{ clients: ClientPlan; check?: PlanCheck; blueGreen: BlueGreenInput }> {
   const fd = host.frontDoor;
   const clients: ClientPlan = { mode: "cold", drainSeconds: host.config.drainSeconds };

@@ -3,6 +3,7 @@ import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
+import { pastFlipBack } from "../../../src/swap/flip-back.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
@@ -19,6 +20,13 @@ import { waitHealthy } from "./wait-healthy.ts";
  * Returns whether the host serves again.
  */
 export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
+  // a blue/green swap whose old unit has begun to stop has nothing to flip back to: the front door stays
+  // on the new unit (a flip back would send requests to a stopped unit)
+  if (pastFlipBack(ctx.swap.record))
+    return {
+      ok: false,
+      detail: `the old unit ${ctx.swap.record.previous?.unit ?? ""} stopped after the flip-back window: nothing to roll back to; ${ctx.swap.record.plan?.unitName ?? "the new unit"} stays`,
+    };
   if (blueGreenOf(ctx.swap.record.plan) !== undefined && ctx.swap.record.switch?.beside === true)
     return await undoBlueGreen(ctx, why);
   const result = await putBack(ctx, why);

@@ -30,14 +30,17 @@ export async function beginSwitch(ctx: StageContext, beside?: true): Promise<voi
   await swap.checkpoint();
 }
 
-/** Writes the new unit's file and reloads systemd (both idempotent). */
-export async function installUnit(ctx: StageContext): Promise<void> {
+/**
+ * Writes the new unit's file (the plan's, or `text`: its restart at full memory) and reloads systemd
+ * (both idempotent).
+ */
+export async function installUnit(ctx: StageContext, text?: string): Promise<void> {
   const { host } = ctx;
   const plan = ctx.swap.record.plan!;
   await host.must(
     sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
     `writing ${plan.unitName}`,
-    { stdin: plan.unitText },
+    { stdin: text ?? plan.unitText },
   );
   await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
 }

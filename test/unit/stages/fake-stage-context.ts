@@ -208,6 +208,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       baseline: "off",
       flipBackSeconds: 300,
       sharedBenchmark: "after-flip",
+      restartAtFullMemory: false,
       ...options.settings,
     },
     emit: (event) => swap.emit(event),
