@@ -19,30 +19,29 @@ export const rollbackCommand: SubCommand = {
   usage: "/llm rollback [host]",
   summary: "go back to the model a host served before its last swap (needs approval like a swap)",
   async handle(request, { config, access, store, swaps, reports }) {
-    // members first (as /llm cancel): an approver may flip back a swap in its window, below
-    if (!(await access.isMember(request.user))) {
-      return refusal(
-        "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
+    const notRequester = () =>
+      refusal(
+        "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config. (An approver may flip back a blue/green swap in its flip-back window.)",
       );
-    }
+    const requester = await access.isRequester(request.user);
+    // an approver gets this far only to flip back a swap in its window (below); anyone else is refused
+    if (!requester && !(await access.isApprover(request.user))) return notRequester();
     const known = knownHosts(config);
-    if (request.args.length > 1)
-      return reply(`Usage: \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
     const host = request.args[0] ?? (known.length === 1 ? known[0] : undefined);
-    if (host === undefined)
-      return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
-    const unknown = refuseUnknownHost(host, known);
-    if (unknown !== undefined) return reply(unknown);
+    if (request.args.length > 1 || host === undefined || refuseUnknownHost(host, known) !== undefined) {
+      if (!requester) return notRequester();
+      if (request.args.length > 1)
+        return reply(`Usage: \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+      if (host === undefined)
+        return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+      return reply(refuseUnknownHost(host, known)!);
+    }
 
     const holder = await store.locks.hostHolder(host);
     const running = holder === undefined ? undefined : await store.swaps.get(holder).catch(() => undefined);
     if (running !== undefined && inFlipBackWindow(running))
       return await flipBack(running, request.user, { access, store, swaps });
-    if (!(await access.isRequester(request.user))) {
-      return refusal(
-        "Only requesters may start a rollback. Ask an admin to add you to the requesters in the config.",
-      );
-    }
+    if (!requester) return notRequester();
 
     const serving = await store.hosts.serving(host);
     const previous = serving?.previous;

@@ -1,3 +1,4 @@
+import { engineFor } from "../src/engine/engines.ts";
 import { asCodedError, describeError } from "../src/errors.ts";
 import { hostFrontDoor } from "../src/front-door/host-front-door.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
@@ -105,7 +106,7 @@ async function probe(name: string, { hosts, store }: StatusJobDeps) {
   return await probeHost(
     hosts.transport(name),
     // a blue/green swap may have moved the serving unit to the standby slot's port
-    { name, unit, port: servingPortOf(serving, host.servingPort) },
+    { name, unit, port: servingPortOf(serving, host.servingPort), engine: engineFor(host.engine) },
     host.commandTimeoutSeconds * 1000,
   );
 }

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
-import { SERVING_HEALTH_PATH, servingHealthFailure } from "../../src/engine/serving-health.ts";
+import type { Engine } from "../../src/engine/engine.ts";
 import { asCodedError } from "../../src/errors.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
@@ -9,6 +9,8 @@ export interface HealthCheckTarget {
   unit: string;
   /** The engine's HTTP port, read with curl on the host itself (it is usually bound to loopback). */
   port: number;
+  /** The host's engine: its generating health probe. */
+  engine: Pick<Engine, "healthProbe" | "healthFailure">;
 }
 
 export interface HealthCheckResult {
@@ -17,7 +19,7 @@ export interface HealthCheckResult {
   durationMs: number;
   /** `systemctl is-active`'s answer (active, failed, inactive, activating, …); undefined when not asked. */
   unitState: string | undefined;
-  /** HTTP status of /health_generate, or null when nothing answered. */
+  /** HTTP status of the engine's health probe (SGLang's /health_generate), or null when nothing answered. */
   httpStatus: number | null;
   /** The failing check, for people: "`x.service` is failed", "/health_generate timed out after 10 s". */
   failure: string | undefined;
@@ -60,9 +62,8 @@ export async function checkHealth(
     httpStatus: null,
     failure: undefined,
   };
-  const url = `http://127.0.0.1:${target.port}${SERVING_HEALTH_PATH}`;
   const command = sh`systemctl is-active ${target.unit}; echo ${UNIT_MARK}$?
-curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url}; echo ${CURL_MARK}$?`;
+${target.engine.healthProbe(target.port, timeoutSeconds)}; echo ${CURL_MARK}$?`;
   try {
     const answer = await transport.exec(command, {
       // curl gives up after timeoutSeconds; the margin covers systemctl and the SSH round trip
@@ -79,7 +80,7 @@ curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url
     const failures: string[] = [];
     if (result.unitState !== "active") failures.push(`\`${target.unit}\` is ${result.unitState}`);
     if (result.httpStatus !== 200)
-      failures.push(servingHealthFailure(result.httpStatus, curlExit, timeoutSeconds));
+      failures.push(target.engine.healthFailure(result.httpStatus, curlExit, timeoutSeconds));
     result.ok = failures.length === 0;
     result.failure = result.ok ? undefined : failures.join("; ");
   } catch (error) {

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
 import type { Config } from "../../src/config/load-config.ts";
+import { engineFor } from "../../src/engine/engines.ts";
 import { describeError } from "../../src/errors.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
 import type { Logger } from "../../src/log.ts";
@@ -66,7 +67,7 @@ export async function runMonitorCheck(
     const result = await checkHealth(
       hosts.transport(host),
       // a blue/green swap may have moved the serving unit to the standby slot's port
-      { unit, port: servingPortOf(serving, hostConfig.servingPort) },
+      { unit, port: servingPortOf(serving, hostConfig.servingPort), engine: engineFor(hostConfig.engine) },
       health.checkTimeoutSeconds,
       deps.clock,
     );

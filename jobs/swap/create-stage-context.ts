@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
 import type { Config } from "../../src/config/load-config.ts";
+import { engineFor } from "../../src/engine/engines.ts";
 import { hostFrontDoor } from "../../src/front-door/host-front-door.ts";
 import { detachedStatus, readTaskFile, startDetached, stopDetached } from "../../src/host/detached-task.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
@@ -56,6 +57,7 @@ export function createStageContext(
       cancelRequest: () => deps.store.approvals.cancelRequest(record.id),
     },
     recipes: deps.recipes ?? RECIPES,
+    engine: engineFor(deps.config.file.hosts.find((h) => h.name === record.host)?.engine),
     settings: {
       pollSeconds: swaps.pollSeconds,
       downloadRetries: swaps.downloadRetries,

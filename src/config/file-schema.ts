@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ENGINE_KINDS } from "../engine/engine.ts";
 import { FRONT_DOOR_NAME, FRONT_DOOR_NAME_RULE, isSocketPath } from "../grammar/front-door-name.ts";
 import { HOST_NAME } from "../grammar/host-name.ts";
 import { isRepoPart, REPO_PART_RULES } from "../grammar/model-ref.ts";
@@ -234,6 +235,11 @@ const hostSchema = z
      */
     engineSourceDir: absolutePath("engineSourceDir").optional(),
     venv: absolutePath("venv"),
+    /**
+     * The engine that serves on this host: `sglang` (the only one so far; vLLM is next, issue #15). The
+     * health probe, the sanity prompts and the benchmark are its own.
+     */
+    engine: z.enum(ENGINE_KINDS).default("sglang"),
     engineUpstream: z
       .string()
       .regex(

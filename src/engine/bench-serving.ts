@@ -78,6 +78,12 @@ export function benchCommand(opts: BenchOptions): ShellCommand {
   return sh`${python} -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port ${opts.port} --model ${opts.model} --dataset-name ${opts.datasetName ?? "random"} --random-input-len ${opts.inputLen} --random-output-len ${opts.outputLen} --random-range-ratio 1 --num-prompts ${opts.numPrompts} --max-concurrency ${opts.concurrency} --seed ${opts.seed} --output-file ${opts.outputFile ?? "/dev/null"} --disable-tqdm`;
 }
 
+/** What a benchmark run asks of an engine (src/engine/engine.ts): its client's command, and its summary. */
+export interface BenchEngine {
+  benchCommand(opts: BenchOptions): ShellCommand;
+  parseBenchSummary(stdout: string, stderr: string): BenchResult;
+}
+
 /** The summary of one bench_serving run, as parsed (and as kept in the swap's record). */
 export const benchResultSchema = z.object({
   backend: z.string().optional(),
@@ -226,15 +232,16 @@ function benchError(stdout: string, stderr: string): CodedError {
  * without a summary, or when no request succeeded.
  */
 export async function runBench(
+  engine: BenchEngine,
   exec: HostTransport["exec"],
   opts: BenchOptions,
   execOptions: { timeoutMs?: number } = {},
 ): Promise<BenchResult> {
-  const result = await exec(benchCommand(opts), {
+  const result = await exec(engine.benchCommand(opts), {
     ...(execOptions.timeoutMs === undefined ? {} : { timeoutMs: execOptions.timeoutMs }),
     maxOutputBytes: 1024 * 1024,
   });
-  const parsed = parseBenchSummary(result.stdout, result.stderr);
+  const parsed = engine.parseBenchSummary(result.stdout, result.stderr);
   parsed.requested = opts.numPrompts;
   if (!parsed.successfulRequests) {
     throw new CodedError(

@@ -61,6 +61,16 @@ export interface SanityReport {
   summary: string;
 }
 
+/** What the sanity check asks of an engine (src/engine/engine.ts): one prompt's request, and its judge. */
+export interface SanityEngine {
+  sanityRequest(
+    port: number,
+    timeoutSeconds: number,
+    prompt: string,
+  ): { command: ShellCommand; stdin: string };
+  judgeSanity(prompt: SanityPrompt, result: ExecResult): PromptResult;
+}
+
 export interface SanityOptions {
   /** Limit for each request (default 60 s: the first requests after start-up can be slow). */
   timeoutMs?: number;
@@ -98,16 +108,22 @@ export function generateBody(prompt: string): string {
  * known answer fail it. Never throws for what the server answers (a failed request is an "error"
  * verdict); throws only when the host itself cannot be reached.
  */
-export async function runSanity(exec: Exec, port: number, opts: SanityOptions = {}): Promise<SanityReport> {
+export async function runSanity(
+  engine: SanityEngine,
+  exec: Exec,
+  port: number,
+  opts: SanityOptions = {},
+): Promise<SanityReport> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const prompts = opts.prompts ?? SANITY_PROMPTS;
   const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
   const results = await Promise.all(
     prompts.map(async (p): Promise<PromptResult> => {
       let result: ExecResult;
+      const request = engine.sanityRequest(port, seconds, p.prompt);
       try {
-        result = await exec(generateCommand(port, seconds), {
-          stdin: generateBody(p.prompt),
+        result = await exec(request.command, {
+          stdin: request.stdin,
           timeoutMs: timeoutMs + 5_000,
           maxOutputBytes: 1024 * 1024,
         });
@@ -115,7 +131,7 @@ export async function runSanity(exec: Exec, port: number, opts: SanityOptions = 
         if (isCodedError(error) && CONNECTION_CODES.has(error.code)) throw error;
         return failed(p, error instanceof Error ? error.message : String(error));
       }
-      return judge(p, result);
+      return engine.judgeSanity(p, result);
     }),
   );
   const ok = results.every((r) => r.verdict === "ok");

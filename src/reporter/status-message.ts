@@ -1,5 +1,4 @@
 import { formatDistanceStrict } from "date-fns";
-import { SERVING_HEALTH_PATH } from "../engine/serving-health.ts";
 import { utcTime } from "../format-duration.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import { modelName } from "../grammar/model-name.ts";
@@ -90,10 +89,10 @@ function unitLine(status: HostStatus, now: Date): string {
 function serverLine(status: HostStatus): string {
   const server = status.server;
   if (server === undefined) return "unknown";
-  if (server.healthStatus === 200) return `:${status.port} ${SERVING_HEALTH_PATH} OK`;
+  if (server.healthStatus === 200) return `:${status.port} ${status.healthLabel} OK`;
   if (server.healthStatus === null)
     return `:${status.port} ${escapeMrkdwn(server.healthError ?? "no answer")}`;
-  return `:${status.port} ${SERVING_HEALTH_PATH} answered HTTP ${server.healthStatus}`;
+  return `:${status.port} ${status.healthLabel} answered HTTP ${server.healthStatus}`;
 }
 
 export function gpuSummary(gpus: readonly GpuInfo[], problem: string | undefined): string {

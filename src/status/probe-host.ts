@@ -1,4 +1,4 @@
-import { SERVING_HEALTH_PATH, servingHealthFailure } from "../engine/serving-health.ts";
+import type { Engine } from "../engine/engine.ts";
 import { asCodedError, type CodedError, type ErrorCode } from "../errors.ts";
 import { type GpuInfo, readGpus } from "../gpu/nvidia-smi.ts";
 import { sh } from "../host/shell-quote.ts";
@@ -14,7 +14,7 @@ export interface ProbeProblem {
 }
 
 export interface ServerProbe {
-  /** HTTP status of /health_generate (SERVING_HEALTH_PATH), or null when nothing answered. */
+  /** HTTP status of the engine's health probe (SGLang's /health_generate), or null when nothing answered. */
   healthStatus: number | null;
   healthError: string | undefined;
   /** Served model ids from /v1/models. */
@@ -27,6 +27,8 @@ export interface HostStatus {
   host: string;
   unitName: string;
   port: number;
+  /** What the engine's health probe asks, for people (Engine.healthLabel). */
+  healthLabel: string;
   checkedAt: Date;
   durationMs: number;
   verdict: HostVerdict;
@@ -44,6 +46,7 @@ export interface ProbeTarget {
   name: string;
   unit: string;
   port: number;
+  engine: Pick<Engine, "healthProbe" | "healthFailure" | "healthLabel">;
 }
 
 const CONNECTION_CODES: ReadonlySet<ErrorCode> = new Set([
@@ -55,7 +58,7 @@ const CONNECTION_CODES: ReadonlySet<ErrorCode> = new Set([
 
 /**
  * Reads what `/llm status` shows for one host: the serving unit (systemctl show), the GPUs
- * (nvidia-smi), and the server's /health_generate (as the monitor asks it) and /v1/models (curl on the host, since the port is usually
+ * (nvidia-smi), and the engine's health probe (as the monitor asks it) and /v1/models (curl on the host, since the port is usually
  * bound to localhost). Never throws: every failure becomes part of the status.
  */
 export async function probeHost(
@@ -68,6 +71,7 @@ export async function probeHost(
     host: target.name,
     unitName: target.unit,
     port: target.port,
+    healthLabel: target.engine.healthLabel,
     checkedAt: new Date(started),
     durationMs: 0,
     verdict: "healthy",
@@ -81,7 +85,7 @@ export async function probeHost(
   const [unit, gpus, server] = await Promise.allSettled([
     readUnit(transport, target.unit, timeoutMs),
     readGpus(transport, { timeoutMs }),
-    readServer(transport, target.port, timeoutMs),
+    readServer(transport, target, timeoutMs),
   ]);
 
   const connectionFailure = [unit, gpus, server]
@@ -128,18 +132,23 @@ async function readUnit(transport: HostTransport, unit: string, timeoutMs: numbe
 
 const HTTP_MARK = "\n__modelswap_http_status__=";
 
-async function readServer(transport: HostTransport, port: number, timeoutMs: number): Promise<ServerProbe> {
+async function readServer(
+  transport: HostTransport,
+  { port, engine }: ProbeTarget,
+  timeoutMs: number,
+): Promise<ServerProbe> {
   const seconds = Math.max(1, Math.floor(timeoutMs / 1000) - 1);
-  const get = (path: string) =>
+  const [health, models] = await Promise.all([
+    transport.exec(engine.healthProbe(port, seconds), { timeoutMs, maxOutputBytes: 64 * 1024 }),
     transport.exec(
-      sh`curl -sS --max-time ${seconds} -w ${`${HTTP_MARK}%{http_code}`} ${`http://127.0.0.1:${port}${path}`}`,
+      sh`curl -sS --max-time ${seconds} -w ${`${HTTP_MARK}%{http_code}`} ${`http://127.0.0.1:${port}/v1/models`}`,
       { timeoutMs, maxOutputBytes: 256 * 1024 },
-    );
-  const [health, models] = await Promise.all([get(SERVING_HEALTH_PATH), get("/v1/models")]);
-  const healthAnswer = splitHttp(health.stdout);
+    ),
+  ]);
+  const healthStatus = Number(health.stdout.trim()) || null;
   const probe: ServerProbe = {
-    healthStatus: healthAnswer.status,
-    healthError: healthAnswer.status === null ? servingHealthFailure(null, health.code, seconds) : undefined,
+    healthStatus,
+    healthError: healthStatus === null ? engine.healthFailure(null, health.code, seconds) : undefined,
     models: [],
     modelRoots: [],
   };

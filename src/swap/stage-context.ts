@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../config/file-schema.ts";
+import type { Engine } from "../engine/engine.ts";
 import type { EnginePolicy } from "../engine/engine-source.ts";
 import { asCodedError, type ErrorCode } from "../errors.ts";
 import type { HostFrontDoor } from "../front-door/host-front-door.ts";
@@ -115,6 +116,8 @@ export interface StageContext {
   readonly ledger: LedgerPort;
   readonly gate: GatePort;
   readonly recipes: readonly Recipe[];
+  /** The host's serving engine: its health probe, sanity requests, benchmark and fatal lines. */
+  readonly engine: Engine;
   readonly settings: StageSettings;
   /** Tells what happened; the reporter turns it into the thread. Never waits on Slack. */
   emit(event: SwapEvent): void;

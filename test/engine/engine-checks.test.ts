@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADED, runBench, SINGLE_STREAM } from "../../src/engine/bench-serving.ts";
 import { findFatalLine } from "../../src/engine/fatal-lines.ts";
 import { runSanity } from "../../src/engine/sanity.ts";
+import { sglangEngine } from "../../src/engine/sglang-engine.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import { renderBenchmarkComparison } from "../../src/reporter/benchmark-table.ts";
@@ -102,7 +103,7 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
   });
 
   it("passes sanity, and found no fatal line in the start-up log", async () => {
-    const report = await runSanity(exec, server.port, { timeoutMs: 10_000 });
+    const report = await runSanity(sglangEngine, exec, server.port, { timeoutMs: 10_000 });
     expect(report.ok, report.summary).toBe(true);
     expect(report.prompts.map((p) => p.verdict)).toEqual(["ok", "ok", "ok", "ok"]);
     expect(report.prompts[0]).toMatchObject({ output: " Paris.", nullLogprobs: 0, nanLogprobs: 0 });
@@ -116,7 +117,7 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
   it("fails sanity when the engine reports sampling errors, and the log shows the fatal line", async () => {
     await host.setFault("sglang", { ...FAST, mode: "sampling-errors" });
     try {
-      const report = await runSanity(exec, server.port, { timeoutMs: 10_000 });
+      const report = await runSanity(sglangEngine, exec, server.port, { timeoutMs: 10_000 });
       expect(report.ok).toBe(false);
       const known = report.prompts.filter((p) => p.expected !== undefined);
       expect(known.every((p) => p.verdict === "wrong-answer")).toBe(true);
@@ -132,14 +133,14 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
 
   it("parses a real bench_serving run at concurrency 1 and 4", async () => {
     const base = { venv: host.venvDir, port: server.port, model, seed: 7 };
-    const single = await runBench(exec, {
+    const single = await runBench(sglangEngine, exec, {
       ...base,
       concurrency: 1,
       numPrompts: 4,
       inputLen: 64,
       outputLen: 16,
     });
-    const loaded = await runBench(exec, {
+    const loaded = await runBench(sglangEngine, exec, {
       ...base,
       concurrency: 4,
       numPrompts: 12,
@@ -174,8 +175,8 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
     const base = { venv: host.venvDir, port: server.port, model };
     const started = Date.now();
     const [single, loaded] = [
-      await runBench(exec, { ...base, ...SINGLE_STREAM }),
-      await runBench(exec, { ...base, ...LOADED }),
+      await runBench(sglangEngine, exec, { ...base, ...SINGLE_STREAM }),
+      await runBench(sglangEngine, exec, { ...base, ...LOADED }),
     ];
     expect(Date.now() - started).toBeLessThan(8_000);
     expect(single).toMatchObject({ maxConcurrency: 1, successfulRequests: SINGLE_STREAM.numPrompts });
@@ -189,7 +190,7 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
   it("fails the benchmark clearly when nothing listens on the port", async () => {
     const port = await freePort();
     await expect(
-      runBench(exec, {
+      runBench(sglangEngine, exec, {
         venv: host.venvDir,
         port,
         model,
@@ -237,7 +238,7 @@ describe("sanity of NVFP4 on 8x RTX PRO 6000 Blackwell (sm_120)", () => {
       sh`curl -sS -o /dev/null -w '%{http_code}' ${`http://127.0.0.1:${broken.port}/health`}`,
     );
     expect(health.stdout).toBe("200");
-    const report = await runSanity(exec, broken.port, { timeoutMs: 10_000 });
+    const report = await runSanity(sglangEngine, exec, broken.port, { timeoutMs: 10_000 });
     expect(report.ok).toBe(false);
     for (const p of report.prompts) {
       expect(p).toMatchObject({
@@ -253,7 +254,7 @@ describe("sanity of NVFP4 on 8x RTX PRO 6000 Blackwell (sm_120)", () => {
   });
 
   it("with --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn: ok", async () => {
-    const report = await runSanity(exec, fixed.port, { timeoutMs: 10_000 });
+    const report = await runSanity(sglangEngine, exec, fixed.port, { timeoutMs: 10_000 });
     expect(report.ok, report.summary).toBe(true);
     expect(report.prompts[1]?.output).toContain("Jupiter");
   });

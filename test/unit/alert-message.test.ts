@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkHealth } from "../../jobs/monitor/health-check.ts";
 import { modelOfUnit } from "../../jobs/monitor/incident-facts.ts";
+import { sglangEngine } from "../../src/engine/sglang-engine.ts";
 import { CodedError } from "../../src/errors.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
@@ -168,7 +169,7 @@ function canned(answer: Partial<ExecResult> | Error): HostTransport & { commands
 }
 
 describe("checkHealth", () => {
-  const target = { unit: "sglang-gpu-1.service", port: 30000 };
+  const target = { unit: "sglang-gpu-1.service", port: 30000, engine: sglangEngine };
 
   it("passes when the unit is active and /health_generate answers 200", async () => {
     const transport = canned({ stdout: "active\n__modelswap_unit_rc=0\n200\n__modelswap_curl_rc=0\n" });

@@ -7,6 +7,7 @@ import {
   runBench,
   SINGLE_STREAM,
 } from "../../src/engine/bench-serving.ts";
+import { sglangEngine } from "../../src/engine/sglang-engine.ts";
 import { isCodedError } from "../../src/errors.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../../src/host/transport.ts";
@@ -253,14 +254,14 @@ describe("runBench", () => {
   const opts = { venv: "/v", port: 30000, model: "/m", ...LOADED };
 
   it("runs the command and records how many requests were sent", async () => {
-    const r = await runBench(fake(CURRENT), opts, { timeoutMs: 120_000 });
+    const r = await runBench(sglangEngine, fake(CURRENT), opts, { timeoutMs: 120_000 });
     expect(r.requested).toBe(32);
     expect(r.outputThroughput).toBe(414.99);
   });
 
   it("fails when no request succeeded", async () => {
     const none = CURRENT.replace(row("Successful requests:", "32"), row("Successful requests:", "0"));
-    await expect(runBench(fake(none), opts, { timeoutMs: 120_000 })).rejects.toMatchObject({
+    await expect(runBench(sglangEngine, fake(none), opts, { timeoutMs: 120_000 })).rejects.toMatchObject({
       code: "BENCH_FAILED",
       message: expect.stringContaining("none of the 32 requests succeeded"),
     });

@@ -246,6 +246,7 @@ function hostStatus(
     host,
     unitName: `sglang-${host}.service`,
     port: 30000,
+    healthLabel: "/health_generate",
     checkedAt: NOW,
     durationMs: 1234,
     verdict,

@@ -7,6 +7,7 @@ function status(host: string, verdict: HostStatus["verdict"], model?: string): H
     host,
     unitName: `sglang-${host}.service`,
     port: 30000,
+    healthLabel: "/health_generate",
     checkedAt: new Date(),
     durationMs: 5,
     verdict,

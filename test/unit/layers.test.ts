@@ -166,6 +166,26 @@ describe("the layer rules", () => {
     ).toEqual([]);
   });
 
+  it("outside src/engine/, product code reaches an engine only through the Engine interface (issue #15)", () => {
+    // an engine's own knowledge (its health path, journal lines, request bodies) stays behind
+    // src/engine/engines.ts: a stage, the monitor or /llm status asks the host's engine, never SGLang's
+    const engineOwn = [
+      "src/engine/sglang-engine.ts",
+      "src/engine/serving-health.ts",
+      "src/engine/fatal-lines.ts",
+    ];
+    expect(
+      offenders(
+        (f) => isProduct(f) && !inside(f, "src/engine"),
+        (t) => engineOwn.includes(t),
+      ),
+    ).toEqual([]);
+    // …and it does look: the stages and the monitor do reach the engine through it
+    expect(
+      files.get("jobs/swap/create-stage-context.ts")?.some((i) => i.target === "src/engine/engines.ts"),
+    ).toBe(true);
+  });
+
   it("has no import cycles", () => {
     // Tarjan's strongly connected components over every import of the project's files
     let index = 0;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { generateBody, MAX_NEW_TOKENS, runSanity, SANITY_PROMPTS } from "../../src/engine/sanity.ts";
+import { sglangEngine } from "../../src/engine/sglang-engine.ts";
 import { CodedError } from "../../src/errors.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../../src/host/transport.ts";
@@ -75,7 +76,7 @@ function sane(prompt: string) {
 describe("runSanity", () => {
   it("passes a sane model, sending each prompt as JSON on stdin to curl on the loopback", async () => {
     const host = fakeHost(sane);
-    const report = await runSanity(host.exec, 30001, { timeoutMs: 20_000 });
+    const report = await runSanity(sglangEngine, host.exec, 30001, { timeoutMs: 20_000 });
     expect(report.ok).toBe(true);
     expect(report.prompts.map((p) => p.verdict)).toEqual(SANITY_PROMPTS.map(() => "ok"));
     expect(report.summary).toMatch(/^4\/4 prompts answered sanely/);
@@ -109,7 +110,7 @@ describe("runSanity", () => {
   it("fails '!!!!' with null logprobs (healthy server, NaN logits) as nan", async () => {
     const bangs: [string, number, null][] = Array.from({ length: MAX_NEW_TOKENS }, () => ["!", 0, null]);
     const host = fakeHost(() => ({ body: generated(bangs) }));
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.ok).toBe(false);
     for (const p of report.prompts) {
       expect(p).toMatchObject({
@@ -133,7 +134,7 @@ describe("runSanity", () => {
       const body = JSON.stringify(generated(KNOWN[prompt] ?? STORY)).replace("-0.004", "NaN");
       return { body };
     });
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.prompts[0]).toMatchObject({ verdict: "nan", nanLogprobs: 1, nullLogprobs: 0 });
     expect(report.prompts.slice(1).every((p) => p.verdict === "ok")).toBe(true);
     expect(report.ok).toBe(false);
@@ -158,7 +159,7 @@ describe("runSanity", () => {
         };
       return sane(prompt);
     });
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.prompts.map((p) => p.verdict)).toEqual(["empty", "repetitive", "wrong-answer", "ok"]);
     expect(report.prompts[1]?.topTokenShare).toBeCloseTo(28 / 30);
     expect(report.prompts[1]?.detail).toContain("93 %");
@@ -184,7 +185,7 @@ describe("runSanity", () => {
         };
       return sane(prompt);
     });
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.prompts[0]?.verdict).toBe("ok");
     expect(report.prompts[2]?.verdict).toBe("wrong-answer"); // "Because" contains "au" but not the word "Au"
   });
@@ -193,7 +194,7 @@ describe("runSanity", () => {
     const host = fakeHost((prompt) =>
       prompt.includes("France") ? { body: generated([[" Paris", 1, -0.01]]) } : sane(prompt),
     );
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.prompts[0]).toMatchObject({ verdict: "ok", topTokenShare: 1, tokens: 1 });
   });
 
@@ -205,7 +206,7 @@ describe("runSanity", () => {
       if (prompt.includes("gold")) return { body: "<html>Bad Gateway</html>" };
       return { code: 28, stdout: "", stderr: "curl: (28) Operation timed out after 60001 milliseconds" };
     });
-    const report = await runSanity(host.exec, 30000);
+    const report = await runSanity(sglangEngine, host.exec, 30000);
     expect(report.ok).toBe(false);
     expect(report.prompts.map((p) => p.verdict)).toEqual(["error", "error", "error", "error"]);
     expect(report.prompts[0]?.detail).toBe("connection refused: nothing listens on the serving port");
@@ -218,14 +219,16 @@ describe("runSanity", () => {
     const timeout = async (): Promise<ExecResult> => {
       throw new CodedError("HOST_COMMAND_TIMEOUT", "a command on t did not finish within 65 s", "…");
     };
-    const report = await runSanity(timeout, 30000);
+    const report = await runSanity(sglangEngine, timeout, 30000);
     expect(report.prompts.every((p) => p.verdict === "error" && p.detail.includes("did not finish"))).toBe(
       true,
     );
     const lost = async (): Promise<ExecResult> => {
       throw new CodedError("HOST_CONNECTION_LOST", "the SSH connection to t dropped", "…");
     };
-    await expect(runSanity(lost, 30000)).rejects.toMatchObject({ code: "HOST_CONNECTION_LOST" });
+    await expect(runSanity(sglangEngine, lost, 30000)).rejects.toMatchObject({
+      code: "HOST_CONNECTION_LOST",
+    });
   });
 
   it("builds the body with JSON.stringify (quotes and newlines survive)", () => {

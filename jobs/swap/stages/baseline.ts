@@ -31,6 +31,7 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
   try {
     const run = (setting: Readonly<BenchSettings>) =>
       runBench(
+        ctx.engine,
         (command, options) => host.exec(command, options),
         {
           ...setting,

@@ -6,7 +6,7 @@ import type { SwapBenchmark } from "../../../src/swap/swap-record.ts";
 import { afterBenchmark, blueGreenOf, portOf } from "./blue-green.ts";
 
 /**
- * Stage 10: `sglang.bench_serving` single-stream and loaded, compared with the numbers recorded for the
+ * Stage 10: the engine's benchmark (SGLang's `sglang.bench_serving`) single-stream and loaded, compared with the numbers recorded for the
  * model before. A benchmark that cannot run is reported as such — never silently skipped — but does not
  * undo a healthy, sane swap.
  */
@@ -28,10 +28,8 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   const next = beside === undefined ? "finish" : afterBenchmark(swap.record);
   if (swap.record.stages.benchmark.state === "running") {
     // Resumed after a crash: a run the dead worker started may still be loading the server, and two at
-    // once would skew both. ("[s]" keeps pkill from matching the shell that runs it.)
-    await host.exec(
-      sh`pkill -f ${`[s]glang.bench_serving --backend sglang --host 127.0.0.1 --port ${port} `} || true`,
-    );
+    // once would skew both.
+    await host.exec(sh`pkill -f ${ctx.engine.benchProcessPattern(port)} || true`);
   }
   await swap.begin(
     "benchmark",
@@ -40,6 +38,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
   try {
     const run = (setting: Readonly<BenchSettings>) =>
       runBench(
+        ctx.engine,
         (command, options) => host.exec(command, options),
         { ...setting, venv: host.config.venv, port, model: plan.modelDir },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },

@@ -1,5 +1,4 @@
 import { isoNow } from "../../../src/clock.ts";
-import { SERVING_HEALTH_PATH } from "../../../src/engine/serving-health.ts";
 import { formatSeconds } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
@@ -65,7 +64,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const { swap, clock } = ctx;
   const plan = swap.record.plan!;
   const limit = ctx.settings.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
-  await swap.begin("health", `waiting for ${SERVING_HEALTH_PATH} (limit ${formatSeconds(limit)})`);
+  await swap.begin("health", `waiting for ${ctx.engine.healthLabel} (limit ${formatSeconds(limit)})`);
   const startedAt = Date.parse(swap.record.switch?.newStartedAt ?? isoNow(clock));
   let saved = clock.now();
   const result = await waitHealthy(

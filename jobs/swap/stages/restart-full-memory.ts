@@ -111,7 +111,7 @@ async function restartWith(ctx: StageContext, unitText: string, port: number): P
     const since = Date.parse(swap.record.restart!.restartedAt!);
     const health = await waitHealthy(ctx, plan.unitName, limit, undefined, since, port);
     if (!health.healthy) return health.why;
-    const sanity = await runSanity((command, options) => host.exec(command, options), port, {
+    const sanity = await runSanity(ctx.engine, (command, options) => host.exec(command, options), port, {
       timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000,
     });
     if (!sanity.ok) return `sanity: ${sanity.summary}`;

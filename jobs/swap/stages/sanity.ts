@@ -30,9 +30,14 @@ export async function sanityStage(ctx: StageContext): Promise<StepResult> {
   const { swap, host } = ctx;
   await swap.begin("sanity", "deterministic prompts at temperature 0");
   try {
-    const report = await runSanity((command, options) => host.exec(command, options), portOf(ctx), {
-      timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000,
-    });
+    const report = await runSanity(
+      ctx.engine,
+      (command, options) => host.exec(command, options),
+      portOf(ctx),
+      {
+        timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000,
+      },
+    );
     swap.set({ sanity: { ok: report.ok, summary: report.summary } });
     if (!report.ok) {
       swap.stage("sanity", "failed", report.summary);

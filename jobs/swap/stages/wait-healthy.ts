@@ -1,18 +1,16 @@
-import { findFatalLine } from "../../../src/engine/fatal-lines.ts";
-import { SERVING_HEALTH_PATH } from "../../../src/engine/serving-health.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 
 export type HealthResult = { healthy: true } | { healthy: false; why: string; journal: string[] };
 
 /**
- * Polls a unit's server until `/health_generate` answers 200 (a generation went through), failing fast
+ * Polls a unit's server until the engine's health probe answers 200 (a generation went through), failing fast
  * when the unit enters `failed` or its journal shows a fatal line (a traceback, CUDA OOM, sampling errors):
  * waiting out the timeout would only lengthen the outage. A process that is stopping hands the wait over
  * (SHUTTING_DOWN from the clock's sleep); the next worker resumes it on the same clock (`since`).
  */
 export async function waitHealthy(
-  ctx: Pick<StageContext, "host" | "clock" | "signal" | "settings">,
+  ctx: Pick<StageContext, "host" | "clock" | "signal" | "settings" | "engine">,
   unit: string,
   timeoutSeconds: number,
   onPoll?: (elapsedSeconds: number) => Promise<void>,
@@ -27,7 +25,7 @@ export async function waitHealthy(
   for (;;) {
     const result = await ctx.host.exec(sh`
       systemctl is-active ${unit} || true
-      curl -s -o /dev/null -w '%{http_code}\\n' --max-time 10 ${`http://127.0.0.1:${port}${SERVING_HEALTH_PATH}`} || true
+      ${ctx.engine.healthProbe(port, 10)} || true
       echo ---journal---
       journalctl -u ${unit} -n 200 --no-pager -o cat 2>/dev/null || true`);
     const [head = "", log = ""] = result.stdout.split("---journal---\n");
@@ -38,7 +36,7 @@ export async function waitHealthy(
     // this run's lines only: an earlier run's crash of the same unit is not this run's
     const journal = journalSince(log.split("\n").filter((l) => l !== "" && l !== "-- No entries --"));
     if (code === "200" && state === "active") return { healthy: true };
-    const fatal = findFatalLine(journal);
+    const fatal = ctx.engine.findFatalLine(journal);
     if (state === "failed")
       return { healthy: false, why: `${unit} failed${fatal ? `: ${fatal.line}` : ""}`, journal };
     if (fatal !== undefined)

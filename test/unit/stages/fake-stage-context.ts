@@ -1,6 +1,7 @@
 import { RunningSwap } from "../../../jobs/swap/swap-state.ts";
 import type { Clock } from "../../../src/clock.ts";
 import { fileSchema, type HostConfig } from "../../../src/config/file-schema.ts";
+import { sglangEngine } from "../../../src/engine/sglang-engine.ts";
 import { shuttingDown } from "../../../src/errors.ts";
 import type { DetachedStatus } from "../../../src/host/detached-task.ts";
 import type { ShellCommand } from "../../../src/host/shell-quote.ts";
@@ -193,6 +194,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       cancelRequest: async () => cancel.request,
     },
     recipes: RECIPES,
+    engine: sglangEngine,
     settings: {
       pollSeconds: 1,
       downloadRetries: 3,

@@ -1,0 +1,51 @@
+import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import type { BenchEngine } from "./bench-serving.ts";
+import type { FatalLine } from "./fatal-lines.ts";
+import type { SanityEngine } from "./sanity.ts";
+
+/** The engines a host can serve with (hosts[].engine). vLLM is next (issue #15). */
+export const ENGINE_KINDS = ["sglang"] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
+
+/**
+ * What modelswap asks of a serving engine at run time, whichever it is: whether it serves (a request
+ * that succeeds only once a generation came back, never a mere live process), one sanity prompt and the
+ * judgement of its answer, a benchmark run and its summary, and which journal lines mean it will not come
+ * up. The swap's stages, the health monitor and `/llm status` reach an engine only through this; each
+ * engine's knowledge (paths, request bodies, module names, log lines) stays behind it
+ * (src/engine/engines.ts). The plan's side (recipes, flags, the unit, the build) is still SGLang's own
+ * modules: they come behind this next.
+ */
+export interface Engine extends SanityEngine, BenchEngine {
+  readonly kind: EngineKind;
+  /** For people: "SGLang". */
+  readonly name: string;
+  /** What the health probe asks, for people: "/health_generate". */
+  readonly healthLabel: string;
+  /**
+   * A command that prints the HTTP status of the engine's generating health request on `port` of the
+   * host's loopback (`000` when nothing answered), and exits with curl's exit code.
+   */
+  healthProbe(port: number, timeoutSeconds: number): ShellCommand;
+  /** The failing health answer, for people, from the HTTP status or curl's exit code. */
+  healthFailure(status: number | null, curlExit: number | null, timeoutSeconds: number): string;
+  /** The first journal line that means the server will not come up (a traceback, OOM, NaN sampling). */
+  findFatalLine(journal: readonly string[]): FatalLine | undefined;
+  // sanityRequest and judgeSanity (SanityEngine): one sanity prompt's request and its judgement;
+  // benchCommand and parseBenchSummary (BenchEngine): the benchmark client and its summary
+  /**
+   * A `pkill -f` pattern for a benchmark run against `port` (one a dead worker left running), written so
+   * it does not match the shell that runs pkill.
+   */
+  benchProcessPattern(port: number): string;
+}
+
+/**
+ * curl of one URL, printing only the HTTP status and exiting with curl's own code: what every engine's
+ * health probe comes down to (`body`: sent as the POST body).
+ */
+export function curlStatus(url: string, timeoutSeconds: number, body?: string): ShellCommand {
+  return body === undefined
+    ? sh`curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url}`
+    : sh`curl -sS -o /dev/null --max-time ${timeoutSeconds} -H ${"Content-Type: application/json"} --data-binary ${body} -w ${"%{http_code}\\n"} ${url}`;
+}

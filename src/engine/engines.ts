@@ -1,0 +1,9 @@
+import type { Engine, EngineKind } from "./engine.ts";
+import { sglangEngine } from "./sglang-engine.ts";
+
+const ENGINES: Readonly<Record<EngineKind, Engine>> = { sglang: sglangEngine };
+
+/** The engine a host serves with (hosts[].engine; SGLang where a record or config predates the choice). */
+export function engineFor(kind: EngineKind | undefined): Engine {
+  return ENGINES[kind ?? "sglang"];
+}

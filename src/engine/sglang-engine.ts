@@ -1,0 +1,29 @@
+import { benchCommand, parseBenchSummary } from "./bench-serving.ts";
+import { curlStatus, type Engine } from "./engine.ts";
+import { findFatalLine } from "./fatal-lines.ts";
+import { generateBody, generateCommand, judge } from "./sanity.ts";
+import { SERVING_HEALTH_PATH, servingHealthFailure } from "./serving-health.ts";
+
+/**
+ * SGLang (0.5.x): `/health_generate` answers 200 only once a one-token generation came back; sanity
+ * prompts go to its native `/generate` with logprobs; `python -m sglang.bench_serving` benchmarks it.
+ * Each piece's source is noted in its own module.
+ */
+export const sglangEngine: Engine = {
+  kind: "sglang",
+  name: "SGLang",
+  healthLabel: SERVING_HEALTH_PATH,
+  healthProbe: (port, timeoutSeconds) =>
+    curlStatus(`http://127.0.0.1:${port}${SERVING_HEALTH_PATH}`, timeoutSeconds),
+  healthFailure: servingHealthFailure,
+  findFatalLine,
+  sanityRequest: (port, timeoutSeconds, prompt) => ({
+    command: generateCommand(port, timeoutSeconds),
+    stdin: generateBody(prompt),
+  }),
+  judgeSanity: judge,
+  benchCommand,
+  parseBenchSummary,
+  // "[s]" keeps pkill from matching the shell that runs it
+  benchProcessPattern: (port) => `[s]glang.bench_serving --backend sglang --host 127.0.0.1 --port ${port} `,
+};
