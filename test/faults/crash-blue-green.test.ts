@@ -14,18 +14,34 @@ import { useSwapBench } from "../support/swap-bench.ts";
  * is started, and the old one stopped, exactly once.
  */
 const HOST = "gpu-1";
+const SHARED = "gpu-2";
 let bench: Bench;
 let swaps: SwapDriver;
 
 useSwapBench(
   {
-    swaps: { lockSeconds: 5, stalledCheckSeconds: 1, healthTimeoutSeconds: 60, flipBackSeconds: 10 },
+    swaps: {
+      lockSeconds: 5,
+      stalledCheckSeconds: 1,
+      healthTimeoutSeconds: 60,
+      flipBackSeconds: 10,
+      restartAtFullMemory: true,
+    },
     hosts: [
       {
         name: HOST,
         gpus: "8x-rtx-pro-6000-blackwell",
         serving: { preset: "qwen3-fp8-dense", tp: 4 },
         frontDoor: { holdSeconds: 300, drainSeconds: 60, standby: true },
+      },
+      {
+        // its model holds every GPU at --mem-fraction-static 0.45: the new one shares them, then restarts
+        // at full memory once the old one has stopped (swaps.restartAtFullMemory)
+        name: SHARED,
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense", memFraction: 0.45 },
+        frontDoor: { holdSeconds: 300, drainSeconds: 60, standby: true },
+        faults: { sglang: { loadSeconds: 4 } },
       },
     ],
   },
@@ -42,6 +58,7 @@ afterEach(async () => {
   streams = [];
   await bench.killChildren();
   await sim().release("socat");
+  await bench.host(SHARED).sim.release("socat");
 });
 
 /** A fresh bot, a blue/green swap requested and approved, clients streaming through the front door. */
@@ -139,5 +156,36 @@ describe("a worker killed while the front door steers a blue/green swap, then re
     expect(await swaps.startsOf(HOST, unitOf(record))).toBe(1);
     expect(await swaps.stopsOf(HOST, unitOf(record))).toBe(1);
     expect(swaps.cardsOf(swap.swapId)).toHaveLength(1);
+  }, 240_000);
+
+  it("inside a restart at full memory: the new worker waits for the restarted unit (no second restart) and releases the held requests", async () => {
+    await bench.spawnBot();
+    const clients = startClientStream(bench.host(SHARED).frontDoor!.url, { everyMs: 200, maxTokens: 100 });
+    streams.push(clients);
+    const watch = watchSlots(bench, SHARED);
+    const card = await swaps.request(addSimModel(bench, "bg-crash-restart"), SHARED);
+    const swapId = swaps.swapId(card.ts);
+    expect(JSON.stringify(await swaps.plan(card.ts))).toMatch(/restarts at full memory/);
+    await swaps.approve(card.ts);
+    // killed while the unit loads at full memory, new requests held
+    await swaps.untilRecord(swapId, (r) => r.restart?.restartedAt !== undefined, {
+      what: "the restart at full memory under way",
+      timeoutMs: 120_000,
+    });
+    await bench.killChildren();
+    await bench.spawnBot();
+    await swaps.outcome(card.ts, /Swapped/, 180_000);
+    const record = await swaps.record(swapId);
+    const report = await clients.stop();
+    const seen = await watch.stop();
+    expect(report.failed, JSON.stringify(report.answers.filter((a) => a.status !== 200).slice(0, 3))).toBe(0);
+    expect(withoutReadySlot(seen)).toEqual([]);
+    expect(record?.restart?.releasedAt).toBeDefined();
+    expect(record?.restart?.failed).toBeUndefined();
+    // started beside the old unit, then once at full memory: the new worker did not restart it again
+    expect(await swaps.startsOf(SHARED, unitOf(record))).toBe(2);
+    const states = await slotStates(bench, SHARED);
+    expect(states[record!.flip!.to]).toBe("ready");
+    expect(Object.entries(states).filter(([, s]) => s === "ready")).toHaveLength(1);
   }, 240_000);
 });
