@@ -99,7 +99,7 @@ function blueGreenLines(
       : "";
   const window =
     bg.flipBackSeconds > 0
-      ? ` For ${minutes(bg.flipBackSeconds)} after the flip the old model stays loaded: \`/llm cancel\` flips back in about a second.`
+      ? ` For ${minutes(bg.flipBackSeconds)} after the flip the old model stays loaded: \`/llm cancel\` or \`/llm rollback\` flips back in about a second.`
       : " The old model stops as soon as it has drained (swaps.flipBackSeconds is 0: no flip back).";
   return [
     `*Clients* blue/green ${how} behind the front door (HAProxy: ${code(fd.server, 64)} takes new requests at the flip, ${code(fd.from ?? "?", 64)} drains): the new model loads on ${gpus} (port ${bg.port}) beside the one serving now and is checked there (${bench}); then the front door flips. No request waits or fails.${kv}${window}`,
