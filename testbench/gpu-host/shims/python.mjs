@@ -6,6 +6,9 @@
  *       is importable while the venv holds an `__editable__.sglang-*.pth` marker (venv.mjs)
  *   python -m sglang.launch_server <flags>      -> simulated SGLang server (sglang-server.mjs)
  *   python -m sglang.bench_serving <flags>      -> simulated benchmark client (sglang-bench-serving.mjs)
+ *   python -m vllm.entrypoints.openai.api_server <flags> / python -m vllm.entrypoints.cli.main ...
+ *                                               -> simulated vLLM (vllm-server.mjs, vllm-cli.mjs; see VLLM.md),
+ *                                                  when vLLM is installed in the venv (vllm-host.mjs)
  *   python -m pip ...                           -> delegated to shims/pip.mjs when that exists
  * Anything else fails the way Python does (exit 1 "No module named ...", exit 2 for bad options
  * or script files). The venv wrapper runs `node shims/python.mjs "$@"`; it may export
@@ -115,6 +118,24 @@ async function runModule(module, rest) {
     const { benchServing } = await import("./sglang-bench-serving.mjs");
     return await benchServing(rest);
   }
+  if (module === "vllm" || module.startsWith("vllm.")) {
+    const { installedVllm } = await import("./vllm-host.mjs");
+    if (installedVllm() === null)
+      fail(
+        `${EXE}: Error while finding module specification for '${module}' (ModuleNotFoundError: No module named 'vllm')`,
+        1,
+      );
+    process.env.MODELSWAP_VLLM_ARGV0 ??= EXE;
+    if (module === "vllm.entrypoints.openai.api_server") {
+      const { vllmServe } = await import("./vllm-server.mjs");
+      await vllmServe(rest, "api_server");
+      return null;
+    }
+    if (module === "vllm.entrypoints.cli.main") {
+      const { vllmMain } = await import("./vllm-cli.mjs");
+      return await vllmMain(rest);
+    }
+  }
   if (module === "pip") {
     const pipShim = join(HERE, "pip.mjs");
     if (existsSync(pipShim)) {
@@ -165,6 +186,7 @@ const THIRD_PARTY = [
   "safetensors",
   "tokenizers",
   "xgrammar",
+  "vllm",
 ];
 
 /** CUDA version a torch build was made for: the `+cuXYZ` label, else PyPI's default (12.8). @param {string} v */

@@ -40,12 +40,12 @@ function center(s, c) {
 
 // numpy-like statistics ------------------------------------------------------------------------
 /** @param {number[]} xs */
-function mean(xs) {
+export function mean(xs) {
   return xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
 }
 
 /** @param {number[]} xs @param {number} q */
-function percentile(xs, q) {
+export function percentile(xs, q) {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   const pos = (q / 100) * (s.length - 1);
@@ -55,7 +55,7 @@ function percentile(xs, q) {
 }
 
 /** @param {number[]} xs */
-function std(xs) {
+export function std(xs) {
   if (xs.length === 0) return Number.NaN;
   const m = mean(xs);
   return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
@@ -269,7 +269,7 @@ export function writeResult(args, { serverInfo, duration, m, acceptLength, outpu
 }
 
 /** Python json.dumps (default separators, ensure_ascii, NaN/Infinity literals). @param {unknown} v */
-function pyJson(v) {
+export function pyJson(v) {
   if (v === null || v === undefined) return "null";
   if (v === true) return "true";
   if (v === false) return "false";

@@ -66,6 +66,7 @@ export const MODULE_DISTRIBUTIONS = {
   safetensors: "safetensors",
   tokenizers: "tokenizers",
   xgrammar: "xgrammar",
+  vllm: "vllm",
 };
 
 /** PEP 503 normalized name. @param {string} name */

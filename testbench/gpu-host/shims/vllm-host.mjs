@@ -1,0 +1,116 @@
+/**
+ * Imitates: nothing by itself — the view of the simulated GPU host that the simulated vLLM
+ * (`vllm serve`, `vllm bench serve`, `python -m vllm.entrypoints.openai.api_server`) needs, on top of
+ * the SGLang sim's host view (sglang-host.mjs: GPU set, CUDA_VISIBLE_DEVICES, GPU-usage registry):
+ *
+ *   - which vLLM the venv holds: a regular wheel install as `pip install vllm==X` leaves it
+ *     (`<site-packages>/vllm/`, `vllm-X.dist-info/`, the `<venv>/bin/vllm` console script), recorded in
+ *     the venv's package state (venv.mjs) so `python -c "import vllm"` and `pip` see it too;
+ *   - the `vllm` fault switches of state/faults.json (same forms as `sglang`: a mode string, a list, or
+ *     an object with mode/modes, loadSeconds, msPerToken, ttftMs, wakeMs, ports, models);
+ *   - vLLM's log line prefix: `(APIServer pid=N) INFO 03-20 10:00:00 [api_server.py:1896] message`
+ *     (vllm/logger.py `_FORMAT` "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s", date
+ *     format "%m-%d %H:%M:%S"; the "(APIServer pid=N)" process tag of vllm/utils/system_utils.py
+ *     decorate_logs, which every engine and worker process gets too).
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { readConfig, readFaults, sitePackagesDir } from "./sglang-host.mjs";
+import { installedVersion } from "./venv.mjs";
+
+/** The vLLM version this sim models by default (the first release with `--shutdown-timeout`). */
+export const VLLM_VERSION = "0.18.0";
+
+/**
+ * The installed vLLM: { version, packageDir } when the venv's package state lists `vllm` (what the
+ * pip shim or installVllm records), else null (then `import vllm` fails and `<venv>/bin/vllm` is gone).
+ * @returns {{ version: string; packageDir: string } | null}
+ */
+export function installedVllm() {
+  let version = null;
+  try {
+    version = installedVersion("vllm");
+  } catch {
+    version = null;
+  }
+  if (version === null) return null;
+  const site = sitePackagesDir() ?? "/usr/local/lib/python3.12/dist-packages";
+  const packageDir = join(site, "vllm");
+  return { version, packageDir: existsSync(packageDir) ? packageDir : packageDir };
+}
+
+const DEFAULTS = {
+  loadSeconds: 1.5,
+  msPerToken: 2,
+  ttftMs: 5,
+  /** /wake_up after a level-1 sleep: the weights come back from pinned CPU memory (compressed). */
+  wakeMs: 60,
+  /** Log interval of the "Engine 000: Avg prompt throughput" line (VLLM_LOG_STATS_INTERVAL, real 10 s). */
+  statsIntervalMs: 10_000,
+};
+
+/**
+ * The vLLM fault settings for a server on `port`: defaults < config.vllm < faults.vllm <
+ * faults.vllm.ports[port] < faults.vllm.models[<part of the model path>].
+ * @param {number | null} port
+ * @param {string | null} [modelPath]
+ */
+export function vllmFaults(port, modelPath = null) {
+  const out = { ...DEFAULTS, modes: new Set() };
+  apply(out, readConfig()?.vllm);
+  const fs = readFaults()?.vllm;
+  apply(out, fs);
+  if (fs && typeof fs === "object" && !Array.isArray(fs)) {
+    if (fs.ports && port !== null) apply(out, fs.ports[String(port)]);
+    if (fs.models && modelPath !== null)
+      for (const [part, spec] of Object.entries(fs.models)) if (modelPath.includes(part)) apply(out, spec);
+  }
+  return out;
+}
+
+/** @param {any} out @param {any} spec */
+function apply(out, spec) {
+  if (spec === undefined || spec === null) return;
+  if (typeof spec === "string") {
+    out.modes.add(spec);
+    return;
+  }
+  if (Array.isArray(spec)) {
+    for (const item of spec) apply(out, item);
+    return;
+  }
+  if (typeof spec !== "object") return;
+  if (typeof spec.mode === "string") out.modes.add(spec.mode);
+  if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
+  for (const key of Object.keys(DEFAULTS)) {
+    const v = Number(spec[key]);
+    if (spec[key] !== undefined && Number.isFinite(v) && v >= 0) out[key] = v;
+  }
+}
+
+/** `MM-DD HH:MM:SS`, vLLM's log date format. */
+export function vllmStamp() {
+  const d = new Date();
+  const p = (/** @type {number} */ n) => String(n).padStart(2, "0");
+  return `${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/**
+ * One vLLM log line. `proc` is the process tag ("APIServer", "EngineCore_DP0", "Worker_TP1"), `where`
+ * the "file.py:line" of the logging call.
+ * @param {string} proc @param {number} pid @param {string} level @param {string} where @param {string} msg
+ */
+export function vllmLine(proc, pid, level, where, msg) {
+  return `(${proc} pid=${pid}) ${level} ${vllmStamp()} [${where}] ${msg}`;
+}
+
+/** Python's repr of round(x, 2) (`2.6`, `139.81`), as vLLM's memory messages print GiB. @param {number} x */
+export function pyRound2(x) {
+  const r = Math.round(x * 100) / 100;
+  return Number.isInteger(r) ? `${r}.0` : String(r);
+}
+
+/** `f"{n:,}"` @param {number} n */
+export function thousands(n) {
+  return Math.trunc(n).toLocaleString("en-US");
+}
