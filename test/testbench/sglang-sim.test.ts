@@ -1,14 +1,22 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { connect, createServer } from "node:net";
+import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
 import { removeEditableInstall, writeEditableInstall } from "../../testbench/gpu-host/shims/venv.mjs";
-import { until } from "../../testbench/until.ts";
+import {
+  DENSE_CONFIG,
+  MOE_CONFIG,
+  type Proc,
+  portOpen,
+  running,
+  spawnProc,
+  stopProc,
+  writeModel,
+} from "../support/sim-engine-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const PYTHON_SHIM = resolve(
@@ -43,117 +51,14 @@ async function installEngine(root: string): Promise<string> {
   return project;
 }
 
-const DENSE_CONFIG = {
-  architectures: ["Qwen3ForCausalLM"],
-  model_type: "qwen3",
-  hidden_size: 2048,
-  intermediate_size: 6144,
-  num_hidden_layers: 28,
-  num_attention_heads: 16,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  eos_token_id: 151645,
-};
-
-const MOE_CONFIG = {
-  architectures: ["Qwen3MoeForCausalLM"],
-  model_type: "qwen3_moe",
-  hidden_size: 4096,
-  intermediate_size: 12288,
-  moe_intermediate_size: 1536,
-  num_experts: 128,
-  num_hidden_layers: 48,
-  num_attention_heads: 64,
-  num_key_value_heads: 4,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 262144,
-  eos_token_id: 151645,
-};
-
-async function writeModel(root: string, name: string, config: object, nvfp4 = false): Promise<string> {
-  const dir = join(root, "models", name);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, "config.json"), JSON.stringify(config));
-  if (nvfp4) {
-    await writeFile(
-      join(dir, "hf_quant_config.json"),
-      JSON.stringify({
-        producer: { name: "modelopt", version: "0.37.0" },
-        quantization: { quant_algo: "NVFP4", kv_cache_quant_algo: null, group_size: 16 },
-      }),
-    );
-  }
-  return dir;
-}
-
-interface Proc {
-  child: ChildProcess;
-  output: () => string;
-  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<ChildProcess>();
-
 function python(sandbox: Sandbox, args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, [PYTHON_SHIM, ...args], {
-    env: { ...process.env, MODELSWAP_SANDBOX: sandbox.root, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.add(child);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.on("exit", () => running.delete(child));
-    // "close" comes once the process has exited and its output pipes are drained
-    child.on("close", (code, signal) => res({ code, signal }));
-  });
-  const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
-    await until(
-      () => {
-        if (pattern.test(out)) return true;
-        if (child.exitCode !== null)
-          throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-        return false;
-      },
-      { what: `${pattern}`, timeoutMs, intervalMs: 20 },
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}:\n${out}`);
-    });
-  };
-  return { child, output: () => out, waitFor, exited };
+  return spawnProc(process.execPath, [PYTHON_SHIM, ...args], { MODELSWAP_SANDBOX: sandbox.root, ...env });
 }
 
 async function run(sandbox: Sandbox, args: string[], env: Record<string, string> = {}) {
   const p = python(sandbox, args, env);
   const { code } = await p.exited;
   return { code, output: p.output() };
-}
-
-async function stopProc(p: Proc): Promise<number | null> {
-  if (p.child.exitCode !== null) return p.child.exitCode;
-  p.child.kill("SIGTERM");
-  const { code } = await p.exited;
-  return code;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect({ host: "127.0.0.1", port });
-    s.once("connect", () => {
-      s.destroy();
-      res(true);
-    });
-    s.once("error", () => res(false));
-  });
 }
 
 async function getJson(port: number, path: string): Promise<{ status: number; body: unknown; text: string }> {

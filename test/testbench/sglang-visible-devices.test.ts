@@ -7,24 +7,11 @@ import { createSimGpuHost, type SimGpuHost } from "../../testbench/gpu-host/inde
 import { deterministicUuid } from "../../testbench/gpu-host/shims/gpu-sets.mjs";
 import { parseVisibleDevices } from "../../testbench/gpu-host/shims/sglang-host.mjs";
 import { until } from "../../testbench/until.ts";
+import { DENSE_CONFIG } from "../support/sim-engine-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 // The simulated SGLang server honours CUDA_VISIBLE_DEVICES like the CUDA runtime (SGLANG.md,
 // "CUDA_VISIBLE_DEVICES"): its ranks count the visible GPUs, its VRAM is accounted on the physical ones.
-
-const DENSE_CONFIG = {
-  architectures: ["Qwen3ForCausalLM"],
-  model_type: "qwen3",
-  hidden_size: 2048,
-  intermediate_size: 6144,
-  num_hidden_layers: 28,
-  num_attention_heads: 16,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  eos_token_id: 151645,
-};
 
 describe("CUDA_VISIBLE_DEVICES parsing (CUDA runtime rules)", () => {
   const uuids = Array.from({ length: 8 }, (_, i) => deterministicUuid(`8x-h200/${i}`));

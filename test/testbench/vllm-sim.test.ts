@@ -1,13 +1,20 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { shimScriptPath } from "../../testbench/gpu-host/index.ts";
 import { installVllm, uninstallVllm } from "../../testbench/gpu-host/vllm-install.ts";
-import { until } from "../../testbench/until.ts";
+import {
+  DENSE_CONFIG,
+  MOE_CONFIG,
+  type Proc,
+  portOpen,
+  running,
+  spawnProc,
+  stopProc,
+  writeModel,
+} from "../support/sim-engine-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 // The simulated vLLM 0.18 (testbench/gpu-host/VLLM.md): `<venv>/bin/vllm serve` as a real process with
@@ -32,90 +39,6 @@ async function makeSandbox(gpus: string, faults: Record<string, unknown> = {}): 
   };
 }
 
-const DENSE_CONFIG = {
-  architectures: ["Qwen3ForCausalLM"],
-  model_type: "qwen3",
-  hidden_size: 2048,
-  intermediate_size: 6144,
-  num_hidden_layers: 28,
-  num_attention_heads: 16,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  eos_token_id: 151645,
-};
-
-const MOE_CONFIG = {
-  architectures: ["Qwen3MoeForCausalLM"],
-  model_type: "qwen3_moe",
-  hidden_size: 4096,
-  intermediate_size: 12288,
-  moe_intermediate_size: 1536,
-  num_experts: 128,
-  num_hidden_layers: 48,
-  num_attention_heads: 64,
-  num_key_value_heads: 4,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 262144,
-  eos_token_id: 151645,
-};
-
-async function writeModel(root: string, name: string, config: object, nvfp4 = false): Promise<string> {
-  const dir = join(root, "models", name);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, "config.json"), JSON.stringify(config));
-  if (nvfp4)
-    await writeFile(
-      join(dir, "hf_quant_config.json"),
-      JSON.stringify({
-        producer: { name: "modelopt" },
-        quantization: { quant_algo: "NVFP4", group_size: 16 },
-      }),
-    );
-  return dir;
-}
-
-interface Proc {
-  child: ChildProcess;
-  output: () => string;
-  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<ChildProcess>();
-
-function spawnProc(cmd: string, args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.on("exit", () => running.delete(child));
-    child.on("close", (code, signal) => res({ code, signal }));
-  });
-  const waitFor = async (pattern: RegExp, timeoutMs = 8000) => {
-    await until(
-      () => {
-        if (pattern.test(out)) return true;
-        if (child.exitCode !== null)
-          throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-        return false;
-      },
-      { what: `${pattern}`, timeoutMs, intervalMs: 20 },
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}:\n${out}`);
-    });
-  };
-  return { child, output: () => out, waitFor, exited };
-}
-
 const vllm = (sb: Sandbox, args: string[], env: Record<string, string> = {}) => spawnProc(sb.vllm, args, env);
 const python = (sb: Sandbox, args: string[]) =>
   spawnProc(process.execPath, [shimScriptPath("python"), ...args], { MODELSWAP_SANDBOX: sb.root });
@@ -134,23 +57,6 @@ async function startServer(
   const port = await freePort();
   const proc = vllm(sb, ["serve", model, "--port", String(port), ...extra], env);
   return { port, proc };
-}
-
-async function stopProc(p: Proc): Promise<number | null> {
-  if (p.child.exitCode !== null) return p.child.exitCode;
-  p.child.kill("SIGTERM");
-  return (await p.exited).code;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect({ host: "127.0.0.1", port });
-    s.once("connect", () => {
-      s.destroy();
-      res(true);
-    });
-    s.once("error", () => res(false));
-  });
 }
 
 async function get(port: number, path: string) {
