@@ -87,9 +87,21 @@ const CONNECTION_CODES: ReadonlySet<ErrorCode> = new Set([
 
 const HTTP_MARK = "\n__modelswap_http_status__=";
 
+/** curl of a JSON POST (the body on its standard input), printing the body, then the HTTP status after a mark. */
+export function postJsonCommand(url: string, timeoutSeconds: number): ShellCommand {
+  return sh`curl -sS --max-time ${timeoutSeconds} -X POST -H ${"Content-Type: application/json"} --data-binary @- -w ${`${HTTP_MARK}%{http_code}`} ${url}`;
+}
+
 /** The curl command that POSTs the JSON on its standard input to `/generate` on the host's loopback. */
 export function generateCommand(port: number, timeoutSeconds: number): ShellCommand {
-  return sh`curl -sS --max-time ${timeoutSeconds} -X POST -H ${"Content-Type: application/json"} --data-binary @- -w ${`${HTTP_MARK}%{http_code}`} ${`http://127.0.0.1:${port}/generate`}`;
+  return postJsonCommand(`http://127.0.0.1:${port}/generate`, timeoutSeconds);
+}
+
+/** A postJsonCommand's output: the HTTP status (null when none came) and the body before it. */
+export function splitStatus(stdout: string): { status: number | null; body: string } {
+  const at = stdout.lastIndexOf(HTTP_MARK);
+  const status = at < 0 ? null : Number(stdout.slice(at + HTTP_MARK.length).trim()) || null;
+  return { status, body: at < 0 ? stdout : stdout.slice(0, at) };
 }
 
 /** The request body for one prompt (sent on stdin, never on the command line). */
@@ -158,42 +170,76 @@ interface GenerateAnswer {
   meta_info?: { output_token_logprobs?: unknown; completion_tokens?: unknown };
 }
 
-/** Judges one curl result. Exported for tests. */
-export function judge(p: SanityPrompt, result: ExecResult): PromptResult {
-  const at = result.stdout.lastIndexOf(HTTP_MARK);
-  const status = at < 0 ? null : Number(result.stdout.slice(at + HTTP_MARK.length).trim()) || null;
-  const body = at < 0 ? result.stdout : result.stdout.slice(0, at);
-  if (result.code !== 0 || status === null) return failed(p, curlReason(result.code, result.stderr));
-  if (status !== 200) return failed(p, `HTTP ${status} from /generate: ${oneLine(body, 200)}`);
+/** What an answer says, in any engine's format: its text, and each token's logprob with a key (its id or text). */
+export interface AnswerTokens {
+  output: string;
+  logprobs: readonly unknown[];
+  tokenKeys: readonly (string | number)[];
+  /** The server's own count, where the answer has no tokens listed. */
+  completionTokens?: number;
+}
 
-  let answer: GenerateAnswer;
+/** Judges SGLang's `/generate` answer (one curl result). */
+export function judge(p: SanityPrompt, result: ExecResult): PromptResult {
+  return judgeHttpAnswer(p, result, "/generate", (raw) => {
+    const answer = raw as GenerateAnswer;
+    const logprobs: unknown[] = [];
+    const ids: number[] = [];
+    const entries = answer.meta_info?.output_token_logprobs;
+    if (Array.isArray(entries)) {
+      for (const entry of entries) {
+        const [logprob, id] = Array.isArray(entry) ? entry : [entry, undefined];
+        logprobs.push(logprob);
+        if (typeof id === "number") ids.push(id);
+      }
+    }
+    if (ids.length === 0 && Array.isArray(answer.output_ids))
+      for (const id of answer.output_ids) if (typeof id === "number") ids.push(id);
+    const completion = Number(answer.meta_info?.completion_tokens);
+    return {
+      output: typeof answer.text === "string" ? answer.text : "",
+      logprobs,
+      tokenKeys: ids,
+      ...(Number.isFinite(completion) ? { completionTokens: completion } : {}),
+    };
+  });
+}
+
+/**
+ * Judges one curl result of a JSON POST to `route` (postJsonCommand): a failed request or an answer that
+ * is not JSON is an "error"; otherwise `read` takes the tokens out of the engine's answer.
+ */
+export function judgeHttpAnswer(
+  p: SanityPrompt,
+  result: ExecResult,
+  route: string,
+  read: (answer: object) => AnswerTokens,
+): PromptResult {
+  const { status, body } = splitStatus(result.stdout);
+  if (result.code !== 0 || status === null) return failed(p, curlReason(result.code, result.stderr));
+  if (status !== 200) return failed(p, `HTTP ${status} from ${route}: ${oneLine(body, 200)}`);
+  let answer: unknown;
   try {
-    answer = parseLenient(body) as GenerateAnswer;
+    answer = parseLenient(body);
   } catch {
-    return failed(p, `/generate answered something that is not JSON: ${oneLine(body, 200)}`);
+    return failed(p, `${route} answered something that is not JSON: ${oneLine(body, 200)}`);
   }
   if (answer === null || typeof answer !== "object" || Array.isArray(answer))
-    return failed(p, `/generate answered an unexpected shape: ${oneLine(body, 200)}`);
-  const output = typeof answer.text === "string" ? answer.text : "";
+    return failed(p, `${route} answered an unexpected shape: ${oneLine(body, 200)}`);
+  return judgeTokens(p, read(answer));
+}
 
-  const ids: number[] = [];
+/** NaN or null logprobs, empty output, one token repeated, a missed known answer: the verdict on an answer. */
+export function judgeTokens(p: SanityPrompt, answer: AnswerTokens): PromptResult {
+  const { output, logprobs, tokenKeys } = answer;
   let nullLogprobs = 0;
   let nanLogprobs = 0;
-  const entries = answer.meta_info?.output_token_logprobs;
-  if (Array.isArray(entries)) {
-    for (const entry of entries) {
-      const [logprob, id] = Array.isArray(entry) ? entry : [entry, undefined];
-      if (logprob === null || logprob === undefined) nullLogprobs++;
-      else if (typeof logprob !== "number" || !Number.isFinite(logprob)) nanLogprobs++;
-      if (typeof id === "number") ids.push(id);
-    }
+  for (const logprob of logprobs) {
+    if (logprob === null || logprob === undefined) nullLogprobs++;
+    else if (typeof logprob !== "number" || !Number.isFinite(logprob)) nanLogprobs++;
   }
-  if (ids.length === 0 && Array.isArray(answer.output_ids))
-    for (const id of answer.output_ids) if (typeof id === "number") ids.push(id);
-  const completion = Number(answer.meta_info?.completion_tokens);
-  const tokens = ids.length > 0 ? ids.length : Number.isFinite(completion) ? completion : 0;
-  const topTokenShare = ids.length === 0 ? 0 : maxCount(ids) / ids.length;
-
+  const tokens = tokenKeys.length > 0 ? tokenKeys.length : (answer.completionTokens ?? 0);
+  const topTokenShare = tokenKeys.length === 0 ? 0 : maxCount(tokenKeys) / tokenKeys.length;
   const base = {
     prompt: p.prompt,
     ...(p.expected === undefined ? {} : { expected: p.expected }),
@@ -209,11 +255,11 @@ export function judge(p: SanityPrompt, result: ExecResult): PromptResult {
     return {
       ...base,
       verdict: "nan",
-      detail: `${bad} of ${Array.isArray(entries) ? entries.length : tokens} logprobs are ${nanLogprobs > 0 ? "NaN" : "null (NaN)"}; output ${shown}`,
+      detail: `${bad} of ${logprobs.length > 0 ? logprobs.length : tokens} logprobs are ${nanLogprobs > 0 ? "NaN" : "null (NaN)"}; output ${shown}`,
     };
   }
   if (output.trim() === "") return { ...base, verdict: "empty", detail: "the model generated no text" };
-  if (ids.length >= REPETITION_MIN_TOKENS && topTokenShare >= REPETITION_SHARE) {
+  if (tokenKeys.length >= REPETITION_MIN_TOKENS && topTokenShare >= REPETITION_SHARE) {
     return {
       ...base,
       verdict: "repetitive",
@@ -224,6 +270,11 @@ export function judge(p: SanityPrompt, result: ExecResult): PromptResult {
     return { ...base, verdict: "wrong-answer", detail: `expected "${p.expected}", got ${shown}` };
   }
   return { ...base, verdict: "ok", detail: shown };
+}
+
+/** A prompt whose answer was NaN though it carried no tokens to show it (the server could not send them). */
+export function nanResult(p: SanityPrompt, detail: string): PromptResult {
+  return { ...failed(p, detail), nanLogprobs: 1, verdict: "nan" };
 }
 
 /**
@@ -240,8 +291,8 @@ function parseLenient(text: string): unknown {
   }
 }
 
-function maxCount(ids: readonly number[]): number {
-  const counts = new Map<number, number>();
+function maxCount(ids: readonly (string | number)[]): number {
+  const counts = new Map<string | number, number>();
   let max = 0;
   for (const id of ids) {
     const n = (counts.get(id) ?? 0) + 1;

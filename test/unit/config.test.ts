@@ -113,6 +113,18 @@ describe("configuration", () => {
     }
   });
 
+  it("takes hosts[].engine (sglang unless set) and refuses vLLM, whose plan side is not built yet, saying what is accepted", async () => {
+    const plain = await loadConfig(env(await write("no-engine.yaml", good(keyPath))));
+    expect(plain.file.hosts.map((h) => h.engine)).toEqual(["sglang", "sglang"]);
+    const text = good(keyPath).replace(
+      "    currentUnit: sglang-qwen.service",
+      "    currentUnit: sglang-qwen.service\n    engine: vllm",
+    );
+    const { problems } = await readConfig(env(await write("vllm.yaml", text)));
+    expect(problems.map((p) => p.path)).toEqual(["hosts[0].engine"]);
+    expect(`${problems[0]?.what} ${problems[0]?.fix}`).toMatch(/sglang/);
+  });
+
   it("lists every problem with its path and a fix, not only the first", async () => {
     const broken = good(join(dir.path, "missing-key"))
       .replace("C0SWAPS01", "#swaps")
