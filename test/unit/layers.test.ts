@@ -171,6 +171,7 @@ describe("the layer rules", () => {
     // src/engine/engines.ts: a stage, the monitor or /llm status asks the host's engine, never SGLang's
     const engineOwn = [
       "src/engine/sglang-engine.ts",
+      "src/engine/vllm-engine.ts",
       "src/engine/serving-health.ts",
       "src/engine/fatal-lines.ts",
     ];
