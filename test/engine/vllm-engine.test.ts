@@ -77,7 +77,8 @@ describe("vLLM's run-time half against the simulated vLLM", () => {
     expect(probe.stdout.trim()).toBe("200");
     expect(probe.code).toBe(0);
     expect(vllmEngine.healthProbe(port, 5).text).toContain(`http://127.0.0.1:${port}/v1/completions`);
-    expect(proc.output()).toMatch(/"POST \/v1\/completions HTTP\/1\.1" 200/);
+    // the server's access log line may reach the pipe a moment after curl has its answer
+    await proc.waitFor(/"POST \/v1\/completions HTTP\/1\.1" 200/, 5000);
     const closed = await freePort();
     const refused = await exec(vllmEngine.healthProbe(closed, 5));
     expect(refused.code).toBe(7);

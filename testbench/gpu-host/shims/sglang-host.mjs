@@ -400,46 +400,56 @@ const DEFAULTS = {
 };
 
 /**
- * The SGLang fault settings for a server on `port`: defaults < config.sglang < faults.sglang
- * < faults.sglang.ports[port] < faults.sglang.models[<part of the model path>]. Returns
- * { modes:Set<string>, loadSeconds, msPerToken, ttftMs, warmupMs, dieAfter }.
+ * The SGLang fault settings for a server on `port` (engineFaults under the key `sglang`). Returns
+ * { modes:Set<string>, loadSeconds, msPerToken, ttftMs, warmupMs, sigtermPollMs, dieAfter }.
  * @param {number | null} port
  * @param {string | null} [modelPath]
  */
 export function sglangFaults(port, modelPath = null) {
-  const out = { ...DEFAULTS, modes: new Set() };
-  const cfg = readConfig();
-  apply(out, cfg?.sglang);
-  const faults = readFaults();
-  const fs = faults?.sglang;
-  apply(out, fs);
-  if (fs && typeof fs === "object" && !Array.isArray(fs) && fs.ports && port !== null) {
-    apply(out, fs.ports[String(port)]);
-  }
-  if (fs && typeof fs === "object" && !Array.isArray(fs) && fs.models && modelPath !== null) {
-    for (const [part, spec] of Object.entries(fs.models)) if (modelPath.includes(part)) apply(out, spec);
-  }
-  return out;
+  return engineFaults("sglang", DEFAULTS, port, modelPath);
 }
 
-/** @param {any} out @param {any} spec */
-function apply(out, spec) {
-  if (spec === undefined || spec === null) return;
-  if (typeof spec === "string") {
-    out.modes.add(spec);
-    return;
+/**
+ * A simulated engine's fault settings for a server on `port`: `defaults` < config[key] < faults[key]
+ * < faults[key].ports[port] < faults[key].models[<part of the model path>]. Each level is a mode
+ * string, a list, or an object with `mode`/`modes`, any of the defaults' numeric settings, and
+ * `die-after` (or `dieAfter`) in seconds.
+ * @template {Record<string, unknown>} D
+ * @param {string} key @param {D} defaults @param {number | null} port @param {string | null} [modelPath]
+ * @returns {D & { modes: Set<string>, dieAfter?: number | null }}
+ */
+export function engineFaults(key, defaults, port, modelPath = null) {
+  /** @type {any} */
+  const out = { ...defaults, modes: new Set() };
+  const numeric = Object.keys(defaults).filter((k) => typeof defaults[k] === "number");
+  /** @param {any} spec */
+  const apply = (spec) => {
+    if (spec === undefined || spec === null) return;
+    if (typeof spec === "string") {
+      out.modes.add(spec);
+      return;
+    }
+    if (Array.isArray(spec)) {
+      for (const item of spec) apply(item);
+      return;
+    }
+    if (typeof spec !== "object") return;
+    if (typeof spec.mode === "string") out.modes.add(spec.mode);
+    if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
+    for (const name of numeric) {
+      const v = Number(spec[name]);
+      if (spec[name] !== undefined && Number.isFinite(v) && v >= 0) out[name] = v;
+    }
+    const die = spec["die-after"] ?? spec.dieAfter;
+    if (die !== undefined && Number.isFinite(Number(die))) out.dieAfter = Number(die);
+  };
+  apply(readConfig()?.[key]);
+  const fs = readFaults()?.[key];
+  apply(fs);
+  if (fs && typeof fs === "object" && !Array.isArray(fs)) {
+    if (fs.ports && port !== null) apply(fs.ports[String(port)]);
+    if (fs.models && modelPath !== null)
+      for (const [part, spec] of Object.entries(fs.models)) if (modelPath.includes(part)) apply(spec);
   }
-  if (Array.isArray(spec)) {
-    for (const item of spec) apply(out, item);
-    return;
-  }
-  if (typeof spec !== "object") return;
-  if (typeof spec.mode === "string") out.modes.add(spec.mode);
-  if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
-  for (const key of ["loadSeconds", "msPerToken", "ttftMs", "warmupMs", "sigtermPollMs"]) {
-    const v = Number(spec[key]);
-    if (spec[key] !== undefined && Number.isFinite(v) && v >= 0) out[key] = v;
-  }
-  const die = spec["die-after"] ?? spec.dieAfter;
-  if (die !== undefined && Number.isFinite(Number(die))) out.dieAfter = Number(die);
+  return out;
 }

@@ -15,7 +15,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { readConfig, readFaults, sitePackagesDir } from "./sglang-host.mjs";
+import { engineFaults, sitePackagesDir } from "./sglang-host.mjs";
 import { installedVersion } from "./venv.mjs";
 
 /** The vLLM version this sim models by default (the first release with `--shutdown-timeout`). */
@@ -50,42 +50,12 @@ const DEFAULTS = {
 };
 
 /**
- * The vLLM fault settings for a server on `port`: defaults < config.vllm < faults.vllm <
- * faults.vllm.ports[port] < faults.vllm.models[<part of the model path>].
+ * The vLLM fault settings for a server on `port` (engineFaults under the key `vllm`).
  * @param {number | null} port
  * @param {string | null} [modelPath]
  */
 export function vllmFaults(port, modelPath = null) {
-  const out = { ...DEFAULTS, modes: new Set() };
-  apply(out, readConfig()?.vllm);
-  const fs = readFaults()?.vllm;
-  apply(out, fs);
-  if (fs && typeof fs === "object" && !Array.isArray(fs)) {
-    if (fs.ports && port !== null) apply(out, fs.ports[String(port)]);
-    if (fs.models && modelPath !== null)
-      for (const [part, spec] of Object.entries(fs.models)) if (modelPath.includes(part)) apply(out, spec);
-  }
-  return out;
-}
-
-/** @param {any} out @param {any} spec */
-function apply(out, spec) {
-  if (spec === undefined || spec === null) return;
-  if (typeof spec === "string") {
-    out.modes.add(spec);
-    return;
-  }
-  if (Array.isArray(spec)) {
-    for (const item of spec) apply(out, item);
-    return;
-  }
-  if (typeof spec !== "object") return;
-  if (typeof spec.mode === "string") out.modes.add(spec.mode);
-  if (Array.isArray(spec.modes)) for (const m of spec.modes) if (typeof m === "string") out.modes.add(m);
-  for (const key of Object.keys(DEFAULTS)) {
-    const v = Number(spec[key]);
-    if (spec[key] !== undefined && Number.isFinite(v) && v >= 0) out[key] = v;
-  }
+  return engineFaults("vllm", DEFAULTS, port, modelPath);
 }
 
 /** `MM-DD HH:MM:SS`, vLLM's log date format. */
