@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { until } from "../../testbench/until.ts";
 
 /*
@@ -105,6 +106,25 @@ export async function stopProc(p: Proc): Promise<number | null> {
   if (p.child.exitCode !== null) return p.child.exitCode;
   p.child.kill("SIGTERM");
   return (await p.exited).code;
+}
+
+/**
+ * The rows of the last "Serving Benchmark Result" block a benchmark client printed (SGLang's
+ * bench_serving and `vllm bench serve` share its layout): label (with its colon) → value, each row
+ * checked to be `{label:<40} {value}`.
+ */
+export function summaryRows(output: string): Map<string, string> {
+  const lines = output.split("\n");
+  const start = lines.indexOf("============ Serving Benchmark Result ============");
+  expect(start).toBeGreaterThan(0);
+  const values = new Map<string, string>();
+  for (const line of lines.slice(start + 1)) {
+    if (line === "=".repeat(50)) break;
+    if (/^-+[A-Za-z]/.test(line)) continue;
+    expect(line.slice(40, 41), line).toBe(" ");
+    values.set(line.slice(0, 40).trim(), line.slice(41).trim());
+  }
+  return values;
 }
 
 /** Whether something accepts connections on the port (loopback). */

@@ -15,6 +15,7 @@ import {
   running,
   spawnProc,
   stopProc,
+  summaryRows,
   writeModel,
 } from "../support/sim-engine-process.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -325,16 +326,7 @@ describe("simulated SGLang server: healthy dense model on 1x H200", () => {
       "--disable-tqdm",
     ]);
     expect(r.code, r.output).toBe(0);
-    const lines = r.output.split("\n");
-    const start = lines.indexOf("============ Serving Benchmark Result ============");
-    expect(start).toBeGreaterThan(0);
-    const values = new Map<string, string>();
-    for (const line of lines.slice(start + 1)) {
-      if (line === "=".repeat(50)) break;
-      if (/^-+[A-Za-z]/.test(line)) continue;
-      expect(line.slice(40, 41), line).toBe(" ");
-      values.set(line.slice(0, 40).trim(), line.slice(41).trim());
-    }
+    const values = summaryRows(r.output);
     expect(values.get("Backend:")).toBe("sglang");
     expect(values.get("Traffic request rate:")).toBe("inf");
     expect(values.get("Max request concurrency:")).toBe("4");

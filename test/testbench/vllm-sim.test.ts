@@ -13,6 +13,7 @@ import {
   running,
   spawnProc,
   stopProc,
+  summaryRows,
   writeModel,
 } from "../support/sim-engine-process.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -398,16 +399,7 @@ describe("simulated vLLM server: dense model on 1x H200", () => {
       ]),
     );
     expect(r.code, r.output).toBe(0);
-    const lines = r.output.split("\n");
-    const start = lines.indexOf("============ Serving Benchmark Result ============");
-    expect(start).toBeGreaterThan(0);
-    const values = new Map<string, string>();
-    for (const line of lines.slice(start + 1)) {
-      if (line === "=".repeat(50)) break;
-      if (/^-+[A-Za-z]/.test(line)) continue;
-      expect(line.slice(40, 41), line).toBe(" ");
-      values.set(line.slice(0, 40).trim(), line.slice(41).trim());
-    }
+    const values = summaryRows(r.output);
     expect(values.get("Successful requests:")).toBe("12");
     expect(values.get("Failed requests:")).toBe("0");
     expect(values.get("Maximum request concurrency:")).toBe("4");

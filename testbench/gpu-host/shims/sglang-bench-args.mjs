@@ -140,11 +140,23 @@ export function usage() {
 
 /** @param {string[]} argv */
 export function parse(argv) {
+  return parseArgs(FLAGS, argv);
+}
+
+/**
+ * argparse's parsing of a flat flag table (Python 3.12): `--flag value`, `--flag=value`, unique prefixes,
+ * store_true booleans, int/float/list types and choices, errors in argparse's words. `underscores`: read
+ * `_` in a flag's name as `-`, as vLLM's FlexibleArgumentParser does.
+ * @param {{ flag: string, dest: string, type: string, default: unknown, choices?: string[] | null }[]} flags
+ * @param {string[]} argv
+ * @param {{ underscores?: boolean }} [options]
+ */
+export function parseArgs(flags, argv, options = {}) {
   /** @type {Record<string, any>} */
   const v = {};
-  for (const f of FLAGS) v[f.dest] = f.default;
+  for (const f of flags) v[f.dest] = f.default;
   const unknown = [];
-  const all = FLAGS.map((f) => f.flag);
+  const all = flags.map((f) => f.flag);
   const isOpt = (/** @type {string} */ a) => a.startsWith("-") && !/^-\.?\d/.test(a);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -160,11 +172,12 @@ export function parse(argv) {
       name = arg.slice(0, eq);
       inline = arg.slice(eq + 1);
     }
-    let spec = FLAGS.find((f) => f.flag === name);
+    if (options.underscores) name = name.replaceAll("_", "-");
+    let spec = flags.find((f) => f.flag === name);
     if (!spec) {
       const cands = all.filter((f) => f.startsWith(name));
       if (cands.length > 1) throw new ArgError(`ambiguous option: ${name} could match ${cands.join(", ")}`);
-      if (cands.length === 1) spec = FLAGS.find((f) => f.flag === cands[0]);
+      if (cands.length === 1) spec = flags.find((f) => f.flag === cands[0]);
     }
     if (!spec) {
       unknown.push(arg);

@@ -16,6 +16,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ArgError, parseArgs, py } from "./sglang-bench-args.mjs";
 import { httpCall, requestsError, sendOne } from "./sglang-bench-client.mjs";
 import { calculateMetrics, mean, percentile, pyJson, std } from "./sglang-bench-report.mjs";
 import { prng } from "./sglang-model.mjs";
@@ -92,79 +93,9 @@ const FLAGS = [
   choices: /** @type {string[] | undefined} */ (choices),
 }));
 
-class ArgError extends Error {}
-
 /** argparse-style parsing (FlexibleArgumentParser: `_` in names read as `-`). @param {string[]} argv */
 function parse(argv) {
-  /** @type {Record<string, any>} */
-  const v = {};
-  for (const f of FLAGS) v[f.dest] = f.default;
-  const unknown = [];
-  const isOpt = (/** @type {string} */ a) => a.startsWith("-") && !/^-\.?\d/.test(a);
-  for (let i = 0; i < argv.length; i++) {
-    let arg = argv[i];
-    if (arg === "-h" || arg === "--help") return { help: true, v };
-    if (!isOpt(arg)) {
-      unknown.push(arg);
-      continue;
-    }
-    let inline = null;
-    const eq = arg.indexOf("=");
-    if (eq > 0) {
-      inline = arg.slice(eq + 1);
-      arg = arg.slice(0, eq);
-    }
-    arg = arg.replaceAll("_", "-");
-    let spec = FLAGS.find((f) => f.flag === arg);
-    if (!spec) {
-      const cands = FLAGS.filter((f) => f.flag.startsWith(arg));
-      if (cands.length > 1)
-        throw new ArgError(`ambiguous option: ${arg} could match ${cands.map((c) => c.flag).join(", ")}`);
-      spec = cands[0];
-    }
-    if (!spec) {
-      unknown.push(argv[i]);
-      continue;
-    }
-    if (spec.type === "bool") {
-      v[spec.dest] = true;
-      continue;
-    }
-    let raw = inline;
-    if (raw === null) {
-      if (i + 1 >= argv.length || isOpt(argv[i + 1]))
-        throw new ArgError(`argument ${spec.flag}: expected one argument`);
-      raw = argv[++i];
-    }
-    let val = raw;
-    if (spec.type === "int") {
-      if (!/^\s*[+-]?\d+\s*$/.test(raw))
-        throw new ArgError(`argument ${spec.flag}: invalid int value: '${raw}'`);
-      val = Number.parseInt(raw, 10);
-    } else if (spec.type === "float") {
-      const t = raw.trim().toLowerCase();
-      val = t === "inf" ? Number.POSITIVE_INFINITY : Number(t);
-      if (t === "" || Number.isNaN(val))
-        throw new ArgError(`argument ${spec.flag}: invalid float value: '${raw}'`);
-    }
-    if (spec.choices && !spec.choices.includes(String(val)))
-      throw new ArgError(
-        `argument ${spec.flag}: invalid choice: '${val}' (choose from ${spec.choices.map((c) => `'${c}'`).join(", ")})`,
-      );
-    v[spec.dest] = val;
-  }
-  if (unknown.length > 0) throw new ArgError(`unrecognized arguments: ${unknown.join(" ")}`);
-  return { help: false, v };
-}
-
-/** Python repr for the Namespace line. @param {unknown} v */
-function py(v) {
-  if (v === null || v === undefined) return "None";
-  if (v === true) return "True";
-  if (v === false) return "False";
-  if (v === Number.POSITIVE_INFINITY) return "inf";
-  if (typeof v === "number") return String(v);
-  return `'${String(v).replaceAll("'", "\\'")}'`;
+  return parseArgs(FLAGS, argv, { underscores: true });
 }
 
 /** `"{:<40} {:<10}"` / `"{:<40} {:<10.2f}"` */
