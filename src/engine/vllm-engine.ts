@@ -10,6 +10,7 @@ import {
   postJsonCommand,
   splitStatus,
 } from "./sanity.ts";
+import { healthFailureOf } from "./serving-health.ts";
 
 /*
  * vLLM (0.18, the first release with --shutdown-timeout), the run-time half: what a swap, the monitor and
@@ -49,14 +50,8 @@ export const vllmEngine: Engine = {
   healthLabel: HEALTH_LABEL,
   healthProbe: (port, timeoutSeconds) =>
     curlStatus(`http://127.0.0.1:${port}/v1/completions`, timeoutSeconds, HEALTH_BODY),
-  healthFailure(status, curlExit, timeoutSeconds) {
-    if (status !== null) return `${HEALTH_LABEL} answered HTTP ${status}`;
-    if (curlExit === 7) return `${HEALTH_LABEL}: connection refused (nothing listens on the serving port)`;
-    if (curlExit === 28) return `${HEALTH_LABEL} timed out after ${timeoutSeconds} s`;
-    if (curlExit === 127) return `${HEALTH_LABEL} could not be asked: curl is not installed on the host`;
-    if (curlExit === 52) return `${HEALTH_LABEL}: the server closed the connection without answering`;
-    return `${HEALTH_LABEL} did not answer (curl exit ${curlExit ?? "unknown"})`;
-  },
+  healthFailure: (status, curlExit, timeoutSeconds) =>
+    healthFailureOf(HEALTH_LABEL, status, curlExit, timeoutSeconds),
   // vLLM writes its tracebacks behind its log prefix (the engine core's as ERROR lines): read without it
   findFatalLine: (journal) => findFatalLine(journal.map((line) => line.replace(LOG_PREFIX, ""))),
   sanityRequest: (port, timeoutSeconds, prompt) => ({
