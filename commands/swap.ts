@@ -1,3 +1,4 @@
+import { hostEngine } from "../src/config/host-engines.ts";
 import type { Config } from "../src/config/load-config.ts";
 import { describeAllowedRefs, isPullOrForeignRef } from "../src/engine/engine-source.ts";
 import { ACCEPTED_FORMS, hubPullRequest, hubPullRequestRefusal } from "../src/grammar/model-ref.ts";
@@ -39,6 +40,10 @@ export const swapCommand: SubCommand = {
       return reply(`Which host? Add \`--host ${escapeMrkdwn("<host>")}\`. Known hosts: ${known.join(", ")}.`);
     const unknown = refuseUnknownHost(host, known);
     if (unknown !== undefined) return reply(unknown);
+    const hostConfig = config.file.hosts.find((h) => h.name === host);
+    const engine = hostConfig === undefined ? undefined : hostEngine(hostConfig, swap.engine);
+    if (engine !== undefined && !engine.ok)
+      return reply(`Cannot swap: ${escapeMrkdwn(engine.problem)}. ${escapeMrkdwn(engine.fix)}.`);
 
     const id = newSwapId();
     let note: string | undefined;
@@ -97,10 +102,11 @@ function refuseSource(swap: SwapRequest, file: Config["file"]): string | undefin
   return undefined;
 }
 
-/** The options that shape a swap, for the audit stream: ` --tp 8 --engine-ref v0.5.2`. */
+/** The options that shape a swap, for the audit stream: ` --tp 8 --engine vllm --engine-ref v0.18.0`. */
 function requestFlags(swap: SwapRequest): string {
   const flags: string[] = [];
   if (swap.tp !== undefined) flags.push(`--tp ${swap.tp}`);
+  if (swap.engine !== undefined) flags.push(`--engine ${swap.engine}`);
   if (swap.engineRef !== "main") flags.push(`--engine-ref ${swap.engineRef}`);
   return flags.length === 0 ? "" : ` ${flags.join(" ")}`;
 }

@@ -106,7 +106,12 @@ async function probe(name: string, { hosts, store }: StatusJobDeps) {
   return await probeHost(
     hosts.transport(name),
     // a blue/green swap may have moved the serving unit to the standby slot's port
-    { name, unit, port: servingPortOf(serving, host.servingPort), engine: engineFor(host.engine) },
+    {
+      name,
+      unit,
+      port: servingPortOf(serving, host.servingPort),
+      engine: engineFor(serving?.engine ?? host.engine),
+    },
     host.commandTimeoutSeconds * 1000,
   );
 }

@@ -67,7 +67,11 @@ export async function runMonitorCheck(
     const result = await checkHealth(
       hosts.transport(host),
       // a blue/green swap may have moved the serving unit to the standby slot's port
-      { unit, port: servingPortOf(serving, hostConfig.servingPort), engine: engineFor(hostConfig.engine) },
+      {
+        unit,
+        port: servingPortOf(serving, hostConfig.servingPort),
+        engine: engineFor(serving?.engine ?? hostConfig.engine),
+      },
       health.checkTimeoutSeconds,
       deps.clock,
     );

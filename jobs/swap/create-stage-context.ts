@@ -8,7 +8,7 @@ import { sh } from "../../src/host/shell-quote.ts";
 import { commandFailed } from "../../src/host/transport.ts";
 import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
-import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
+import type { Recipe } from "../../src/plan/recipes.ts";
 import type { Store } from "../../src/store/store.ts";
 import type { HostPort, StageContext } from "../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
@@ -43,6 +43,7 @@ export function createStageContext(
   const swap: RunningSwap = new RunningSwap(record, clock, () => persist(swap));
   const { swaps } = deps.config.file;
   const log = deps.log.child({ swap: record.id, host: record.host });
+  const hostEngineKind = deps.config.file.hosts.find((h) => h.name === record.host)?.engine;
   const ctx: StageContext = {
     swap,
     host: hostPort(deps.hosts, record.host),
@@ -56,8 +57,13 @@ export function createStageContext(
       decision: (planHash) => deps.store.approvals.decision(record.id, planHash),
       cancelRequest: () => deps.store.approvals.cancelRequest(record.id),
     },
-    recipes: deps.recipes ?? RECIPES,
-    engine: engineFor(deps.config.file.hosts.find((h) => h.name === record.host)?.engine),
+    ...(deps.recipes === undefined ? {} : { recipes: deps.recipes }),
+    get engine() {
+      return engineFor(swap.record.plan?.engineKind ?? hostEngineKind);
+    },
+    get previousEngine() {
+      return engineFor(swap.record.previous?.engine ?? hostEngineKind);
+    },
     settings: {
       pollSeconds: swaps.pollSeconds,
       downloadRetries: swaps.downloadRetries,

@@ -1,3 +1,4 @@
+import { engineFor, engineOfExecStart } from "../engine/engines.ts";
 import type { KnownBlock } from "@slack/types";
 import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
@@ -184,8 +185,11 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
   );
 
   blocks.push(...sections(["*Checks*", ...plan.checks.map(checkLine)], 3));
-  blocks.push(section(`*Flags*\n${commandBlock(plan.flags)}`));
-  const why = plan.flags.map((f) => `• ${code(flagText(f), 300)}: ${clean(f.reason, 500)}`);
+  blocks.push(section(`*Flags*\n${commandBlock(plan)}`));
+  const why = [
+    ...(plan.env ?? []).map((e) => `• ${code(`${e.name}=${e.value}`, 300)}: ${clean(e.reason, 500)}`),
+    ...plan.flags.map((f) => `• ${code(flagText(f), 300)}: ${clean(f.reason, 500)}`),
+  ];
   blocks.push(...sections(why, FLAG_BULLETS_MAX_SECTIONS));
   // notes are one line each: the plan's reasons are above
   if (plan.notes.length > 0)
@@ -263,6 +267,7 @@ function sourceLines(plan: SwapPlan): string[] {
         : `*Model* ${code(model.repo)} @ ${code(model.revision)} (${sha})`,
   ];
   const engine = plan.engine;
+  const setup = engineFor(plan.engineKind);
   if (engine !== undefined) {
     const at = `\`${clean(engine.commit.slice(0, 7), 7)}\``;
     const from = `of ${clean(engine.upstream, 300)}`;
@@ -272,7 +277,14 @@ function sourceLines(plan: SwapPlan): string[] {
         ? `:warning: *Engine: pull request #${engine.pullRequest}* ${from} (${ref} at ${at}): anyone's code, fetched and built only after approval`
         : !engine.listed
           ? `:warning: *Engine: ${engine.kind} ${ref} at ${at}* ${from}: not a listed branch or tag (engine.allowedRefs), fetched and built only after approval`
-          : `*Engine* sglang ${engine.kind} ${code(engine.ref)} at ${at} ${from}, built in a directory of its own`,
+          : `*Engine* ${setup.packageName} ${engine.kind} ${code(engine.ref)} at ${at} ${from}, built in a directory of its own: ${setup.describeBuild(engine.compileKernels === true)}`,
+    );
+  }
+  const current = plan.host.currentUnit;
+  const before = current.exists ? engineOfExecStart(current.execStart) : undefined;
+  if (before !== undefined && before.kind !== setup.kind) {
+    lines.push(
+      `:twisted_rightwards_arrows: *Engine changes*: ${before.name} → ${setup.name} (the benchmark compares across engines: same prompts and concurrency)`,
     );
   }
   if (plan.facts.needsRemoteCode) {
@@ -297,6 +309,7 @@ function checkLine(check: SwapPlan["checks"][number]): string {
 }
 
 function flagText(flag: FlagChoice): string {
+  if (flag.positional === true) return flag.value ?? "";
   const name = flag.flag ?? `(no flag for ${flag.setting})`;
   return flag.value === undefined ? name : `${name} ${flag.value}`;
 }
@@ -306,8 +319,14 @@ function shown(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-function commandBlock(flags: readonly FlagChoice[]): string {
-  const lines = ["python -m sglang.launch_server"];
+function commandBlock(plan: SwapPlan): string {
+  const setup = engineFor(plan.engineKind);
+  const positional = plan.flags.filter((f) => f.positional === true && f.value !== undefined);
+  const flags = plan.flags.filter((f) => f.positional !== true);
+  const lines = [
+    ...(plan.env ?? []).map((e) => `${e.name}=${shown(e.value)}`),
+    ["python", ...setup.entryPoint, ...positional.map((f) => shown(f.value!))].join(" "),
+  ];
   for (const f of flags) {
     const name = f.flag ?? `# missing: ${f.setting}`;
     lines.push(`  ${name}${f.value === undefined ? "" : ` ${shown(f.value)}`}`);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SELECTABLE_ENGINES } from "../engine/engine.ts";
+import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 import { FRONT_DOOR_NAME, FRONT_DOOR_NAME_RULE, isSocketPath } from "../grammar/front-door-name.ts";
 import { HOST_NAME } from "../grammar/host-name.ts";
 import { isRepoPart, REPO_PART_RULES } from "../grammar/model-ref.ts";
@@ -218,6 +218,29 @@ const frontDoorSchema = z.strictObject({
 });
 export type FrontDoorConfig = z.infer<typeof frontDoorSchema>;
 
+function gitUrl(what: string, example: string) {
+  return z
+    .string()
+    .regex(
+      /^(https:\/\/|file:\/\/|\/|git@)[A-Za-z0-9._/:@~+-]+$/,
+      problem(`${what} is not a git URL`, `use e.g. ${example}`),
+    );
+}
+
+/** One more engine of a host (hosts[].engines.<kind>). */
+const hostEngineSchema = z.strictObject({
+  /** Its Python venv (the CUDA torch stack it needs; modelswap never installs into it). */
+  venv: absolutePath("engines venv"),
+  /** Where its source is fetched from; default: its upstream on GitHub. */
+  upstream: gitUrl("engines upstream", "https://github.com/vllm-project/vllm.git").optional(),
+  patches: z.array(absolutePath("engines patches entry")).default([]),
+  /**
+   * vLLM: compile its CUDA kernels on the host (CUDA toolkit, an hour or more) instead of taking the
+   * precompiled ones of the commit (VLLM_USE_PRECOMPILED=1). SGLang builds compile nothing.
+   */
+  compileKernels: z.boolean().default(false),
+});
+
 const hostSchema = z
   .strictObject({
     name: z
@@ -236,25 +259,27 @@ const hostSchema = z
     engineSourceDir: absolutePath("engineSourceDir").optional(),
     venv: absolutePath("venv"),
     /**
-     * The engine that serves on this host: `sglang` (the only one so far; vLLM is next, issue #15). The
-     * health probe, the sanity prompts and the benchmark are its own.
+     * The engine a swap on this host uses unless it names another (`--engine`): `sglang` or `vllm`.
+     * `venv`, `engineUpstream` and `enginePatches` are this engine's; `engines` adds others.
      */
     engine: z
       .enum(
-        SELECTABLE_ENGINES,
+        ENGINE_KINDS,
         problem(
-          `must be one of ${SELECTABLE_ENGINES.join(", ")} (vLLM's health, sanity and benchmark are built; its recipes, flags, unit and build are not yet: issue #15)`,
-          "use engine: sglang, or leave it out",
+          `must be one of ${ENGINE_KINDS.join(", ")}`,
+          "use engine: sglang or engine: vllm, or leave it out",
         ),
       )
       .default("sglang"),
-    engineUpstream: z
-      .string()
-      .regex(
-        /^(https:\/\/|file:\/\/|\/|git@)[A-Za-z0-9._/:@~+-]+$/,
-        problem("engineUpstream is not a git URL", "use e.g. https://github.com/sgl-project/sglang.git"),
-      )
-      .default("https://github.com/sgl-project/sglang.git"),
+    /** Where `engine`'s source is fetched from; default: its upstream on GitHub. */
+    engineUpstream: gitUrl("engineUpstream", "https://github.com/sgl-project/sglang.git").optional(),
+    /**
+     * Further engines this host has, each with its own venv (vLLM and SGLang pin different torch
+     * builds): a swap picks one with `--engine <kind>`.
+     */
+    engines: z
+      .strictObject({ sglang: hostEngineSchema.optional(), vllm: hostEngineSchema.optional() })
+      .optional(),
     unitDir: absolutePath("unitDir").default("/etc/systemd/system"),
     currentUnit: unitName,
     servingPort: z.number().int().min(1).max(65535).default(30000),

@@ -1,4 +1,5 @@
 import type { HostConfig } from "../config/file-schema.ts";
+import { type HostEngine, hostEngines } from "../config/host-engines.ts";
 import { lsRemoteCommand, parseLsRemote } from "../engine/engine-source.ts";
 import { privilegedCommands } from "../engine/unit-commands.ts";
 import { asCodedError, CodedError } from "../errors.ts";
@@ -59,8 +60,10 @@ export async function checkHost(
     const checks = [
       sudoRow(transport, host, target, user),
       hfRow(transport, target),
-      venvRow(transport, host, target),
-      upstreamRow(transport, host, target, timeoutMs),
+      ...hostEngines(host).flatMap((engine) => [
+        venvRow(transport, engine, target),
+        upstreamRow(transport, host, engine, target, timeoutMs),
+      ]),
       modelsDirRow(transport, host, target, user),
       gpuRow(transport, target),
       ...(host.frontDoor === undefined ? [] : [frontDoorRow(transport, host, target)]),
@@ -202,42 +205,54 @@ function hfRow(transport: HostTransport, target: string): Check {
   };
 }
 
-function venvRow(transport: HostTransport, host: HostConfig, target: string): Check {
+/** The row's name: "venv" for a host's one engine, "venv (vllm)" beside another. */
+const rowOf = (what: string, engine: HostEngine): string =>
+  engine.kind === "sglang" ? what : `${what} (${engine.kind})`;
+
+function venvRow(transport: HostTransport, engine: HostEngine, target: string): Check {
+  const row = rowOf("venv", engine);
   return {
-    check: "venv",
+    check: row,
     run: async () => {
-      const python = await readVenvPython(transport, host.venv);
-      const check = venvCheck({ venvOk: python.ok }, host.venv);
+      const python = await readVenvPython(transport, engine.venv);
+      const check = venvCheck({ venvOk: python.ok }, engine.venv);
       if (!check.ok) {
         const said = python.said === "" ? "" : `: ${python.said}`;
-        return problem("fail", target, "venv", `${check.detail}${said}`, "HOST_VENV_BROKEN", check.fix ?? "");
+        return problem("fail", target, row, `${check.detail}${said}`, "HOST_VENV_BROKEN", check.fix ?? "");
       }
-      return pass(target, "venv", `${host.venv}/bin/python runs: ${python.version}`);
+      return pass(target, row, `${engine.venv}/bin/python runs: ${python.version}`);
     },
   };
 }
 
-function upstreamRow(transport: HostTransport, host: HostConfig, target: string, timeoutMs: number): Check {
+function upstreamRow(
+  transport: HostTransport,
+  host: HostConfig,
+  engine: HostEngine,
+  target: string,
+  timeoutMs: number,
+): Check {
+  const row = rowOf("engine upstream", engine);
   return {
-    check: "engine upstream",
+    check: row,
     run: async () => {
-      const upstream = host.engineUpstream;
+      const { upstream } = engine;
       const result = await transport.exec(lsRemoteCommand(upstream, "main"), { timeoutMs });
       if (result.code !== 0) {
         return problem(
           "fail",
           target,
-          "engine upstream",
+          row,
           `git ls-remote ${upstream} failed on the host (exit ${result.code}): ${gitError(result.stderr || result.stdout)}`,
           "ENGINE_UPSTREAM_UNREACHABLE",
-          `check hosts[${host.name}].engineUpstream and that the host reaches it (run git ls-remote there): every swap fetches its engine from it`,
+          `check hosts[${host.name}].${engine.kind === host.engine ? "engineUpstream" : `engines.${engine.kind}.upstream`} and that the host reaches it (run git ls-remote there): every swap fetches its engine from it`,
         );
       }
       const refs = parseLsRemote(result.stdout);
       const main = refs.get("refs/heads/main");
       return pass(
         target,
-        "engine upstream",
+        row,
         `${upstream}: ${refs.size} branches and tags${main === undefined ? "" : `, main at ${main.slice(0, 7)}`}`,
       );
     },

@@ -31,6 +31,11 @@ export interface BenchOptions extends BenchSettings {
    */
   model: string;
   /**
+   * The name the server answers to (its --served-model-name), where the engine's client must send it:
+   * vLLM's OpenAI routes answer 404 to any other model name.
+   */
+  servedModelName?: string;
+  /**
    * `random` (default) takes its prompt text from ShareGPT, which bench_serving downloads to /tmp on
    * first use; `random-ids` needs no download (use it on hosts without internet access).
    */

@@ -27,8 +27,10 @@ export const engineSourceSchema = z.object({
   listed: z.boolean(),
   /** Not listed, and engine.unlistedRefs lets it be built only after approval: nothing runs before. */
   buildAfterApproval: z.boolean(),
-  /** The directory of this build on the host; the unit imports the engine from `<buildDir>/python`. */
+  /** The directory of this build on the host; the unit imports the engine from it (EngineSetup.importPath). */
   buildDir: z.string(),
+  /** vLLM: the build compiles its kernels rather than taking the commit's precompiled ones. */
+  compileKernels: z.boolean().optional(),
 });
 export type EngineSource = z.infer<typeof engineSourceSchema>;
 
@@ -236,6 +238,11 @@ export function describeEngineSource(source: EngineSource): string {
  * source the serving unit runs. Once the swap is over nothing writes there again, so the unit that runs
  * it (and a rollback to that unit) always finds the same code.
  */
-export function engineBuildDir(modelsDir: string, commit: string, swapId: string): string {
-  return `${modelsDir.replace(/\/+$/, "")}/.modelswap/engines/sglang-${commit.slice(0, 12)}-${swapId}`;
+export function engineBuildDir(
+  modelsDir: string,
+  commit: string,
+  swapId: string,
+  kind: "sglang" | "vllm" = "sglang",
+): string {
+  return `${modelsDir.replace(/\/+$/, "")}/.modelswap/engines/${kind}-${commit.slice(0, 12)}-${swapId}`;
 }

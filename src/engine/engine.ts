@@ -1,17 +1,12 @@
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { BenchEngine } from "./bench-serving.ts";
+import type { EngineSetup } from "./engine-setup.ts";
 import type { FatalLine } from "./fatal-lines.ts";
 import type { SanityEngine } from "./sanity.ts";
 
-/** The engines modelswap knows. */
-export const ENGINE_KINDS = ["sglang", "vllm"] as const;
-export type EngineKind = (typeof ENGINE_KINDS)[number];
+import type { EngineKind } from "./engine-kind.ts";
 
-/**
- * The engines a host can choose (hosts[].engine): vLLM's run-time half is here (src/engine/vllm-engine.ts),
- * its plan side (recipes, flags, unit, build) is not yet, so no host may serve with it (issue #15).
- */
-export const SELECTABLE_ENGINES = ["sglang"] as const;
+export { ENGINE_KINDS, ENGINE_NAMES, type EngineKind } from "./engine-kind.ts";
 
 /**
  * What modelswap asks of a serving engine at run time, whichever it is: whether it serves (a request
@@ -19,10 +14,10 @@ export const SELECTABLE_ENGINES = ["sglang"] as const;
  * judgement of its answer, a benchmark run and its summary, and which journal lines mean it will not come
  * up. The swap's stages, the health monitor and `/llm status` reach an engine only through this; each
  * engine's knowledge (paths, request bodies, module names, log lines) stays behind it
- * (src/engine/engines.ts: SGLang's in sglang-engine.ts, vLLM's in vllm-engine.ts). The plan's side
- * (recipes, flags, the unit, the build) is still SGLang's own modules: they come behind this next.
+ * (src/engine/engines.ts: SGLang's in sglang-engine.ts, vLLM's in vllm-engine.ts). The plan's half
+ * (recipes, flags, memory, the unit, the build: EngineSetup) likewise (sglang-setup.ts, vllm-setup.ts).
  */
-export interface Engine extends SanityEngine, BenchEngine {
+export interface Engine extends SanityEngine, BenchEngine, EngineSetup {
   readonly kind: EngineKind;
   /** For people: "SGLang". */
   readonly name: string;

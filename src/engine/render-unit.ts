@@ -1,14 +1,18 @@
 import { createHash } from "node:crypto";
-import type { FlagChoice } from "../plan/types.ts";
+import type { EnvChoice, FlagChoice } from "../plan/types.ts";
+import { ENGINE_NAMES, type EngineKind } from "./engine.ts";
+import { engineFor } from "./engines.ts";
 
 /**
- * The systemd unit that serves a model with SGLang. Every value that comes from outside (model names,
+ * The systemd unit that serves a model with SGLang or vLLM. Every value that comes from outside (model names,
  * paths, flag values) is written so systemd reads it back unchanged and it can never start a new
  * line, section or directive: ExecStart words use systemd's quoting (systemd.service(5), "Command
  * lines": double quotes, C escapes, `%%` for specifiers, `$$` for variables); Description and comments
  * lose control characters.
  */
 export interface UnitSpec {
+  /** The engine that serves (default SGLang): its entry point, import path and unit names. */
+  kind?: EngineKind;
   repo: string;
   sha: string;
   swapId: string;
@@ -23,6 +27,8 @@ export interface UnitSpec {
   engine?: { buildDir: string; describe: string };
   /** Flags in order; a flag the engine has no spelling for (`flag` undefined) is left out. */
   flags: readonly FlagChoice[];
+  /** The recipe's environment variables (engine switches it reads only from there). */
+  env?: readonly EnvChoice[];
   /** TimeoutStartSec (the plan's health timeout, which scales with the weights' size). */
   timeoutStartSeconds: number;
   /**
@@ -54,17 +60,17 @@ export function stopTimeoutSeconds(unitText: string): number {
 }
 
 const MAX_NAME = 60;
-const PREFIX = "sglang-";
 const SUFFIX = ".service";
 
 /**
- * `sglang-<org>-<name>-<sha7>.service`: the whole repo id and the commit, so another org's model of the
+ * `sglang-<org>-<name>-<sha7>.service` (`vllm-…` for vLLM): the whole repo id and the commit, so another org's model of the
  * same name, or another revision of the same repo, never gets the same unit (it would overwrite the file
  * of the unit serving it). Lowercase letters, digits and dashes, at most 60 characters in all (a long id
  * is cut and keeps a short hash of it, so two long ids stay apart); an id with nothing usable becomes
  * `sglang-model-<hash>-<sha7>.service`.
  */
-export function unitNameFor(repo: string, sha: string): string {
+export function unitNameFor(repo: string, sha: string, kind: EngineKind = "sglang"): string {
+  const PREFIX = engineFor(kind).unitPrefix;
   const slug = repo
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
@@ -87,8 +93,14 @@ export function unitNameFor(repo: string, sha: string): string {
  * The unit's name, never the one serving now: the same repo and commit served again (after a rollback,
  * say) gets the swap's own suffix, so the serving unit's file is never rewritten under it.
  */
-export function newUnitName(repo: string, sha: string, swapId: string, serving: string): string {
-  const name = unitNameFor(repo, sha);
+export function newUnitName(
+  repo: string,
+  sha: string,
+  swapId: string,
+  serving: string,
+  kind: EngineKind = "sglang",
+): string {
+  const name = unitNameFor(repo, sha, kind);
   if (name !== serving) return name;
   return name.replace(SUFFIX, `-${swapId.slice(-6)}${SUFFIX}`);
 }
@@ -137,17 +149,29 @@ function flagWords(choice: FlagChoice): string | undefined {
   return `${flag} ${systemdWord(choice.value)}`;
 }
 
+/** An environment variable's name as systemd and the engine read it. */
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
 export function renderUnit(spec: UnitSpec): { name: string; text: string } {
   if (!spec.venv.startsWith("/"))
     throw new Error(`the engine venv must be an absolute path, got "${spec.venv}"`);
-  const name = newUnitName(spec.repo, spec.sha, spec.swapId, spec.serving);
+  const kind = spec.kind ?? "sglang";
+  const setup = engineFor(kind);
+  const name = newUnitName(spec.repo, spec.sha, spec.swapId, spec.serving, kind);
   const python = systemdWord(`${spec.venv.replace(/\/+$/, "")}/bin/python`, "executable");
-  const args = spec.flags.map(flagWords).filter((w): w is string => w !== undefined);
-  const execStart = [`${python} -m sglang.launch_server`, ...args].join(" \\\n    ");
+  // the positional argument (vLLM's model) right after the entry point, then the flags
+  const positional = spec.flags
+    .filter((f) => f.positional === true && f.value !== undefined)
+    .map((f) => systemdWord(f.value!));
+  const args = spec.flags
+    .filter((f) => f.positional !== true)
+    .map(flagWords)
+    .filter((w): w is string => w !== undefined);
+  const execStart = [[python, ...setup.entryPoint, ...positional].join(" "), ...args].join(" \\\n    ");
   const timeout = Math.max(1, Math.ceil(spec.timeoutStartSeconds));
   const engine: string[] = [];
   if (spec.engine !== undefined) {
-    const path = `${spec.engine.buildDir.replace(/\/+$/, "")}/python`;
+    const path = setup.importPath(spec.engine.buildDir);
     // Environment= splits on spaces and expands specifiers, not variables: a plain path needs no quoting.
     if (!PLAIN_WORD.test(path)) throw new Error(`the engine build directory is not a plain path: "${path}"`);
     engine.push(
@@ -159,7 +183,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     `# Written by modelswap for swap ${oneLine(spec.swapId, false)}; later swaps write units of their own.`,
     `# Model: ${oneLine(spec.repo, false)} at commit ${oneLine(spec.sha, false)}.`,
     "[Unit]",
-    `Description=SGLang serving ${oneLine(spec.repo, true)}@${oneLine(spec.sha.slice(0, 7), true)} (modelswap)`,
+    `Description=${ENGINE_NAMES[kind]} serving ${oneLine(spec.repo, true)}@${oneLine(spec.sha.slice(0, 7), true)} (modelswap)`,
     "After=network-online.target",
     "Wants=network-online.target",
     "",
@@ -169,6 +193,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     "Environment=HF_HUB_OFFLINE=1",
     "Environment=PYTHONUNBUFFERED=1",
     ...engine,
+    ...envLines(spec.env ?? []),
     ...(spec.visibleDevices === undefined
       ? []
       : [
@@ -186,4 +211,17 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     "",
   ];
   return { name, text: lines.join("\n") };
+}
+
+/**
+ * The recipe's environment variables, each after a comment with its reason. Names are checked; values
+ * are written in systemd's quoting (Environment= takes `"NAME=value"` with C escapes; `%` doubled for
+ * specifiers), so a value can never start a new line or directive.
+ */
+function envLines(env: readonly EnvChoice[]): string[] {
+  return env.flatMap((e) => {
+    if (!ENV_NAME.test(e.name)) throw new Error(`not an environment variable name: "${e.name}"`);
+    const word = systemdWord(`${e.name}=${e.value}`, "executable");
+    return [`# ${oneLine(e.reason, false)}`, `Environment=${word}`];
+  });
 }

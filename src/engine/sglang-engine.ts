@@ -3,6 +3,7 @@ import { curlStatus, type Engine } from "./engine.ts";
 import { findFatalLine } from "./fatal-lines.ts";
 import { generateBody, generateCommand, judge } from "./sanity.ts";
 import { SERVING_HEALTH_PATH, servingHealthFailure } from "./serving-health.ts";
+import { sglangSetup } from "./sglang-setup.ts";
 
 /**
  * SGLang (0.5.x): `/health_generate` answers 200 only once a one-token generation came back; sanity
@@ -10,6 +11,7 @@ import { SERVING_HEALTH_PATH, servingHealthFailure } from "./serving-health.ts";
  * Each piece's source is noted in its own module.
  */
 export const sglangEngine: Engine = {
+  ...sglangSetup,
   kind: "sglang",
   name: "SGLang",
   healthLabel: SERVING_HEALTH_PATH,

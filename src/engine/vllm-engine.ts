@@ -11,11 +11,11 @@ import {
   splitStatus,
 } from "./sanity.ts";
 import { healthFailureOf } from "./serving-health.ts";
+import { vllmSetup } from "./vllm-setup.ts";
 
 /*
  * vLLM (0.18, the first release with --shutdown-timeout), the run-time half: what a swap, the monitor and
- * /llm status ask of a vLLM server. Its plan side (recipes, flags, the unit, the build) comes next; until
- * then a host cannot choose it (hosts[].engine accepts sglang only). Sources: testbench/gpu-host/VLLM.md,
+ * /llm status ask of a vLLM server; its plan half is vllm-setup.ts. Sources: testbench/gpu-host/VLLM.md,
  * which cites vllm-project/vllm for each behaviour the bench imitates.
  */
 
@@ -45,6 +45,7 @@ interface CompletionChoice {
 }
 
 export const vllmEngine: Engine = {
+  ...vllmSetup,
   kind: "vllm",
   name: "vLLM",
   healthLabel: HEALTH_LABEL,
@@ -78,7 +79,9 @@ export const vllmEngine: Engine = {
   },
   benchCommand(opts) {
     const vllm = `${opts.venv.replace(/\/+$/, "")}/bin/vllm`;
-    return sh`${vllm} bench serve --backend vllm --base-url ${`http://127.0.0.1:${opts.port}`} --model ${opts.model} --dataset-name ${opts.datasetName ?? "random"} --random-input-len ${opts.inputLen} --random-output-len ${opts.outputLen} --random-range-ratio 1 --num-prompts ${opts.numPrompts} --max-concurrency ${opts.concurrency} --seed ${opts.seed} --disable-tqdm`;
+    const served =
+      opts.servedModelName === undefined ? sh`` : sh`--served-model-name ${opts.servedModelName}`;
+    return sh`${vllm} bench serve --backend vllm --base-url ${`http://127.0.0.1:${opts.port}`} --model ${opts.model} ${served} --dataset-name ${opts.datasetName ?? "random"} --random-input-len ${opts.inputLen} --random-output-len ${opts.outputLen} --random-range-ratio 1 --num-prompts ${opts.numPrompts} --max-concurrency ${opts.concurrency} --seed ${opts.seed} --disable-tqdm`;
   },
   // `vllm bench serve` prints the same "{label:<40} {value}" summary as SGLang's bench_serving
   parseBenchSummary,

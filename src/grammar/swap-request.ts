@@ -1,3 +1,4 @@
+import { ENGINE_KINDS, type EngineKind } from "../engine/engine-kind.ts";
 import type { ModelRef } from "../hub/types.ts";
 import { ENGINE_REF_RULE, isEngineRef } from "./engine-ref.ts";
 import { HOST_NAME } from "./host-name.ts";
@@ -5,7 +6,7 @@ import { parseModelRef } from "./model-ref.ts";
 import { optionWord } from "./option-word.ts";
 
 export const SWAP_USAGE =
-  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine-ref <git ref>]";
+  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine sglang|vllm] [--engine-ref <git ref>]";
 
 export interface SwapRequest {
   model: ModelRef;
@@ -13,6 +14,8 @@ export interface SwapRequest {
   tp: number | undefined;
   dryRun: boolean;
   engineRef: string;
+  /** The engine to serve with; undefined: the host's (hosts[].engine). */
+  engine?: EngineKind;
 }
 
 export type ParseResult = { ok: true; request: SwapRequest } | { ok: false; reason: string };
@@ -28,6 +31,7 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
   let tp: number | undefined;
   let dryRun = false;
   let engineRef = "main";
+  let engine: EngineKind | undefined;
   for (let i = 0; i < args.length; i++) {
     const { name, inline } = optionWord(args[i]!);
     const value = () => inline ?? args[++i];
@@ -54,6 +58,13 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
         engineRef = v;
         break;
       }
+      case "--engine": {
+        const v = value();
+        const kind = ENGINE_KINDS.find((k) => k === v?.toLowerCase());
+        if (kind === undefined) return fail(`--engine needs one of ${ENGINE_KINDS.join(", ")}`);
+        engine = kind;
+        break;
+      }
       default: {
         if (name.startsWith("-")) return fail(`unknown option ${name}`);
         if (model !== undefined) return fail("name one model only");
@@ -64,7 +75,10 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
     }
   }
   if (model === undefined) return fail("name the model to swap to");
-  return { ok: true, request: { model, host, tp, dryRun, engineRef } };
+  return {
+    ok: true,
+    request: { model, host, tp, dryRun, engineRef, ...(engine === undefined ? {} : { engine }) },
+  };
 }
 
 function fail(reason: string): ParseResult {

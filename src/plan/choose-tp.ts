@@ -1,3 +1,5 @@
+import type { EngineMemory } from "../engine/engine-setup.ts";
+import { engineFor } from "../engine/engines.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import { formatGiB } from "./byte-units.ts";
 import type { ModelFacts, PlanCheck } from "./types.ts";
@@ -7,10 +9,10 @@ import type { ModelFacts, PlanCheck } from "./types.ts";
  *
  * Memory model (per GPU, at tp GPUs):
  *   weights   = weightBytes / tp × 1.05     (5% for buffers, replicated embeddings and norms)
- *   static    = staticFraction × GPU memory (SGLang's default `--mem-fraction-static`: 0.88 above
- *                                            100 GiB, 0.85 above 40 GiB, else 0.80; the rest holds
- *                                            activations, CUDA graphs and NCCL buffers)
- *   KV cache  = static − weights
+ *   KV cache  = what the engine's share of the GPU leaves after the weights (EngineMemory.kvAlone:
+ *               SGLang's `--mem-fraction-static` × memory − weights, its default 0.88 above 100 GiB,
+ *               0.85 above 40 GiB, else 0.80; vLLM's `--gpu-memory-utilization` 0.9 × memory − weights
+ *               − its activations)
  * It fits when the KV cache keeps at least 5% of the GPU's memory, i.e. weights ≤ (fraction − 0.05) ×
  * memory. The GPUs are the first tp of the host (SGLang starts at GPU 0); memory held by the service
  * serving now does not count, since the switch stops it first.
@@ -20,11 +22,9 @@ export const WEIGHT_OVERHEAD = 1.05;
 export const MIN_KV_FRACTION = 0.05;
 const MiB = 1024 * 1024;
 
+/** SGLang's default --mem-fraction-static for a GPU of this size. */
 export function staticFraction(gpuMemoryBytes: number): number {
-  const gib = gpuMemoryBytes / (1024 * MiB);
-  if (gib > 100) return 0.88;
-  if (gib > 40) return 0.85;
-  return 0.8;
+  return engineFor("sglang").memory.defaultFraction(gpuMemoryBytes);
 }
 
 export interface VramEstimate {
@@ -32,23 +32,32 @@ export interface VramEstimate {
   weightsPerGpuBytes: number;
   /** The smallest GPU among the tp used. */
   gpuMemoryBytes: number;
+  /** The engine's share of the GPU it runs at (its default). */
   staticFraction: number;
+  /** The engine's memory model the estimate used. */
+  memory: EngineMemory;
   /** KV cache per GPU (negative when the weights do not fit). */
   kvPerGpuBytes: number;
   fits: boolean;
 }
 
-export function estimateVram(weightBytes: number, gpus: readonly GpuInfo[], tp: number): VramEstimate {
+export function estimateVram(
+  weightBytes: number,
+  gpus: readonly GpuInfo[],
+  tp: number,
+  memory: EngineMemory = engineFor("sglang").memory,
+): VramEstimate {
   const used = gpus.slice(0, Math.max(1, tp));
   const gpuMemoryBytes = used.length === 0 ? 0 : Math.min(...used.map((g) => g.memoryTotalMiB)) * MiB;
-  const fraction = staticFraction(gpuMemoryBytes);
+  const fraction = memory.defaultFraction(gpuMemoryBytes);
   const weightsPerGpuBytes = (weightBytes / tp) * WEIGHT_OVERHEAD;
-  const kvPerGpuBytes = fraction * gpuMemoryBytes - weightsPerGpuBytes;
+  const kvPerGpuBytes = memory.kvAlone(fraction, gpuMemoryBytes, weightsPerGpuBytes);
   return {
     tp,
     weightsPerGpuBytes,
     gpuMemoryBytes,
     staticFraction: fraction,
+    memory,
     kvPerGpuBytes,
     fits: gpuMemoryBytes > 0 && kvPerGpuBytes >= MIN_KV_FRACTION * gpuMemoryBytes,
   };
@@ -79,9 +88,10 @@ function headsDetail(facts: ModelFacts, tp: number): string {
 export function vramDetail(v: VramEstimate, weightBytes: number): string {
   const base = `${formatGiB(v.weightsPerGpuBytes)}/GPU of weights at tp ${v.tp} (${formatGiB(weightBytes)} ÷ ${v.tp} + 5%) on ${formatGiB(v.gpuMemoryBytes)} GPUs`;
   if (v.fits) {
-    return `${base}; ${formatGiB(v.kvPerGpuBytes)}/GPU left for KV cache at mem-fraction-static ${v.staticFraction}`;
+    return `${base}; ${formatGiB(v.kvPerGpuBytes)}/GPU left for KV cache at ${v.memory.setting} ${v.staticFraction}`;
   }
-  return `${base}: does not fit: weights may use at most ${formatGiB((v.staticFraction - MIN_KV_FRACTION) * v.gpuMemoryBytes)}/GPU to leave ${Math.round(MIN_KV_FRACTION * 100)}% for KV cache`;
+  const most = v.weightsPerGpuBytes + v.kvPerGpuBytes - MIN_KV_FRACTION * v.gpuMemoryBytes;
+  return `${base}: does not fit: weights may use at most ${formatGiB(most)}/GPU to leave ${Math.round(MIN_KV_FRACTION * 100)}% for KV cache`;
 }
 
 export interface TpChoice {
@@ -97,9 +107,14 @@ export interface TpChoice {
  * (more GPUs, more KV cache); else the smallest power of two that fits and splits them. A requested tp
  * is checked and kept as asked: when it is wrong the checks fail and say which tp would work.
  */
-export function chooseTp(facts: ModelFacts, gpus: readonly GpuInfo[], requestedTp?: number): TpChoice {
+export function chooseTp(
+  facts: ModelFacts,
+  gpus: readonly GpuInfo[],
+  requestedTp?: number,
+  memory: EngineMemory = engineFor("sglang").memory,
+): TpChoice {
   const n = gpus.length;
-  const estimate = (tp: number) => estimateVram(facts.weightBytes, gpus, tp);
+  const estimate = (tp: number) => estimateVram(facts.weightBytes, gpus, tp, memory);
   const valid = (tp: number) => headsProblem(facts, tp) === undefined && estimate(tp).fits;
   const all = Array.from({ length: n }, (_, i) => i + 1);
   const workable = all.filter(valid);
@@ -132,7 +147,7 @@ export function chooseTp(facts: ModelFacts, gpus: readonly GpuInfo[], requestedT
           : undefined;
     const problem = sizeProblem ?? headsProblem(facts, tp);
     const fitsProblem = sizeProblem === undefined && !vram.fits;
-    const fix = suggestion ?? neededGpus(facts, gpus);
+    const fix = suggestion ?? neededGpus(facts, gpus, memory);
     return {
       tp,
       reason: `requested with --tp ${tp}`,
@@ -174,7 +189,7 @@ export function chooseTp(facts: ModelFacts, gpus: readonly GpuInfo[], requestedT
   }
   const vram = estimate(tp);
   const heads = headsProblem(facts, tp);
-  const fix = suggestion ?? neededGpus(facts, gpus);
+  const fix = suggestion ?? neededGpus(facts, gpus, memory);
   return {
     tp,
     reason,
@@ -190,11 +205,11 @@ export function chooseTp(facts: ModelFacts, gpus: readonly GpuInfo[], requestedT
 }
 
 /** The fix when no tp on this host works: the smallest tp of such GPUs that would. */
-function neededGpus(facts: ModelFacts, gpus: readonly GpuInfo[]): string {
+function neededGpus(facts: ModelFacts, gpus: readonly GpuInfo[], memory: EngineMemory): string {
   const name = gpus[0]?.name ?? "GPU";
   const limit = Math.max(64, facts.attentionHeads);
   for (let tp = gpus.length + 1; tp <= limit; tp++) {
-    if (headsProblem(facts, tp) === undefined && estimateVram(facts.weightBytes, gpus, tp).fits) {
+    if (headsProblem(facts, tp) === undefined && estimateVram(facts.weightBytes, gpus, tp, memory).fits) {
       return `the model needs tp ${tp}: ${tp} × ${name} (this host has ${gpus.length}); choose a bigger host with --host, or a smaller checkpoint`;
     }
   }

@@ -28,24 +28,6 @@ export type ClientMode =
   | { mode: "bluegreen"; why: string; blueGreen: NonNullable<ClientPlan["blueGreen"]> };
 
 /**
- * The --mem-fraction-static for a unit that starts on GPUs another unit holds, and the KV cache per GPU
- * it then gets. SGLang applies the fraction to the memory free when it starts, not to the GPU's total
- * (model_runner.py: init_torch_distributed measures min_per_gpu_memory, free before the weights load,
- * and init_memory_pool passes it to profile_max_num_token: KV = free after the weights − that × (1 −
- * mem_fraction_static)). At its default fraction a unit beside another would take that share of what the
- * other leaves and keep only the rest free for both units' activations; this fraction keeps `reserve` (what
- * a unit alone keeps free) free on the GPU. Rounded down, so the reserve is at least that.
- */
-export function fractionBeside(
-  freeAtStartBytes: number,
-  reserveBytes: number,
-  weightsPerGpuBytes: number,
-): { fraction: number; kvPerGpuBytes: number } {
-  const fraction = Math.floor((1 - reserveBytes / freeAtStartBytes) * 100) / 100;
-  return { fraction, kvPerGpuBytes: freeAtStartBytes * fraction - weightsPerGpuBytes };
-}
-
-/**
  * The first `tp` consecutive entries of `free` (sorted most first) whose least is at least 90 % of their
  * most: with tp > 1 SGLang stops at start when a rank's free memory is below 90 % of another's
  * (model_runner.py init_torch_distributed, "Check memory for tensor parallelism"). Undefined when none.
@@ -66,14 +48,15 @@ function balancedFrom(free: readonly number[], tp: number): number | undefined {
 export function chooseClientMode(input: ClientModeInput): ClientMode {
   const { gpus, vram } = input;
   const kvFloor = MIN_KV_FRACTION * vram.gpuMemoryBytes;
-  const reserve = (1 - vram.staticFraction) * vram.gpuMemoryBytes;
+  const { memory } = vram;
+  const reserve = memory.reserveBytes(vram.staticFraction, vram.gpuMemoryBytes);
   const idle = (g: GpuInfo) => g.memoryUsedMiB <= IN_USE_MIB;
   // what the new unit's SGLang measures free at its start: nvidia-smi's free, less its own CUDA context
   const freeAtStart = (g: GpuInfo) => g.memoryFreeMiB * MiB - (idle(g) ? 0 : CONTEXT_BYTES);
   const kvBeside = (g: GpuInfo) =>
     idle(g)
       ? Math.min(vram.kvPerGpuBytes, freeAtStart(g) - vram.weightsPerGpuBytes - reserve)
-      : fractionBeside(freeAtStart(g), reserve, vram.weightsPerGpuBytes).kvPerGpuBytes;
+      : memory.beside(freeAtStart(g), vram.gpuMemoryBytes, reserve, vram.weightsPerGpuBytes).kvPerGpuBytes;
   // most free first (idle GPUs lead): the first tp of them that SGLang's balance check takes
   const usable = gpus
     .filter((g) => g.memoryTotalMiB * MiB >= vram.gpuMemoryBytes && kvBeside(g) >= kvFloor)
@@ -92,13 +75,18 @@ export function chooseClientMode(input: ClientModeInput): ClientMode {
   // shared: one fraction for all ranks, from the GPU with the least free (SGLang takes the minimum too)
   const beside = spare
     ? undefined
-    : fractionBeside(Math.min(...chosen.map(freeAtStart)), reserve, vram.weightsPerGpuBytes);
+    : memory.beside(
+        Math.min(...chosen.map(freeAtStart)),
+        vram.gpuMemoryBytes,
+        reserve,
+        vram.weightsPerGpuBytes,
+      );
   const kv = beside?.kvPerGpuBytes ?? Math.min(...chosen.map(kvBeside));
   const devices = chosen.map((g) => g.index);
   const where = `GPU${devices.length === 1 ? "" : "s"} ${devices.join(",")}`;
   const fit = spare
     ? `${where} are idle: the new model (tp ${vram.tp}, ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights) starts on them beside the model serving now (blue/green on spare GPUs)`
-    : `the model serving now leaves ${formatGiB(Math.min(...chosen.map((g) => g.memoryFreeMiB * MiB)))} free on ${where}: the new model's ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights and a ${formatGiB(kv)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone) fit beside it at --mem-fraction-static ${beside!.fraction} of that (SGLang applies it to the memory free at start), which keeps the ${formatGiB(reserve)} it keeps free alone (blue/green sharing GPUs; the smaller KV cache stays until the new unit's next restart)`;
+    : `the model serving now leaves ${formatGiB(Math.min(...chosen.map((g) => g.memoryFreeMiB * MiB)))} free on ${where}: the new model's ${formatGiB(vram.weightsPerGpuBytes)}/GPU of weights and a ${formatGiB(kv)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone) fit beside it at --${memory.setting} ${beside!.fraction} (${memory.appliesTo}), which keeps the ${formatGiB(reserve)} it keeps free alone (blue/green sharing GPUs; the smaller KV cache stays until the new unit's next restart)`;
   if ("missing" in input.standby)
     return { mode: "cold", why: `${fit}, but ${input.standby.missing}: so the swap is cold` };
   return {

@@ -1,40 +1,19 @@
+import type { EngineKind } from "../engine/engine-kind.ts";
+import type { Spelling } from "../engine/engine-setup.ts";
+import { engineFor } from "../engine/engines.ts";
 import { withRenderedUnit } from "./plan-unit.ts";
 import type { FlagChoice, PlanCheck, SwapPlan } from "./types.ts";
 
-/**
- * How each recipe setting is spelled on SGLang's command line, current upstream first, then older
- * spellings. An older boolean flag can stand for one value of a newer choice flag
- * (`--enable-flashinfer-cutlass-moe` = `--moe-runner-backend flashinfer_cutlass`).
- */
-export interface Spelling {
-  flag: string;
-  /** The setting's value this (boolean) flag means; it then takes no value itself. */
-  impliesValue?: string;
-}
+export type { Spelling } from "../engine/engine-setup.ts";
 
-const SPELLINGS: Record<string, readonly Spelling[]> = {
-  "model-path": [{ flag: "--model-path" }, { flag: "--model" }],
-  "tp-size": [{ flag: "--tp-size" }, { flag: "--tensor-parallel-size" }, { flag: "--tp" }],
-  "moe-runner-backend": [
-    { flag: "--moe-runner-backend" },
-    { flag: "--enable-flashinfer-cutlass-moe", impliesValue: "flashinfer_cutlass" },
-    { flag: "--enable-flashinfer-trtllm-moe", impliesValue: "flashinfer_trtllm" },
-    { flag: "--enable-flashinfer-cutedsl-moe", impliesValue: "flashinfer_cutedsl" },
-    { flag: "--enable-triton-kernel-moe", impliesValue: "triton_kernel" },
-  ],
-  "fp4-gemm-backend": [{ flag: "--fp4-gemm-backend" }, { flag: "--fp4-gemm-runner-backend" }],
-  "fp8-gemm-backend": [{ flag: "--fp8-gemm-backend" }, { flag: "--fp8-gemm-runner-backend" }],
-  "dp-size": [{ flag: "--dp-size" }, { flag: "--data-parallel-size" }, { flag: "--dp" }],
-};
-
-/** The spellings of a setting, current upstream first (a setting not in the table: `--<setting>`). */
-export function spellingsOf(setting: string): readonly Spelling[] {
-  return SPELLINGS[setting] ?? [{ flag: `--${setting}` }];
+/** The spellings of a setting on this engine, current upstream first (a setting not in its table: `--<setting>`). */
+export function spellingsOf(setting: string, engine: EngineKind = "sglang"): readonly Spelling[] {
+  return engineFor(engine).spellingsOf(setting);
 }
 
 /** Current upstream spelling: what the plan uses before the engine build tells otherwise. */
-export function defaultSpelling(setting: string): string {
-  return spellingsOf(setting)[0]!.flag;
+export function defaultSpelling(setting: string, engine: EngineKind = "sglang"): string {
+  return spellingsOf(setting, engine)[0]!.flag;
 }
 
 /**
@@ -59,14 +38,14 @@ export function parseHelpOptions(helpText: string): Map<string, string[] | undef
   return options;
 }
 
-/** Every option an engine's `python -m sglang.launch_server --help` lists. */
+/** Every option an engine's `--help` lists (SGLang's launch_server, vLLM's `serve --help=all`). */
 export function parseHelpFlags(helpText: string): Set<string> {
   return new Set(parseHelpOptions(helpText).keys());
 }
 
-function settingValue(choice: FlagChoice): string | undefined {
+function settingValue(choice: FlagChoice, engine: EngineKind): string | undefined {
   if (choice.value !== undefined) return choice.value;
-  return spellingsOf(choice.setting).find((s) => s.flag === choice.flag)?.impliesValue;
+  return spellingsOf(choice.setting, engine).find((s) => s.flag === choice.flag)?.impliesValue;
 }
 
 /**
@@ -81,10 +60,14 @@ export function applyFlagSpellings(
 ): SwapPlan {
   const missing: string[] = [];
   const refused: string[] = [];
+  const engine = plan.engineKind ?? "sglang";
   const spelled = plan.flags.map((choice): FlagChoice => {
-    const value = settingValue(choice);
-    const spelling = spellingsOf(choice.setting).find(
-      (s) => flags.has(s.flag) && (s.impliesValue === undefined || s.impliesValue === value),
+    const value = settingValue(choice, engine);
+    // a positional argument is always there: argparse's help lists it apart from the options
+    const spelling = spellingsOf(choice.setting, engine).find(
+      (s) =>
+        s.positional === true ||
+        (flags.has(s.flag) && (s.impliesValue === undefined || s.impliesValue === value)),
     );
     if (spelling === undefined) {
       missing.push(choice.setting);
@@ -98,6 +81,7 @@ export function applyFlagSpellings(
       ...choice,
       flag: spelling.flag,
       value: spelling.impliesValue === undefined ? value : undefined,
+      ...(spelling.positional === true ? { positional: true } : {}),
     };
   });
   const problems = [...missing.map((s) => `no flag for ${s}`), ...refused];

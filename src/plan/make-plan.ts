@@ -1,11 +1,13 @@
+import type { EngineKind } from "../engine/engine-kind.ts";
+import type { EngineMemory } from "../engine/engine-setup.ts";
 import type { EngineSource } from "../engine/engine-source.ts";
+import { engineFor } from "../engine/engines.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
 import type { ModelSummary } from "../hub/types.ts";
 import { weightFiles } from "../hub/weight-files.ts";
 import { formatGB, formatGiB } from "./byte-units.ts";
 import { chooseTp, type TpChoice } from "./choose-tp.ts";
 import { chooseClientMode } from "./client-mode.ts";
-import { defaultSpelling } from "./flag-spellings.ts";
 import { modelDirFor } from "./model-dir.ts";
 import { withRenderedUnit } from "./plan-unit.ts";
 import { preloadPlan } from "./preload.ts";
@@ -55,7 +57,9 @@ export interface PlanInput {
   hostConfig: PlanHostConfig;
   requestedTp?: number;
   swapId: string;
-  /** The recipe table (default RECIPES); injectable so tests can plan with a broken one. */
+  /** The engine that will serve (default SGLang): its recipes, flags, memory model and unit. */
+  engineKind?: EngineKind;
+  /** The recipe table (default: the engine's); injectable so tests can plan with a broken one. */
   recipes?: readonly Recipe[];
   /** The engine source to build (resolved on the host: resolveEngineSource). */
   engine: EngineSource;
@@ -155,6 +159,8 @@ function roughly(seconds: number): string {
  */
 export function makePlan(input: PlanInput): SwapPlan {
   const { model, host, hostConfig } = input;
+  const engine = engineFor(input.engineKind);
+  const { memory } = engine;
   const scale = input.weightScale ?? 1;
   // the facts the plan reasons with: the real model's weights (the Hub's on the bench are scaled down)
   const facts = { ...input.facts, weightBytes: input.facts.weightBytes * scale };
@@ -166,7 +172,7 @@ export function makePlan(input: PlanInput): SwapPlan {
   );
   const gpuName = gpus[0]?.name ?? "no GPU";
 
-  let tpChoice = chooseTp(facts, gpus, input.requestedTp);
+  let tpChoice = chooseTp(facts, gpus, input.requestedTp, memory);
   const modeAt = (choice: TpChoice) =>
     chooseClientMode({
       gpus,
@@ -183,7 +189,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     // no swap downtime is worth more than the larger KV cache of more GPUs: the largest tp that fits
     // beside the model serving now, when there is one (asked for a tp, the swap keeps it)
     for (let tp = tpChoice.tp - 1; tp >= 1; tp--) {
-      const smaller = chooseTp(facts, gpus, tp);
+      const smaller = chooseTp(facts, gpus, tp, memory);
       if (!smaller.tpCheck.ok || !smaller.vramCheck.ok) continue;
       const beside = modeAt(smaller);
       if (beside.mode !== "bluegreen") continue;
@@ -208,7 +214,7 @@ export function makePlan(input: PlanInput): SwapPlan {
           fix: "check the NVIDIA driver on the host",
         }
       : { id: "quantization", ...quantizationSupport(facts.quantization, cc, gpuName) };
-  const found = findRecipe(facts, cc, input.recipes);
+  const found = findRecipe(facts, cc, input.recipes ?? engine.recipes);
   const recipeResult = found?.recipe.settings({
     facts,
     cc,
@@ -229,13 +235,13 @@ export function makePlan(input: PlanInput): SwapPlan {
             id: "recipe",
             ok: false,
             detail: `no known-good recipe for ${facts.family} ${quantLabel(facts.quantization)} on ${smLabel(cc)} (${gpuName})`,
-            fix: "serve it once by hand, then add the flags that worked, each with its reason, to src/plan/recipes.ts",
+            fix: `serve it once by hand with ${engine.name}, then add the flags that worked, each with its reason, to its recipes (src/plan/recipes.ts for SGLang, src/engine/vllm-recipes.ts for vLLM)`,
           };
 
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
   const recipeSettings = overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []);
   // beside the old unit the plan sets its own fraction; a restart at full memory puts theirs back
-  const theirFraction = recipeSettings.find((s) => s.setting === "mem-fraction-static")?.value;
+  const theirFraction = recipeSettings.find((s) => s.setting === memory.setting)?.value;
   const beside =
     mode?.mode === "bluegreen"
       ? {
@@ -273,9 +279,14 @@ export function makePlan(input: PlanInput): SwapPlan {
           reason: "the front door's standby slot: the new unit starts beside the one serving now",
         },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
-    ...besideFraction(recipeSettings, beside),
+    ...besideFraction(recipeSettings, beside, memory),
+    ...engine.stopSettings(input.clients?.drainSeconds),
   ];
-  const flags: FlagChoice[] = settings.map((s) => ({ ...s, flag: defaultSpelling(s.setting) }));
+  const flags: FlagChoice[] = settings.map((s) => {
+    const spelling = engine.spellingsOf(s.setting)[0]!;
+    return { ...s, flag: spelling.flag, ...(spelling.positional === true ? { positional: true } : {}) };
+  });
+  const env = recipeResult?.env ?? [];
 
   const checks = [
     recipeCheck,
@@ -298,10 +309,12 @@ export function makePlan(input: PlanInput): SwapPlan {
     facts: input.facts,
     ...(scale === 1 ? {} : { weightScale: scale }),
     host,
+    engineKind: engine.kind,
     recipe: found?.id ?? "none",
     tp: tpChoice.tp,
     tpReason: tpChoice.reason,
     flags,
+    ...(env.length === 0 ? {} : { env }),
     checks,
     ok: false,
     modelDir,
@@ -332,25 +345,26 @@ export function makePlan(input: PlanInput): SwapPlan {
 }
 
 /**
- * The recipe's settings, and on shared GPUs the --mem-fraction-static that leaves the GPU's activation
- * room free beside the unit serving now (it replaces one the recipe or the config set: theirs is a share
- * of an empty GPU, and SGLang takes it of the memory free at start).
+ * The recipe's settings, and on shared GPUs the engine's memory fraction that leaves the GPU's
+ * activation room free beside the unit serving now (it replaces one the recipe or the config set: theirs
+ * is a share of an empty GPU).
  */
 function besideFraction(
   settings: RecipeSetting[],
   beside: NonNullable<ClientPlan["blueGreen"]> | undefined,
+  memory: EngineMemory,
 ): RecipeSetting[] {
   const fraction = beside?.memFractionStatic;
   if (fraction === undefined) return settings;
-  const theirs = settings.find((s) => s.setting === "mem-fraction-static");
+  const theirs = settings.find((s) => s.setting === memory.setting);
   const replaced =
     theirs === undefined ? "" : `; instead of ${theirs.value} (${theirs.reason}), a share of an empty GPU`;
   return [
     ...settings.filter((s) => s !== theirs),
     {
-      setting: "mem-fraction-static",
+      setting: memory.setting,
       value: String(fraction),
-      reason: `beside the model serving now on the same GPUs: SGLang applies the fraction to the memory free at its start, and ${fraction} of it leaves free what it keeps free alone (${formatGiB(beside!.kvPerGpuBytes)}/GPU of KV cache until its next restart)${replaced}`,
+      reason: `beside the model serving now on the same GPUs: ${memory.appliesTo}, and ${fraction} leaves free what it keeps free alone (${formatGiB(beside!.kvPerGpuBytes)}/GPU of KV cache until its next restart)${replaced}`,
     },
   ];
 }

@@ -1,4 +1,5 @@
 import { describeEngineSource } from "../engine/engine-source.ts";
+import { engineFor } from "../engine/engines.ts";
 import { renderUnit } from "../engine/render-unit.ts";
 import type { FlagChoice, SwapPlan } from "./types.ts";
 import { unifiedDiff } from "./unit-diff.ts";
@@ -31,7 +32,10 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
               ...bg,
               restart: {
                 ...restart,
-                unitText: renderPlanUnit(plan, fullMemory(plan.flags, restart.fraction)).text,
+                unitText: renderPlanUnit(
+                  plan,
+                  fullMemory(plan.flags, restart.fraction, engineFor(plan.engineKind).memory.setting),
+                ).text,
               },
             },
           },
@@ -46,10 +50,14 @@ export function withRenderedUnit(plan: SwapPlan): SwapPlan {
 
 /**
  * The flags of a restart at full memory: the fraction that kept room beside the old unit out, and the
- * recipe's or config's own back where it had one (else SGLang's default).
+ * recipe's or config's own back where it had one (else the engine's default).
  */
-function fullMemory(flags: readonly FlagChoice[], fraction: string | undefined): FlagChoice[] {
-  const beside = flags.find((f) => f.setting === "mem-fraction-static");
+function fullMemory(
+  flags: readonly FlagChoice[],
+  fraction: string | undefined,
+  setting: string,
+): FlagChoice[] {
+  const beside = flags.find((f) => f.setting === setting);
   const rest = flags.filter((f) => f !== beside);
   if (beside === undefined || fraction === undefined) return rest;
   return [
@@ -61,6 +69,8 @@ function fullMemory(flags: readonly FlagChoice[], fraction: string | undefined):
 /** The plan's unit with these flags. */
 function renderPlanUnit(plan: SwapPlan, flags: readonly FlagChoice[]) {
   return renderUnit({
+    ...(plan.engineKind === undefined ? {} : { kind: plan.engineKind }),
+    ...(plan.env === undefined ? {} : { env: plan.env }),
     repo: plan.model.repo,
     sha: plan.model.sha,
     swapId: plan.swapId,

@@ -30,10 +30,19 @@ export interface RecipeContext {
   hostMemoryBytes: number;
 }
 
+/** One environment variable of a recipe (the engine reads some switches only from its environment). */
+export interface EnvSetting {
+  name: string;
+  value: string;
+  reason: string;
+}
+
 export interface RecipeResult {
   settings: RecipeSetting[];
   /** Things the plan should say that are not flags ("hierarchical cache off: …"). */
   notes: string[];
+  /** Environment variables of the unit; none when absent. */
+  env?: EnvSetting[];
 }
 
 export interface Recipe {
@@ -211,7 +220,11 @@ const SM120_FP4_BACKENDS: RecipeSetting[] = [
 ];
 
 function combine(...parts: RecipeResult[]): RecipeResult {
-  return { settings: parts.flatMap((p) => p.settings), notes: parts.flatMap((p) => p.notes) };
+  return {
+    settings: parts.flatMap((p) => p.settings),
+    notes: parts.flatMap((p) => p.notes),
+    env: parts.flatMap((p) => p.env ?? []),
+  };
 }
 
 const only = (settings: RecipeSetting[], notes: string[] = []): RecipeResult => ({ settings, notes });

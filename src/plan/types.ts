@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 import { engineSourceSchema } from "../engine/engine-source.ts";
 import { gpuInfoSchema } from "../gpu/nvidia-smi.ts";
 import { modelSummarySchema } from "../hub/types.ts";
@@ -72,6 +73,10 @@ export const planCheckSchema = z.object({
 });
 export type PlanCheck = z.infer<typeof planCheckSchema>;
 
+/** One environment variable of the unit (a recipe's engine switch), and why. */
+export const envChoiceSchema = z.object({ name: z.string(), value: z.string(), reason: z.string() });
+export type EnvChoice = z.infer<typeof envChoiceSchema>;
+
 /** One engine flag of the plan: the setting the recipe names, and the spelling this engine build uses. */
 export const flagChoiceSchema = z.object({
   /** The recipe's name for the setting, e.g. "fp4-gemm-backend". */
@@ -81,6 +86,8 @@ export const flagChoiceSchema = z.object({
   /** undefined for boolean flags. */
   value: z.string().optional(),
   reason: z.string(),
+  /** The command's positional argument (vLLM's `serve <model>`), not a flag: the unit writes the value alone. */
+  positional: z.boolean().optional(),
 });
 export type FlagChoice = z.infer<typeof flagChoiceSchema>;
 
@@ -150,12 +157,16 @@ export const swapPlanSchema = z.object({
    */
   weightScale: z.number().optional(),
   host: hostFactsSchema,
+  /** The engine that serves the model (absent: SGLang, in plans made before there was a choice). */
+  engineKind: z.enum(ENGINE_KINDS).optional(),
   /** The recipe that chose the flags, e.g. "qwen3.5-moe/nvfp4/sm_120". */
   recipe: z.string(),
   tp: z.number(),
   /** Why this tp. */
   tpReason: z.string(),
   flags: z.array(flagChoiceSchema),
+  /** The unit's environment variables from the recipe (absent: none). */
+  env: z.array(envChoiceSchema).optional(),
   checks: z.array(planCheckSchema),
   /** True when every check passed. */
   ok: z.boolean(),

@@ -19,6 +19,7 @@ export function whyCold(gpus: readonly GpuInfo[], vram: VramEstimate): string {
   const leastFree = Math.min(...inUse.map((g) => g.memoryFreeMiB)) * MiB;
   const mostUsed = Math.max(...inUse.map((g) => g.memoryUsedMiB)) * MiB;
   const held = `the model serving now holds up to ${formatGiB(mostUsed)} of each of its ${inUse.length} GPU${inUse.length === 1 ? "" : "s"}`;
-  const reserve = (1 - vram.staticFraction) * vram.gpuMemoryBytes;
-  return `${held} (SGLang takes --mem-fraction-static of the memory at start), leaving ${formatGiB(leastFree)}; the new model at tp ${vram.tp} needs ${formatGiB(need)}/GPU for its weights, ${formatGiB(reserve)} SGLang keeps free and a KV cache of at least ${formatGiB(MIN_KV_FRACTION * vram.gpuMemoryBytes)}${idle === 0 ? ", and no GPU is idle" : `, and only ${idle} GPU${idle === 1 ? " is" : "s are"} idle`}: both cannot run at once`;
+  const reserve = vram.memory.reserveBytes(vram.staticFraction, vram.gpuMemoryBytes);
+  const { memory } = vram;
+  return `${held} (${memory.appliesTo.replace(/ it /, ` --${memory.setting} `)}), leaving ${formatGiB(leastFree)}; the new model at tp ${vram.tp} needs ${formatGiB(need)}/GPU for its weights, ${formatGiB(reserve)} ${memory.engine} keeps free and a KV cache of at least ${formatGiB(MIN_KV_FRACTION * vram.gpuMemoryBytes)}${idle === 0 ? ", and no GPU is idle" : `, and only ${idle} GPU${idle === 1 ? " is" : "s are"} idle`}: both cannot run at once`;
 }

@@ -34,7 +34,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say("❌ Download failed:", event.log);
     case "built":
       return say(
-        `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (sglang ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,
+        `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (${event.engine ?? "sglang"} ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,
       );
     case "build-failed":
       return say("❌ Engine build failed:", event.log);

@@ -1,5 +1,6 @@
 import type { ChainableCommander, Redis } from "ioredis";
 import { z } from "zod";
+import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 import { swapRecordSchema } from "../swap/swap-record.ts";
 import { keys } from "./keys.ts";
 import { parseStored } from "./swap-records.ts";
@@ -15,9 +16,16 @@ export const servingStateSchema = z.object({
   swapId: z.string().optional(),
   /** The port it listens on, when not the host's servingPort (a blue/green swap put it behind the standby slot). */
   port: z.number().int().optional(),
+  /** The engine it runs (absent: the host's `engine`, as before there was a choice). */
+  engine: z.enum(ENGINE_KINDS).optional(),
   /** What served before it: what `/llm rollback` goes back to (kept here, so it outlives the swap's record). */
   previous: z
-    .object({ unit: z.string(), repo: z.string().optional(), port: z.number().int().optional() })
+    .object({
+      unit: z.string(),
+      repo: z.string().optional(),
+      port: z.number().int().optional(),
+      engine: z.enum(ENGINE_KINDS).optional(),
+    })
     .optional(),
 });
 export type ServingState = z.infer<typeof servingStateSchema>;

@@ -1,3 +1,4 @@
+import { engineOfExecStart } from "../engine/engines.ts";
 import type { ModelSummary } from "../hub/types.ts";
 import { execStartWords } from "../plan/read-host-facts.ts";
 import type { ClientPlan, FlagChoice, HostFacts, ModelFacts, PlanCheck, SwapPlan } from "../plan/types.ts";
@@ -24,8 +25,9 @@ export interface RollbackPlanInput {
 export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
   const { target, host, earlier } = input;
   const words = execStartWords(target.text);
+  const engine = engineOfExecStart(words);
   const flags = flagsOf(words);
-  const modelDir = flags.find((f) => f.setting === "model-path")?.value ?? "";
+  const modelDir = engine.modelDirOf(words) ?? "";
   const served = flags.find((f) => f.setting === "served-model-name")?.value;
   const checks: PlanCheck[] = [
     {
@@ -44,7 +46,7 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
       ok: target.modelDirExists,
       detail: target.modelDirExists
         ? `its model files are in ${modelDir}`
-        : `its model files are missing (${modelDir || "no --model-path"})`,
+        : `its model files are missing (${modelDir || "the unit names no model directory"})`,
       ...(target.modelDirExists
         ? {}
         : { fix: "the files were deleted; swap to the old model by name, which downloads it again" }),
@@ -74,12 +76,15 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     needsRemoteCode: false,
   };
   const tp = Number(
-    flags.find((f) => f.setting === "tp-size" || f.setting === "tp")?.value ?? earlier?.tp ?? 1,
+    flags.find((f) => ["tp-size", "tp", "tensor-parallel-size"].includes(f.setting))?.value ??
+      earlier?.tp ??
+      1,
   );
   return {
     model,
     facts,
     host,
+    engineKind: engine.kind,
     recipe: earlier?.recipe ?? "as installed",
     tp,
     tpReason: "as the unit has it",
@@ -97,7 +102,7 @@ export function rollbackPlan(input: RollbackPlanInput): SwapPlan {
     healthTimeoutSeconds: earlier?.healthTimeoutSeconds ?? 900,
     ...(input.clients === undefined ? {} : { clients: input.clients }),
     swapId: input.swapId,
-    venv: input.hostConfig.venv,
+    venv: earlier?.venv ?? input.hostConfig.venv,
     unitDir: input.hostConfig.unitDir,
     unitPath: target.path,
     notes: [

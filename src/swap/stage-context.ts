@@ -115,9 +115,15 @@ export interface StageContext {
   readonly hub: HubPort;
   readonly ledger: LedgerPort;
   readonly gate: GatePort;
-  readonly recipes: readonly Recipe[];
-  /** The host's serving engine: its health probe, sanity requests, benchmark and fatal lines. */
+  /** The recipe table when a test injects one; else the plan's engine's own. */
+  readonly recipes?: readonly Recipe[];
+  /**
+   * The engine the swap's new unit runs (the plan's; the host's before there is a plan): its health
+   * probe, sanity requests, benchmark and fatal lines.
+   */
   readonly engine: Engine;
+  /** The engine of the unit that served before (the baseline benchmark and a rollback's health ask it). */
+  readonly previousEngine: Engine;
   readonly settings: StageSettings;
   /** Tells what happened; the reporter turns it into the thread. Never waits on Slack. */
   emit(event: SwapEvent): void;

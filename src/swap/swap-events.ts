@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { benchResultSchema } from "../engine/bench-serving.ts";
+import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 
 /*
  * What happened in a swap, as the stages tell it. Stages emit these; the store keeps them in order with
@@ -57,7 +58,13 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     realBytes: z.number().optional(),
   }),
   z.object({ type: z.literal("download-failed"), log: lines }),
-  z.object({ type: z.literal("built"), commit: z.string(), version: z.string() }),
+  z.object({
+    type: z.literal("built"),
+    commit: z.string(),
+    version: z.string(),
+    /** The engine built (absent: SGLang). */
+    engine: z.enum(ENGINE_KINDS).optional(),
+  }),
   z.object({ type: z.literal("build-failed"), log: lines }),
   /** The new unit started; `from` is the unit stopped for it (none when the host served nothing). */
   z.object({

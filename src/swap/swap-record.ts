@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { benchResultSchema } from "../engine/bench-serving.ts";
+import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 import { SWAP_ID } from "../grammar/swap-id.ts";
 import { modelSummarySchema } from "../hub/types.ts";
 import { modelFactsSchema, swapPlanSchema } from "../plan/types.ts";
@@ -95,6 +96,8 @@ export const swapRequestSchema = z.object({
   tp: z.number().int().optional(),
   dryRun: z.boolean(),
   engineRef: z.string(),
+  /** `--engine`: the engine to serve with; absent: the host's. */
+  engine: z.enum(ENGINE_KINDS).optional(),
 });
 
 export const swapRecordSchema = z.object({
@@ -132,6 +135,8 @@ export const swapRecordSchema = z.object({
       repo: z.string().optional(),
       /** The port it listens on (absent: the host's servingPort). */
       port: z.number().int().optional(),
+      /** The engine it runs (absent: the host's, from before there was a choice). */
+      engine: z.enum(ENGINE_KINDS).optional(),
     })
     .optional(),
   switch: z

@@ -69,7 +69,7 @@ describe("the plan's client mode", () => {
     expect(kvGiB).toBeLessThan(10.5);
     expect(chosen.blueGreen.kvPerGpuBytes).toBeLessThan(chosen.blueGreen.fullKvPerGpuBytes);
     expect(chosen.why).toMatch(
-      /leaves 5\d\.\d GiB free on GPUs 0,1,2,3,4,5,6,7: .* fit beside it at --mem-fraction-static 0\.\d\d of that .*\(blue\/green sharing GPUs/,
+      /leaves 5\d\.\d GiB free on GPUs 0,1,2,3,4,5,6,7: .* fit beside it at --mem-fraction-static 0\.\d\d \(SGLang applies it to the memory free at its start\).*\(blue\/green sharing GPUs/,
     );
   });
 

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { fileSchema } from "../../src/config/file-schema.ts";
+import { hostEngine, hostEngines } from "../../src/config/host-engines.ts";
 import { configSecrets, formatProblems, loadConfig, readConfig } from "../../src/config/load-config.ts";
 import { quote } from "../../src/host/shell-quote.ts";
 import { modelDirFor } from "../../src/plan/model-dir.ts";
@@ -113,16 +114,32 @@ describe("configuration", () => {
     }
   });
 
-  it("takes hosts[].engine (sglang unless set) and refuses vLLM, whose plan side is not built yet, saying what is accepted", async () => {
+  it("takes hosts[].engine (sglang unless set) and hosts[].engines for more, refusing an unknown engine with what is accepted", async () => {
     const plain = await loadConfig(env(await write("no-engine.yaml", good(keyPath))));
     expect(plain.file.hosts.map((h) => h.engine)).toEqual(["sglang", "sglang"]);
+    expect(hostEngines(plain.file.hosts[0]!).map((e) => [e.kind, e.upstream])).toEqual([
+      ["sglang", "https://github.com/sgl-project/sglang.git"],
+    ]);
+    const both = good(keyPath).replace(
+      "    currentUnit: sglang-qwen.service",
+      "    currentUnit: sglang-qwen.service\n    engines:\n      vllm: { venv: /opt/vllm/.venv }",
+    );
+    const config = await loadConfig(env(await write("both.yaml", both)));
+    expect(hostEngines(config.file.hosts[0]!).map((e) => [e.kind, e.upstream, e.compileKernels])).toEqual([
+      ["sglang", "https://github.com/sgl-project/sglang.git", false],
+      ["vllm", "https://github.com/vllm-project/vllm.git", false],
+    ]);
+    expect(hostEngine(config.file.hosts[1]!, "vllm")).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/has no vLLM \(it has sglang\)/),
+    });
     const text = good(keyPath).replace(
       "    currentUnit: sglang-qwen.service",
-      "    currentUnit: sglang-qwen.service\n    engine: vllm",
+      "    currentUnit: sglang-qwen.service\n    engine: tgi",
     );
-    const { problems } = await readConfig(env(await write("vllm.yaml", text)));
+    const { problems } = await readConfig(env(await write("tgi.yaml", text)));
     expect(problems.map((p) => p.path)).toEqual(["hosts[0].engine"]);
-    expect(`${problems[0]?.what} ${problems[0]?.fix}`).toMatch(/sglang/);
+    expect(`${problems[0]?.what} ${problems[0]?.fix}`).toMatch(/sglang, vllm/);
   });
 
   it("lists every problem with its path and a fix, not only the first", async () => {

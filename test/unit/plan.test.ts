@@ -485,7 +485,7 @@ describe("blue/green sharing the old model's GPUs (it holds 43 GiB of each, star
     expect(bg?.gpus).toBe("shared");
     const fraction = flag(plan, "mem-fraction-static");
     expect(fraction?.value).toBe(String(bg?.memFractionStatic));
-    expect(fraction?.reason).toMatch(/SGLang applies the fraction to the memory free at its start/);
+    expect(fraction?.reason).toMatch(/SGLang applies it to the memory free at its start/);
     expect(plan.unitText).toContain(`--mem-fraction-static ${bg?.memFractionStatic}`);
     expect(bg?.restart).toBeUndefined();
     expect(JSON.stringify(renderPlan(plan, AWAITING))).toMatch(/alone\) until its next restart\./);

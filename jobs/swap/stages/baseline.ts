@@ -1,3 +1,4 @@
+import { hostEngine } from "../../../src/config/host-engines.ts";
 import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
 import { describeError, isHostUnreachable } from "../../../src/errors.ts";
 import { modelName } from "../../../src/grammar/model-name.ts";
@@ -22,22 +23,24 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
   if (!serving.exists || !serving.active) return;
   if ((await ctx.ledger.lastBenchmark()) !== undefined) return;
   const word = (flag: string) => execStartFlag(serving.execStart, flag);
-  const path = word("--model-path") ?? word("--model");
+  const engine = ctx.previousEngine;
+  const path = engine.modelDirOf(serving.execStart);
   const model = word("--served-model-name") ?? (path === undefined ? serving.name : modelName(path));
   if (path === undefined) {
-    swap.set({ baseline: { model, kind, error: `${serving.name} names no --model-path` } });
+    swap.set({ baseline: { model, kind, error: `${serving.name} names no model directory` } });
     return;
   }
   try {
     const run = (setting: Readonly<BenchSettings>) =>
       runBench(
-        ctx.engine,
+        engine,
         (command, options) => host.exec(command, options),
         {
           ...setting,
-          venv: host.config.venv,
+          venv: previousVenv(ctx),
           port: oldUnitPort(ctx.swap.record, host.config.servingPort),
           model: path,
+          servedModelName: model,
         },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
@@ -48,4 +51,10 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
     if (isHostUnreachable(error)) throw error;
     swap.set({ baseline: { model, kind, error: describeError(error) } });
   }
+}
+
+/** The venv of the engine that serves now (the host's config for it; the plan's when it has none). */
+function previousVenv(ctx: StageContext): string {
+  const found = hostEngine(ctx.host.config, ctx.previousEngine.kind);
+  return found.ok ? found.engine.venv : ctx.swap.record.plan!.venv;
 }

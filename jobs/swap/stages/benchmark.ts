@@ -40,7 +40,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       runBench(
         ctx.engine,
         (command, options) => host.exec(command, options),
-        { ...setting, venv: host.config.venv, port, model: plan.modelDir },
+        { ...setting, venv: plan.venv, port, model: plan.modelDir, servedModelName: plan.model.repo },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
     const current: SwapBenchmark = {

@@ -1,6 +1,7 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
 import { isoNow } from "../../../src/clock.ts";
+import { hostEngine } from "../../../src/config/host-engines.ts";
 import { describeEngineSource } from "../../../src/engine/engine-source.ts";
 import { applyFlagSpellings, parseHelpOptions } from "../../../src/plan/flag-spellings.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
@@ -47,15 +48,22 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
       };
     }
     // No HF_TOKEN here: the build runs the engine's own code, which has no use for it.
+    const plan = record.plan!;
+    const configured = hostEngine(host.config, plan.engineKind ?? host.config.engine);
+    const tag =
+      engine.kind === "tag" ? /^v?(\d+\.\d+\.\d+\S*)$/.exec(engine.ref.replace(/^refs\/tags\//, "")) : null;
     await host.startTask(
       dir,
       buildScript({
+        kind: plan.engineKind ?? "sglang",
         upstream: engine.upstream,
         fetchRef: engine.fullRef ?? engine.commit,
         commit: engine.commit,
+        ...(tag === null ? {} : { tagVersion: tag[1]! }),
         buildDir: engine.buildDir,
-        venv: host.config.venv,
-        patches: host.config.enginePatches,
+        venv: plan.venv,
+        patches: configured.ok ? configured.engine.patches : [],
+        compileKernels: engine.compileKernels === true,
         dir,
       }),
     );
@@ -78,8 +86,13 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
   const version = (await host.readTaskFile(`${dir}/version`))?.trim() ?? "";
   const help = (await host.readTaskFile(`${dir}/help.txt`)) ?? "";
   swap.set({ engine: { commit, version } });
-  swap.stage("build", "done", `commit ${commit.slice(0, 7)} · sglang ${version}`);
-  ctx.emit({ type: "built", commit, version });
+  swap.stage("build", "done", `commit ${commit.slice(0, 7)} · ${ctx.engine.packageName} ${version}`);
+  ctx.emit({
+    type: "built",
+    commit,
+    version,
+    ...(ctx.engine.kind === "sglang" ? {} : { engine: ctx.engine.kind }),
+  });
 
   // The flags are checked against this build's own --help: a spelling it lacks is caught now, not at start.
   const before = swap.record.planHash!;

@@ -54,6 +54,7 @@ export async function finishSwap(
       since: record.healthyAt ?? record.finishedAt!,
       swapId: record.id,
       ...(port === ctx.host.config.servingPort ? {} : { port }),
+      ...(plan.engineKind === undefined ? {} : { engine: plan.engineKind }),
       ...(record.previous === undefined ? {} : { previous: record.previous }),
     },
     ...(record.benchmark === undefined

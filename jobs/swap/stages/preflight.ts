@@ -1,5 +1,6 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
+import { type HostEngine, hostEngine } from "../../../src/config/host-engines.ts";
 import {
   type EngineSourceResult,
   engineBuildDir,
@@ -30,7 +31,13 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   const { unit: currentUnit, livePort } = await notePrevious(ctx);
   let plan: SwapPlan;
   try {
-    const engine = await resolveEngine(ctx);
+    const chosen = hostEngine(config, swap.record.request.engine);
+    if (!chosen.ok) {
+      const why = `${chosen.problem} (${chosen.fix})`;
+      swap.stage("preflight", "failed", why);
+      return { fail: why, touched: false };
+    }
+    const engine = await resolveEngine(ctx, chosen.engine);
     if (!engine.ok) {
       const why = `${engine.problem} (${engine.fix})`;
       swap.stage("preflight", "failed", why);
@@ -40,7 +47,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
     const hostFacts = await readHostFacts(host, {
       host: host.name,
       modelsDir: config.modelsDir,
-      venv: config.venv,
+      venv: chosen.engine.venv,
       currentUnit,
       modelDir,
     });
@@ -52,14 +59,15 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       hostConfig: {
         name: host.name,
         modelsDir: config.modelsDir,
-        venv: config.venv,
+        venv: chosen.engine.venv,
         unitDir: config.unitDir,
         servingPort: livePort,
         currentUnit,
       },
       requestedTp: swap.record.request.tp,
       swapId: swap.record.id,
-      recipes: ctx.recipes,
+      engineKind: chosen.engine.kind,
+      ...(ctx.recipes === undefined ? {} : { recipes: ctx.recipes }),
       engine: engine.source,
       remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
       recipeOverrides: ctx.settings.recipeOverrides,
@@ -102,29 +110,32 @@ export async function notePrevious(ctx: StageContext): Promise<{ unit: string; l
       unit,
       ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
       ...(livePort === host.config.servingPort ? {} : { port: livePort }),
+      engine: serving?.engine ?? host.config.engine,
     },
   });
   return { unit, livePort };
 }
 
 /**
- * What the requested engine ref is in the upstream, asked of the host (it fetches from there, and the
+ * What the requested engine ref is in the engine's upstream, asked of the host (it fetches from there, and the
  * bot may have no route to it), and whether engine.allowedRefs lets it be built.
  */
-async function resolveEngine(ctx: StageContext): Promise<EngineSourceResult> {
+async function resolveEngine(ctx: StageContext, engine: HostEngine): Promise<EngineSourceResult> {
   const { host, swap } = ctx;
   const ref = swap.record.request.engineRef;
-  const upstream = host.config.engineUpstream;
+  const { upstream } = engine;
   const listing = await host.must(lsRemoteCommand(upstream, ref), `listing the refs of ${upstream}`, {
     timeoutMs: 60_000,
   });
-  return resolveEngineSource({
+  const resolved = resolveEngineSource({
     ref,
     upstream,
     remoteRefs: parseLsRemote(listing.stdout),
     policy: ctx.settings.engine,
-    buildDirFor: (commit) => engineBuildDir(host.config.modelsDir, commit, swap.record.id),
+    buildDirFor: (commit) => engineBuildDir(host.config.modelsDir, commit, swap.record.id, engine.kind),
   });
+  if (!resolved.ok || !engine.compileKernels) return resolved;
+  return { ok: true, source: { ...resolved.source, compileKernels: true } };
 }
 
 /** Ends the swap here, nothing touched, when its plan fails a check: the plan is shown as refused. */

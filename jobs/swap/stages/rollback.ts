@@ -98,7 +98,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   try {
     // the operator's limit when set; else at least ten minutes (the plan's limit is the new model's)
     health = await waitHealthy(
-      ctx,
+      { ...ctx, engine: ctx.previousEngine },
       oldUnit,
       ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
       undefined,

@@ -114,7 +114,7 @@ describe("baselineStep (the first swap on a host)", () => {
     expect(fake.swap.record.baseline).toEqual({
       model: OLD_UNIT,
       kind: "probe",
-      error: `${OLD_UNIT} names no --model-path`,
+      error: `${OLD_UNIT} names no model directory`,
     });
   });
 

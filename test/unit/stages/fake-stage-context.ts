@@ -195,6 +195,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
     },
     recipes: RECIPES,
     engine: sglangEngine,
+    previousEngine: sglangEngine,
     settings: {
       pollSeconds: 1,
       downloadRetries: 3,

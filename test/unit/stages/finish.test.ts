@@ -92,6 +92,7 @@ describe("finishSwap", () => {
         modelDir: PLAN.modelDir,
         since: ago(65),
         swapId: SWAP_ID,
+        engine: "sglang",
         previous: { unit: OLD_UNIT, repo: OLD_REPO },
       },
       benchmark: { repo: PLAN.model.repo, result: BENCHMARK },

@@ -56,7 +56,7 @@ describe("preflightStage", () => {
     expect(plan.checks.every((c) => c.ok)).toBe(true);
     expect(plan.unitText).toContain("--tp-size 8");
     expect(record.planHash).toBe(planHash(plan));
-    expect(record.previous).toEqual({ unit: OLD_UNIT_NAME });
+    expect(record.previous).toEqual({ unit: OLD_UNIT_NAME, engine: "sglang" });
     expect(plan.host.currentUnit).toMatchObject({
       name: OLD_UNIT_NAME,
       exists: true,
@@ -128,6 +128,7 @@ describe("preflightStage", () => {
     expect(fake.swap.record.previous).toEqual({
       unit: "sglang-kimi.service",
       repo: "moonshotai/Kimi-K2-Thinking",
+      engine: "sglang",
     });
     expect(fake.swap.record.plan?.host.currentUnit.name).toBe("sglang-kimi.service");
     expect(fake.host.ran(/systemctl show sglang-kimi\.service/)).toHaveLength(1);

@@ -1,0 +1,107 @@
+import type { ShellCommand } from "../host/shell-quote.ts";
+import type { Recipe, RecipeSetting } from "../plan/recipes.ts";
+
+/*
+ * The plan's half of an engine: what a swap needs to know to plan, build and write the unit of a server
+ * of this engine. Each engine's answers are in its own module (sglang-setup.ts, vllm-setup.ts); the
+ * planner, the build stage and the unit renderer ask through this, so no code outside src/engine/ says
+ * which engine it is.
+ */
+
+/**
+ * How a recipe setting is spelled on the engine's command line, current upstream first, then older
+ * spellings. An older boolean flag can stand for one value of a newer choice flag
+ * (`--enable-flashinfer-cutlass-moe` = `--moe-runner-backend flashinfer_cutlass`). `positional`: the
+ * setting is the command's positional argument (vLLM's `serve <model>`), never a flag; `flag` then names
+ * it for people.
+ */
+export interface Spelling {
+  flag: string;
+  /** The setting's value this (boolean) flag means; it then takes no value itself. */
+  impliesValue?: string;
+  positional?: boolean;
+}
+
+/**
+ * The engine's memory model, per GPU: the share of GPU memory it is told to take (SGLang's
+ * `--mem-fraction-static`, vLLM's `--gpu-memory-utilization`), what that leaves for the KV cache, and
+ * the share a unit starting beside another one on the same GPU may take.
+ */
+export interface EngineMemory {
+  /** The recipe setting: "mem-fraction-static", "gpu-memory-utilization". */
+  readonly setting: string;
+  /** The engine, for people: "SGLang". */
+  readonly engine: string;
+  /** The engine's default share of a GPU of this size. */
+  defaultFraction(gpuMemoryBytes: number): number;
+  /** Bytes per GPU the engine keeps outside its KV cache and weights (activations, graphs): for people. */
+  reserveBytes(fraction: number, gpuMemoryBytes: number): number;
+  /** The KV cache per GPU alone on an idle GPU, at this fraction. */
+  kvAlone(fraction: number, gpuMemoryBytes: number, weightsPerGpuBytes: number): number;
+  /**
+   * The fraction for a unit that starts while another holds memory on the same GPU (`freeAtStartBytes`
+   * free, less its own CUDA context), and its KV cache per GPU then; the fraction keeps what the unit
+   * alone keeps free (`reserveBytes`) free.
+   */
+  beside(
+    freeAtStartBytes: number,
+    gpuMemoryBytes: number,
+    reserveBytes: number,
+    weightsPerGpuBytes: number,
+  ): { fraction: number; kvPerGpuBytes: number };
+  /** How the engine applies its fraction, for the plan's reasons: "of the memory free at its start". */
+  readonly appliesTo: string;
+}
+
+/** What the build of one engine commit needs (BuildInput's engine-neutral part). */
+export interface EngineBuildInput {
+  upstream: string;
+  /** What to fetch: the ref as the upstream names it (refs/heads/main, refs/pull/12/head) or the commit. */
+  fetchRef: string;
+  /** The commit the plan names: the build refuses anything else (a branch that moved since). */
+  commit: string;
+  /** A tag's version (v0.18.0 → 0.18.0), when the ref is a tag: some builds name themselves by it. */
+  tagVersion?: string;
+  /** This build's own directory (engineBuildDir). */
+  buildDir: string;
+  venv: string;
+  patches: readonly string[];
+  /** Compile the engine's kernels (false: the upstream's precompiled ones for that commit, where it has them). */
+  compileKernels: boolean;
+  /** The task's directory: its outputs (commit, version, help.txt). */
+  dir: string;
+}
+
+export interface EngineSetup {
+  /** Known-good settings per model family, quantization and GPU architecture, in this engine's flags. */
+  readonly recipes: readonly Recipe[];
+  /** The engine's spellings of a setting, current upstream first (unknown: `--<setting>`). */
+  spellingsOf(setting: string): readonly Spelling[];
+  readonly memory: EngineMemory;
+  /** The Python package, as a version is named: "sglang 0.5.6", "vllm 0.18.0". */
+  readonly packageName: string;
+  /** Unit names: `<prefix><org>-<name>-<sha7>.service`. */
+  readonly unitPrefix: string;
+  /**
+   * The words of ExecStart before the flags: the venv's python and the engine's entry point (the
+   * interpreter is resolved by the caller, so only what follows it).
+   */
+  readonly entryPoint: readonly string[];
+  /** Where a build's importable package lives (the unit's PYTHONPATH), in `buildDir`. */
+  importPath(buildDir: string): string;
+  /**
+   * Settings for how the unit stops: SGLang drains on SIGTERM by itself; vLLM aborts in-flight requests
+   * unless `--shutdown-timeout` lets them finish.
+   */
+  stopSettings(drainSeconds: number | undefined): RecipeSetting[];
+  /** What the engine does with requests in flight on SIGTERM, for the unit's comment. */
+  readonly stopBehaviour: string;
+  /** The detached build of one commit into its own directory (see each engine's build script). */
+  buildScript(input: EngineBuildInput): ShellCommand;
+  /** How the build gets its kernels, for the plan ("precompiled kernels of that commit"). */
+  describeBuild(compileKernels: boolean): string;
+  /** The model directory a unit of this engine serves, from its ExecStart words (for rollbacks). */
+  modelDirOf(execStart: readonly string[]): string | undefined;
+  /** Whether these ExecStart words run this engine. */
+  runsIn(execStart: readonly string[]): boolean;
+}
