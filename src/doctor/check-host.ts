@@ -142,7 +142,7 @@ function sudoRow(transport: HostTransport, host: HostConfig, target: string, use
       }
       // `sudo -l <command>`: sudo itself decides whether the rules allow that exact command line (exit 0)
       // or not (exit 1), as sudo(8) documents for -l with a command; nothing runs
-      const commands = privilegedCommands(host);
+      const commands = privilegedCommands({ ...host, engines: hostEngines(host).map((e) => e.kind) });
       const asked = await transport.exec(
         lines([
           ...commands.map(

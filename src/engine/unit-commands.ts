@@ -1,4 +1,5 @@
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import { ENGINE_KINDS, type EngineKind } from "./engine-kind.ts";
 import { unitNameFor } from "./render-unit.ts";
 
 /**
@@ -17,6 +18,10 @@ export const unitCommands = {
 /** A unit name of the shape the bot writes (`sglang-<model>-<commit>.service`), for checking rules against. */
 export const SAMPLE_BOT_UNIT = unitNameFor("modelswap/doctor-check", "0000000");
 
+/** Units of the shapes the bot writes for each engine (`vllm-<model>-<commit>.service` for vLLM). */
+export const sampleBotUnit = (kind: EngineKind): string =>
+  unitNameFor("modelswap/doctor-check", "0000000", kind);
+
 /**
  * Every privileged command a host's swaps and rollbacks run, with the configured serving unit and a unit
  * of the shape the bot writes: what the sudoers rules must allow.
@@ -24,8 +29,11 @@ export const SAMPLE_BOT_UNIT = unitNameFor("modelswap/doctor-check", "0000000");
 export function privilegedCommands(host: {
   unitDir: string;
   currentUnit: string;
+  /** The engines the host serves with (default SGLang only): a unit of each one's shape is checked. */
+  engines?: readonly EngineKind[];
 }): { what: string; command: ShellCommand }[] {
-  const units = [host.currentUnit, SAMPLE_BOT_UNIT];
+  const kinds = ENGINE_KINDS.filter((k) => (host.engines ?? ["sglang"]).includes(k));
+  const units = [host.currentUnit, ...kinds.map(sampleBotUnit)];
   return [
     ...units.map((u) => ({
       what: `tee ${host.unitDir}/${u}`,

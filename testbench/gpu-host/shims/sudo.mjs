@@ -47,9 +47,9 @@ function rules() {
   const paths = sandboxPaths();
   const systemctl = join(paths.binDir, "systemctl");
   return [
-    `${resolveCommand("tee") ?? "/usr/bin/tee"} ^${escapeRegex(paths.unitDir)}/sglang-[a-z0-9-]+[.]service$`,
+    `${resolveCommand("tee") ?? "/usr/bin/tee"} ^${escapeRegex(paths.unitDir)}/(sglang|vllm)-[a-z0-9-]+[.]service$`,
     `${systemctl} daemon-reload`,
-    `${systemctl} ^(enable|disable) --now sglang-[a-z0-9-]+[.]service$`,
+    `${systemctl} ^(enable|disable) --now (sglang|vllm)-[a-z0-9-]+[.]service$`,
   ];
 }
 
