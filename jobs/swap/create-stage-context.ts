@@ -80,6 +80,7 @@ export function createStageContext(
       flipBackSeconds: swaps.flipBackSeconds,
       sharedBenchmark: swaps.sharedBenchmark,
       restartAtFullMemory: swaps.restartAtFullMemory,
+      sleepMode: swaps.sleepMode,
     },
     emit: (event) => swap.emit(event),
     clock,

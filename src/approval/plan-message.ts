@@ -1,5 +1,5 @@
-import { engineFor, engineOfExecStart } from "../engine/engines.ts";
 import type { KnownBlock } from "@slack/types";
+import { engineFor, engineOfExecStart } from "../engine/engines.ts";
 import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
 import { mention as userMention } from "../grammar/slack-ids.ts";
@@ -57,6 +57,9 @@ function clientsLine(plan: SwapPlan): string[] {
     ...(c.preload === undefined
       ? []
       : [`*Page cache* ${c.preload.will ? "yes" : "no"}: ${clean(c.preload.why, 300)}`]),
+    ...(c.park === undefined
+      ? []
+      : [`*Old model* ${c.park.will ? "parked, not stopped" : "stopped"}: ${clean(c.park.why, 500)}`]),
   ];
   const load = plan.expectedDowntimeSeconds;
   if (c.frontDoor === undefined)
@@ -70,7 +73,7 @@ function clientsLine(plan: SwapPlan): string[] {
       ? ` The load is expected to take longer than the hold: a request held past ${minutes(fd.holdSeconds)} gets 503 \`front_door_hold_expired\`.`
       : "";
   return [
-    `*Clients* cold swap behind the front door (HAProxy: slot ${code(fd.server, 64)} drains, ${code(fd.hold, 64)} holds): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
+    `*Clients* cold swap behind the front door (HAProxy: slot ${code(fd.from ?? fd.server, 64)} drains, ${code(fd.hold, 64)} holds${(fd.from ?? fd.server) === fd.server ? "" : `, the new model on slot ${code(fd.server, 64)}`}): ${drain}; new requests are held (up to ${minutes(fd.holdSeconds)}) while the new model loads, and sent to it once it is healthy and sane.${past === "" ? " None fails." : past}`,
     ...why,
   ];
 }

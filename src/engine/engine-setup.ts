@@ -1,5 +1,5 @@
 import type { ShellCommand } from "../host/shell-quote.ts";
-import type { Recipe, RecipeSetting } from "../plan/recipes.ts";
+import type { EnvSetting, Recipe, RecipeSetting } from "../plan/recipes.ts";
 
 /*
  * The plan's half of an engine: what a swap needs to know to plan, build and write the unit of a server
@@ -72,6 +72,22 @@ export interface EngineBuildInput {
   dir: string;
 }
 
+/**
+ * An engine that can park a loaded model (vLLM's sleep mode): its weights leave the GPUs for host RAM
+ * and come back in seconds, where a reload takes minutes. Only units started for it can be parked.
+ */
+export interface EngineSleep {
+  /** What a unit needs to be parkable later: flags and environment, each with its reason. */
+  readonly settings: readonly RecipeSetting[];
+  readonly env: readonly EnvSetting[];
+  /** Whether this unit (its file) was started so that it can be parked. */
+  parkable(unitText: string): boolean;
+  /** Parks the server on `port`: prints the HTTP status (200 once asleep; `000` when nothing answered). */
+  sleepCommand(port: number, timeoutSeconds: number): ShellCommand;
+  /** Wakes it: prints the HTTP status (200 once its weights are back). */
+  wakeCommand(port: number, timeoutSeconds: number): ShellCommand;
+}
+
 export interface EngineSetup {
   /** Known-good settings per model family, quantization and GPU architecture, in this engine's flags. */
   readonly recipes: readonly Recipe[];
@@ -104,4 +120,6 @@ export interface EngineSetup {
   modelDirOf(execStart: readonly string[]): string | undefined;
   /** Whether these ExecStart words run this engine. */
   runsIn(execStart: readonly string[]): boolean;
+  /** Sleep mode, where the engine has it. */
+  readonly sleep?: EngineSleep;
 }

@@ -1,10 +1,9 @@
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { BenchEngine } from "./bench-serving.ts";
+import type { EngineKind } from "./engine-kind.ts";
 import type { EngineSetup } from "./engine-setup.ts";
 import type { FatalLine } from "./fatal-lines.ts";
 import type { SanityEngine } from "./sanity.ts";
-
-import type { EngineKind } from "./engine-kind.ts";
 
 export { ENGINE_KINDS, ENGINE_NAMES, type EngineKind } from "./engine-kind.ts";
 

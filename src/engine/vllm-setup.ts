@@ -1,6 +1,7 @@
 import { sh } from "../host/shell-quote.ts";
 import type { RecipeSetting } from "../plan/recipes.ts";
-import type { EngineBuildInput, EngineMemory, EngineSetup, Spelling } from "./engine-setup.ts";
+import { curlStatus } from "./engine.ts";
+import type { EngineBuildInput, EngineMemory, EngineSetup, EngineSleep, Spelling } from "./engine-setup.ts";
 import { fetchSource, flagValueOf } from "./sglang-setup.ts";
 import { VLLM_RECIPES } from "./vllm-recipes.ts";
 
@@ -89,7 +90,40 @@ PYTHONPATH=${site} ${python} -m vllm.entrypoints.cli.main serve --help=all > ${o
 echo "modelswap: built $(cat ${out("commit")}) (vllm $(cat ${out("version")})) in "${build}`;
 }
 
+/**
+ * vLLM's sleep mode (docs.vllm.ai "Sleep Mode"; vllm/entrypoints/serve/sleep/api_router.py): a server
+ * started with `--enable-sleep-mode` and `VLLM_SERVER_DEV_MODE=1` answers `POST /sleep?level=1` by
+ * moving its weights to host RAM and dropping its KV cache (its GPU memory falls to the CUDA context),
+ * and `POST /wake_up` by putting them back, in seconds. The development endpoints come with the dev
+ * mode: the front door must not forward them (docs/front-door.md).
+ */
+const DEV_MODE = "VLLM_SERVER_DEV_MODE";
+const vllmSleep: EngineSleep = {
+  settings: [
+    {
+      setting: "enable-sleep-mode",
+      value: undefined,
+      reason:
+        "swaps.sleepMode: a later swap parks this model (weights to host RAM) instead of stopping it, and wakes it in seconds if the new one fails",
+    },
+  ],
+  env: [
+    {
+      name: DEV_MODE,
+      value: "1",
+      reason:
+        "vLLM serves /sleep and /wake_up only in dev mode (swaps.sleepMode); its development endpoints listen on loopback, and the front door must not forward them",
+    },
+  ],
+  parkable: (text) =>
+    /(^|\s)--enable-sleep-mode(\s|$)/m.test(text.replace(/\\\n/g, " ")) &&
+    new RegExp(`^Environment="?${DEV_MODE}=1"?$`, "m").test(text),
+  sleepCommand: (port, timeout) => curlStatus(`http://127.0.0.1:${port}/sleep?level=1`, timeout, ""),
+  wakeCommand: (port, timeout) => curlStatus(`http://127.0.0.1:${port}/wake_up`, timeout, ""),
+};
+
 export const vllmSetup: EngineSetup = {
+  sleep: vllmSleep,
   recipes: VLLM_RECIPES,
   spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
   memory: vllmMemory,

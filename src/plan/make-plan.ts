@@ -1,7 +1,7 @@
 import type { EngineKind } from "../engine/engine-kind.ts";
 import type { EngineMemory } from "../engine/engine-setup.ts";
 import type { EngineSource } from "../engine/engine-source.ts";
-import { engineFor } from "../engine/engines.ts";
+import { engineFor, engineOfExecStart } from "../engine/engines.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
 import type { ModelSummary } from "../hub/types.ts";
 import { weightFiles } from "../hub/weight-files.ts";
@@ -78,6 +78,8 @@ export interface PlanInput {
   blueGreen?: BlueGreenInput;
   /** The front door's check (preflight reads it), when the host has one. */
   frontDoorCheck?: PlanCheck;
+  /** swaps.sleepMode: units start parkable, and a cold swap parks a parkable old unit (planPark). */
+  sleepMode?: boolean;
 }
 
 /** One entry of recipes.overrides: settings set (true: a flag without a value) or removed, and why. */
@@ -238,6 +240,7 @@ export function makePlan(input: PlanInput): SwapPlan {
             fix: `serve it once by hand with ${engine.name}, then add the flags that worked, each with its reason, to its recipes (src/plan/recipes.ts for SGLang, src/engine/vllm-recipes.ts for vLLM)`,
           };
 
+  const park = planPark(input, mode?.mode === "cold");
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
   const recipeSettings = overridden(recipeResult?.settings ?? [], found?.id, input.recipeOverrides ?? []);
   // beside the old unit the plan sets its own fraction; a restart at full memory puts theirs back
@@ -267,26 +270,34 @@ export function makePlan(input: PlanInput): SwapPlan {
       value: "127.0.0.1",
       reason: "loopback only: modelswap checks health on the host; publish it through your proxy",
     },
-    beside === undefined
+    park?.will === true
       ? {
           setting: "port",
-          value: String(hostConfig.servingPort),
-          reason: "the port the serving unit listens on",
+          value: String(park.port),
+          reason:
+            "the front door's other slot: the old unit, parked, keeps its port until the new one is released",
         }
-      : {
-          setting: "port",
-          value: String(beside.port),
-          reason: "the front door's standby slot: the new unit starts beside the one serving now",
-        },
+      : beside === undefined
+        ? {
+            setting: "port",
+            value: String(hostConfig.servingPort),
+            reason: "the port the serving unit listens on",
+          }
+        : {
+            setting: "port",
+            value: String(beside.port),
+            reason: "the front door's standby slot: the new unit starts beside the one serving now",
+          },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
     ...besideFraction(recipeSettings, beside, memory),
     ...engine.stopSettings(input.clients?.drainSeconds),
+    ...(input.sleepMode === true ? (engine.sleep?.settings ?? []) : []),
   ];
   const flags: FlagChoice[] = settings.map((s) => {
     const spelling = engine.spellingsOf(s.setting)[0]!;
     return { ...s, flag: spelling.flag, ...(spelling.positional === true ? { positional: true } : {}) };
   });
-  const env = recipeResult?.env ?? [];
+  const env = [...(recipeResult?.env ?? []), ...(input.sleepMode === true ? (engine.sleep?.env ?? []) : [])];
 
   const checks = [
     recipeCheck,
@@ -332,7 +343,7 @@ export function makePlan(input: PlanInput): SwapPlan {
     ...(input.clients === undefined
       ? {}
       : {
-          clients: clientPlan(input.clients, mode!, beside, input.blueGreen, preload),
+          clients: clientPlan(input.clients, mode!, beside, input.blueGreen, preload, park),
         }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,
@@ -376,22 +387,25 @@ function clientPlan(
   beside: ClientPlan["blueGreen"],
   blueGreen: BlueGreenInput | undefined,
   preload: ClientPlan["preload"],
+  park: ClientPlan["park"],
 ): ClientPlan {
   const fd = base.frontDoor;
   const from = fd?.from ?? fd?.server;
   const standby = blueGreen !== undefined && "server" in blueGreen.standby ? blueGreen.standby : undefined;
+  const toStandby = (mode.mode === "bluegreen" || park?.will === true) && standby !== undefined;
   return {
     ...base,
     mode: mode.mode,
     why: mode.why,
     ...(preload === undefined ? {} : { preload }),
+    ...(park === undefined ? {} : { park }),
     ...(fd === undefined
       ? {}
       : {
           frontDoor: {
             ...fd,
             ...(from === undefined ? {} : { from }),
-            server: mode.mode === "bluegreen" && standby !== undefined ? standby.server : fd.server,
+            server: toStandby ? standby.server : fd.server,
           },
         }),
     ...(beside === undefined ? {} : { blueGreen: beside }),
@@ -519,4 +533,42 @@ export function describeGpus(host: Pick<HostFacts, "gpus">): string {
   const first = host.gpus[0];
   if (first === undefined) return "no GPUs found";
   return `${host.gpus.length} × ${first.name} (${smLabel(first.computeCapability)}, ${formatGiB(first.memoryTotalMiB * 1024 * 1024)})`;
+}
+
+/**
+ * Whether a cold swap parks the old unit instead of stopping it (swaps.sleepMode): the old unit runs an
+ * engine with a sleep mode and was started for it, serves now, the host's RAM can take its weights, and
+ * the front door has a second slot for the new unit (the parked one keeps its port). Undefined when the
+ * question does not arise (sleep mode off, or the old unit's engine has none).
+ */
+function planPark(input: PlanInput, cold: boolean): ClientPlan["park"] {
+  if (input.sleepMode !== true) return undefined;
+  const old = input.host.currentUnit;
+  if (!old.exists) return undefined;
+  const oldEngine = engineOfExecStart(old.execStart);
+  if (oldEngine.sleep === undefined) return undefined;
+  const no = (why: string) => ({ will: false, why: `${old.name} is stopped, not parked: ${why}` });
+  if (!cold) return no("the new model starts beside it (blue/green)");
+  if (!old.active) return no("it does not serve now");
+  if (!oldEngine.sleep.parkable(old.text))
+    return no(
+      `it was not started for ${oldEngine.name}'s sleep mode (it predates swaps.sleepMode): the next swap can park this one`,
+    );
+  const standby = input.blueGreen?.standby;
+  if (standby === undefined || !("server" in standby))
+    return no(
+      `${standby?.missing ?? "the host has no front door"}: the new unit needs a port of its own while the parked one keeps its`,
+    );
+  // level 1 moves the weights to host RAM; what the old unit holds on its GPUs is at least that
+  const held = input.host.gpus.reduce((sum, g) => sum + g.memoryUsedMiB, 0) * 2 ** 20;
+  const available = input.host.memoryAvailableBytes ?? 0;
+  if (available < held)
+    return no(
+      `host RAM available (${formatGiB(available)}) is less than the ${formatGiB(held)} it holds on its GPUs, which its weights would move to`,
+    );
+  return {
+    will: true,
+    port: standby.port,
+    why: `${old.name} is parked, not stopped (${oldEngine.name} sleep mode): its weights move to host RAM (${formatGiB(available)} available, it holds ${formatGiB(held)} on its GPUs), so a new model that fails is stopped and it wakes in seconds; it stops once the new model is released. The new unit listens on the front door's ${standby.server} slot (port ${standby.port})`,
+  };
 }

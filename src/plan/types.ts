@@ -110,6 +110,12 @@ export const clientPlanSchema = z.object({
    */
   preload: z.object({ will: z.boolean(), why: z.string() }).optional(),
   /**
+   * swaps.sleepMode: whether the old unit is parked (the engine's sleep mode: weights to host RAM) instead
+   * of stopped, so that a new model that fails wakes it in seconds; and why (or why not). When it is,
+   * the new unit listens on `port`, the front door's other slot (the parked unit keeps its own).
+   */
+  park: z.object({ will: z.boolean(), why: z.string(), port: z.number().int().optional() }).optional(),
+  /**
    * `server`: the slot the new unit serves behind; `from`: the slot serving now (the same one in a cold
    * swap; absent in plans made before there were two).
    */

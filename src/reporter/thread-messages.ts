@@ -88,6 +88,18 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           ? `📥 The new weights are in the page cache (read in ${shortSeconds(event.seconds)}): the load reads memory, not disk.`
           : `⚠️ The page-cache preload did not finish (${escapeMrkdwn(event.detail)}): the new unit reads its weights from disk.`,
       );
+    case "parked":
+      return say(
+        event.failed === undefined
+          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${shortSeconds(event.seconds)} (sleep mode: its weights in host RAM, its GPUs free): if the new model fails, it wakes in seconds.`
+          : `⚠️ \`${escapeMrkdwn(event.unit)}\` would not sleep (${escapeMrkdwn(event.failed)}): stopped instead, so a rollback reloads it.`,
+      );
+    case "unparked":
+      return say(
+        event.how === "woken"
+          ? `⏰ \`${escapeMrkdwn(event.unit)}\` woken${event.seconds === undefined ? "" : ` in ${shortSeconds(event.seconds)}`}: its weights are back on the GPUs.`
+          : `🛑 \`${escapeMrkdwn(event.unit)}\`, parked, stopped: the new model took the requests.`,
+      );
     case "drained":
       return say(
         `🚪 Front door: new requests are held (up to ${formatSeconds(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${

@@ -103,6 +103,8 @@ export interface StageSettings {
   sharedBenchmark: "after-flip" | "reduced";
   /** swaps.restartAtFullMemory: whether blue/green on shared GPUs restarts the new unit at full memory. */
   restartAtFullMemory: boolean;
+  /** swaps.sleepMode: vLLM units start parkable, and a cold swap parks a parkable old unit. */
+  sleepMode: boolean;
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
   /** bench.weightScale: 1 in production; on the bench, the real weight files are this many times the Hub's. */

@@ -112,6 +112,20 @@ export const swapEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("discarded"), unit: z.string(), serving: z.string() }),
   /** The new weights were read into the page cache before the stop (or that failed, and why). */
   z.object({ type: z.literal("preloaded"), ok: z.boolean(), seconds: z.number(), detail: z.string() }),
+  /** The old unit parked (sleep mode) instead of stopped; `failed`: it would not sleep and was stopped. */
+  z.object({
+    type: z.literal("parked"),
+    unit: z.string(),
+    seconds: z.number(),
+    failed: z.string().optional(),
+  }),
+  /** The parked old unit after the swap: woken by a rollback, or stopped once the new model was released. */
+  z.object({
+    type: z.literal("unparked"),
+    unit: z.string(),
+    how: z.enum(["woken", "stopped"]),
+    seconds: z.number().optional(),
+  }),
   /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
   z.object({
     type: z.literal("drained"),

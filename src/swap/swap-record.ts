@@ -152,6 +152,18 @@ export const swapRecordSchema = z.object({
       newStartedAt: isoTime.optional(),
       /** Blue/green: the new unit was started beside the old one, which kept serving. */
       beside: z.boolean().optional(),
+      /**
+       * The old unit parked (plan.clients.park) instead of stopped: when it fell asleep, when it was woken
+       * (a rollback) or stopped (the new model released); `failed`: it would not sleep, and was stopped.
+       */
+      parked: z
+        .object({
+          at: isoTime,
+          failed: z.string().optional(),
+          wokenAt: isoTime.optional(),
+          stoppedAt: isoTime.optional(),
+        })
+        .optional(),
       done: z.boolean().optional(),
     })
     .optional(),

@@ -7,6 +7,7 @@ import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import type { HostPort, StageContext, StageSettings, StepResult } from "../../../src/swap/stage-context.ts";
 import { blueGreenOf, flipStage } from "./blue-green.ts";
+import { stopParked } from "./park.ts";
 import { waitDrained } from "./wait-drained.ts";
 
 /*
@@ -123,6 +124,8 @@ export async function releaseStage(ctx: StageContext): Promise<StepResult> {
   for (let attempt = 1; ; attempt++) {
     try {
       await release(ctx, fd);
+      // the parked old unit is not needed any more: the new model serves
+      await stopParked(ctx);
       return { next: "benchmark" };
     } catch (error) {
       if (isHostUnreachable(error) || attempt >= RELEASE_TRIES) throw error;

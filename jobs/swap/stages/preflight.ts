@@ -74,6 +74,7 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       weightScale: ctx.settings.weightScale,
       clients,
       blueGreen,
+      sleepMode: ctx.settings.sleepMode,
       ...(frontDoorCheck === undefined ? {} : { frontDoorCheck }),
     });
   } catch (error) {

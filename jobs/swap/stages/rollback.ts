@@ -9,6 +9,7 @@ import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { blueGreenOf, undoBlueGreen } from "./blue-green.ts";
 import { coldSlots, holdForRollback, release } from "./front-door.ts";
+import { isParked, wakeParked } from "./park.ts";
 import type { RollbackResult } from "./rollback-result.ts";
 import { stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
@@ -84,7 +85,9 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     const stillServing =
       swap.record.switch?.oldStoppedAt === undefined &&
       (await host.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
-    if (!stillServing) {
+    // a parked old unit is woken (seconds), not started (a reload)
+    if (isParked(swap.record)) await wakeParked(ctx);
+    else if (!stillServing) {
       await host.must(host.privileged(unitCommands.enableNow(oldUnit)), `starting ${oldUnit}`);
     }
   } catch (error) {

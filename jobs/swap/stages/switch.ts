@@ -6,6 +6,7 @@ import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { blueGreenOf, startBeside } from "./blue-green.ts";
 import { holdAndDrain } from "./front-door.ts";
+import { isParked, parkOld, parks } from "./park.ts";
 import { beginSwitch, installUnit, stopLimitMs } from "./unit-steps.ts";
 
 /**
@@ -32,11 +33,14 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
       if (oldUnit !== plan.unitName && plan.host.currentUnit.exists) {
         const began = swap.record.switch!.stopBeganAt ?? isoNow(clock);
         swap.set({ switch: { ...swap.record.switch!, stopBeganAt: began } });
-        // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
-        // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
-        await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
-          timeoutMs: stopLimitMs(plan.host.currentUnit.text),
-        });
+        if (parks(plan)) await parkOld(ctx);
+        else {
+          // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
+          // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
+          await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
+            timeoutMs: stopLimitMs(plan.host.currentUnit.text),
+          });
+        }
       }
       swap.set({ switch: { ...swap.record.switch!, oldStoppedAt: isoNow(clock) } });
       await swap.checkpoint();
@@ -51,10 +55,11 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     return failedWith(error, true);
   }
   const stopped = plan.host.currentUnit.exists && oldUnit !== plan.unitName;
+  const parked = isParked(swap.record);
   swap.stage(
     "switch",
     "done",
-    `${stopped ? `${oldUnit} stopped and disabled; ` : ""}${plan.unitName} enabled and started`,
+    `${stopped ? `${oldUnit} ${parked ? "parked" : "stopped and disabled"}; ` : ""}${plan.unitName} enabled and started`,
   );
   const stopSeconds = secondsBetween(swap.record.switch!.stopBeganAt, swap.record.switch!.oldStoppedAt);
   ctx.emit({

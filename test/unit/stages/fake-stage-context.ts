@@ -212,6 +212,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       flipBackSeconds: 300,
       sharedBenchmark: "after-flip",
       restartAtFullMemory: false,
+      sleepMode: false,
       ...options.settings,
     },
     emit: (event) => swap.emit(event),
