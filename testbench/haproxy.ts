@@ -126,6 +126,20 @@ export const HOLD_EXPIRED_RESPONSE = [
   "",
 ].join("\r\n");
 
+/**
+ * vLLM's development endpoints, served with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/serve/dev and
+ * sleep routers): the front door refuses them, so only the bot on the host can park or wake a model.
+ */
+export const DEV_PATHS = [
+  "/sleep",
+  "/wake_up",
+  "/is_sleeping",
+  "/collective_rpc",
+  "/reset_prefix_cache",
+  "/reset_mm_cache",
+  "/server_info",
+];
+
 function renderConfig(
   o: BenchHaproxyOptions & { backend: string; port: number; socket: string; errorFile: string },
 ): string {
@@ -152,6 +166,8 @@ function renderConfig(
     ...(o.extraDefaults ?? []).map((line) => `  ${line}`),
     "frontend clients",
     `  bind 127.0.0.1:${o.port}`,
+    // as docs/front-door.md: vLLM's development endpoints (its dev mode, swaps.sleepMode) never from clients
+    `  http-request deny deny_status 403 if { path_beg ${DEV_PATHS.join(" ")} }`,
     `  default_backend ${o.backend}`,
     `backend ${o.backend}`,
     "  balance roundrobin",
