@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HaproxyFrontDoor } from "../../src/front-door/haproxy-front-door.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { freePort } from "../../testbench/free-port.ts";
-import { HAPROXY_BINARY, HOLD_EXPIRED_RESPONSE } from "../../testbench/haproxy.ts";
+import { DEV_PATHS, HAPROXY_BINARY, HOLD_EXPIRED_RESPONSE } from "../../testbench/haproxy.ts";
 import { type StandInServer, startStandIn } from "../../testbench/stand-in-server.ts";
 import { waitForPort } from "../../testbench/wait-for-port.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -76,6 +76,16 @@ describe("the operator's configuration from docs/front-door.md", () => {
     expect(config).toMatch(/server hold {2}127\.0\.0\.1:1 {5}disabled/);
     expect(config).not.toMatch(/server hold .*check/);
     expect(errorResponse.split("\n").join("\r\n")).toBe(HOLD_EXPIRED_RESPONSE);
+  });
+
+  it("refuses vLLM's development endpoints to clients (403) and passes the API (swaps.sleepMode's dev mode)", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    for (const path of DEV_PATHS) {
+      const answer = await send(`${base}${path}?level=1`);
+      expect(answer.status, path).toBe(403);
+    }
+    expect(config).toContain(`path_beg ${DEV_PATHS.join(" ")}`);
+    expect((await send(`${base}/v1/completions`)).status).toBe(200);
   });
 
   it("serves blue, holds a request on the hold slot (port 1 refuses), and sends it to green once green is ready", async () => {
