@@ -1,4 +1,5 @@
 import type { BenchResult } from "../engine/bench-serving.ts";
+import { ENGINE_NAMES, type EngineKind } from "../engine/engine-kind.ts";
 import { context, escapeMrkdwn, LIMITS, type SlackMessage, section, truncate } from "./message.ts";
 
 export interface BenchPair {
@@ -14,6 +15,8 @@ export interface PreviousBench {
   loaded?: BenchResult | undefined;
   /** The last swap's benchmark (default), or a baseline taken before this switch. */
   basis?: "last-swap" | "probe" | "full" | undefined;
+  /** The engine it ran on (absent: SGLang, before there was a choice). */
+  engine?: EngineKind | undefined;
 }
 
 /** Longer than any Hub repo id (two parts of at most 96 characters): names are shown whole. */
@@ -45,7 +48,11 @@ function metricsFor(results: readonly (BenchResult | undefined)[]): Metric[] {
  * and loaded, each with its change against the previous model's numbers on this host (▲ up, ▼ down),
  * or a note that there are no earlier numbers.
  */
-export function renderBenchmarkComparison(current: BenchPair, previous?: PreviousBench): SlackMessage {
+export function renderBenchmarkComparison(
+  current: BenchPair,
+  previous?: PreviousBench,
+  engine?: EngineKind,
+): SlackMessage {
   const columns = [
     {
       title: streams(current.single.maxConcurrency, "single"),
@@ -84,6 +91,12 @@ export function renderBenchmarkComparison(current: BenchPair, previous?: Previou
       ? "no earlier numbers for this host"
       : "▲/▼: change vs the previous model, said better or worse (higher tok/s and lower ms are better)",
   );
+  const before = previous?.engine ?? "sglang";
+  const now = engine ?? "sglang";
+  if (previous !== undefined && before !== now)
+    notes.push(
+      `⚖️ across engines: ${ENGINE_NAMES[before]} then, ${ENGINE_NAMES[now]} now, each measured with its own client (the same prompts, lengths and concurrency)`,
+    );
   if (previous?.basis === "probe" || previous?.basis === "full") {
     notes.push(
       previous.basis === "probe"

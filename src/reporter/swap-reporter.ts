@@ -304,7 +304,7 @@ class ReportRun {
       return;
     }
     if (event.type === "benchmarked") {
-      await this.reply("table", renderBenchmarkComparison(event.current, event.previous));
+      await this.reply("table", renderBenchmarkComparison(event.current, event.previous, event.engine));
       if (this.state.posts[`${this.state.cards}:${this.state.cursor}:chart`] === undefined) {
         await this.shareChart(event, this.state.cardTs!);
         this.state.posts[`${this.state.cards}:${this.state.cursor}:chart`] = "uploaded";

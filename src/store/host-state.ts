@@ -32,6 +32,8 @@ export type ServingState = z.infer<typeof servingStateSchema>;
 
 export const lastBenchmarkSchema = z.object({
   repo: z.string(),
+  /** The engine it ran on (absent: SGLang). */
+  engine: z.enum(ENGINE_KINDS).optional(),
   result: swapRecordSchema.shape.benchmark.unwrap(),
 });
 export type LastBenchmark = z.infer<typeof lastBenchmarkSchema>;

@@ -155,8 +155,12 @@ export const swapEventSchema = z.discriminatedUnion("type", [
         loaded: benchResultSchema.optional(),
         /** How the numbers compared with were taken: the last swap's benchmark, or a baseline before this switch. */
         basis: z.enum(["last-swap", "probe", "full"]).optional(),
+        /** The engine they ran on (absent: SGLang). */
+        engine: z.enum(ENGINE_KINDS).optional(),
       })
       .optional(),
+    /** The engine this benchmark ran on (absent: SGLang). */
+    engine: z.enum(ENGINE_KINDS).optional(),
     /** Blue/green: run before the flip (beside production), at a reduced load, or after it. */
     when: z.enum(["before-flip", "reduced", "after-flip"]).optional(),
   }),

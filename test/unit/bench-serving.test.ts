@@ -318,6 +318,18 @@ describe("renderBenchmarkComparison", () => {
     );
   });
 
+  it("says when the previous numbers ran on another engine, and not otherwise", () => {
+    const previous = { model: "Qwen/Qwen3-8B", single, loaded };
+    const across = JSON.stringify(renderBenchmarkComparison({ single, loaded }, previous, "vllm").blocks[2]);
+    expect(across).toContain("across engines: SGLang then, vLLM now");
+    const back = JSON.stringify(
+      renderBenchmarkComparison({ single, loaded }, { ...previous, engine: "vllm" }).blocks[2],
+    );
+    expect(back).toContain("across engines: vLLM then, SGLang now");
+    const same = JSON.stringify(renderBenchmarkComparison({ single, loaded }, previous).blocks[2]);
+    expect(same).not.toContain("across engines");
+  });
+
   it("shows what the engine measured when its summary has ITL but no TPOT, labelled so", () => {
     const msg = renderBenchmarkComparison({
       single: { ...single, meanTpotMs: undefined, meanItlMs: 6.1 },

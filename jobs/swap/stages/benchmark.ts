@@ -51,13 +51,19 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
     const baseline = swap.record.baseline;
     const previous =
       last !== undefined
-        ? { model: last.repo, ...last.result, basis: "last-swap" as const }
+        ? {
+            model: last.repo,
+            ...last.result,
+            basis: "last-swap" as const,
+            ...(last.engine === undefined ? {} : { engine: last.engine }),
+          }
         : baseline?.single !== undefined
           ? {
               model: baseline.model,
               single: baseline.single,
               ...(baseline.loaded === undefined ? {} : { loaded: baseline.loaded }),
               basis: baseline.kind,
+              ...(ctx.previousEngine.kind === "sglang" ? {} : { engine: ctx.previousEngine.kind }),
             }
           : undefined;
     swap.set({ benchmark: current });
@@ -66,6 +72,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       current,
       ...(previous === undefined ? {} : { previous }),
       ...(when === undefined ? {} : { when }),
+      ...(ctx.engine.kind === "sglang" ? {} : { engine: ctx.engine.kind }),
     });
     swap.stage(
       "benchmark",

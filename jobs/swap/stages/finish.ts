@@ -59,7 +59,15 @@ export async function finishSwap(
     },
     ...(record.benchmark === undefined
       ? {}
-      : { benchmark: { repo: plan.model.repo, result: record.benchmark } }),
+      : {
+          benchmark: {
+            repo: plan.model.repo,
+            ...(plan.engineKind === undefined || plan.engineKind === "sglang"
+              ? {}
+              : { engine: plan.engineKind }),
+            result: record.benchmark,
+          },
+        }),
   };
 }
 
