@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import type { EngineKind } from "./engine-kind.ts";
 
 /*
  * Which engine source a swap builds, and whether it may. `--engine-ref` names a ref of the configured
@@ -242,7 +243,7 @@ export function engineBuildDir(
   modelsDir: string,
   commit: string,
   swapId: string,
-  kind: "sglang" | "vllm" = "sglang",
+  kind: EngineKind = "sglang",
 ): string {
   return `${modelsDir.replace(/\/+$/, "")}/.modelswap/engines/${kind}-${commit.slice(0, 12)}-${swapId}`;
 }

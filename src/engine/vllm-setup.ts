@@ -2,7 +2,7 @@ import { sh } from "../host/shell-quote.ts";
 import type { RecipeSetting } from "../plan/recipes.ts";
 import { curlStatus } from "./engine.ts";
 import type { EngineBuildInput, EngineMemory, EngineSetup, EngineSleep, Spelling } from "./engine-setup.ts";
-import { fetchSource, flagValueOf } from "./sglang-setup.ts";
+import { fetchSource, flagValueOf } from "./source-checkout.ts";
 import { VLLM_RECIPES } from "./vllm-recipes.ts";
 
 /*
