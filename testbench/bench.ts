@@ -15,10 +15,12 @@ import { freePort } from "./free-port.ts";
 import {
   createEngineUpstream,
   createSimGpuHost,
+  createVllmUpstream,
   DEFAULT_ENGINE_REFS,
   type EngineRefSpec,
   type EngineUpstream,
   type GpuSetName,
+  installVllm,
   makeEnginePatch,
   type SimGpuHost,
   type SimGpuHostOptions,
@@ -117,6 +119,13 @@ export interface BenchHostSpec {
    * `green` (disabled, at a free port: hosts[].frontDoor.standby) for blue/green swaps.
    */
   frontDoor?: true | { holdSeconds?: number; drainSeconds?: number; standby?: boolean };
+  /**
+   * vLLM on this host (testbench/gpu-host/VLLM.md): `also` beside SGLang (hosts[].engines.vllm, a swap
+   * picks it with --engine vllm), `only` as the host's engine. Its venv is the sandbox's, with the vLLM
+   * 0.18 release installed as docs/operations.md asks (its dependencies, and `vllm bench serve`); its
+   * upstream is the bench's simulated vllm-project/vllm (tags v0.17.1, v0.18.0, branch main).
+   */
+  vllm?: "also" | "only";
 }
 
 export interface BenchOptions {
@@ -217,6 +226,8 @@ export class Bench {
   appToken: string | undefined;
   /** The engine upstream every host's `engineUpstream` points at: a real bare git repository. */
   upstream: EngineUpstream = { url: "", path: "", commits: {} };
+  /** The simulated vLLM upstream, when a host has vLLM (BenchHostSpec.vllm). */
+  vllmUpstream: EngineUpstream = { url: "", path: "", commits: {} };
 
   constructor(
     readonly dir: string,
@@ -372,13 +383,19 @@ export class Bench {
     if (spec.serving !== false) await this.serve(spec, sim, servingPort, unit);
 
     const frontDoor = await this.frontDoor(spec, root, servingPort);
+    if (spec.vllm !== undefined) await installVllm(sim.root);
     const common = {
       ...(frontDoor === undefined ? {} : frontDoor),
       name: spec.name,
       modelsDir: sim.modelsDir,
       engineSourceDir: sim.engineSourceDir,
       venv: sim.venvDir,
-      engineUpstream: this.upstream.url,
+      ...(spec.vllm === "only"
+        ? { engine: "vllm", engineUpstream: this.vllmUpstream.url }
+        : { engineUpstream: this.upstream.url }),
+      ...(spec.vllm === "also"
+        ? { engines: { vllm: { venv: sim.venvDir, upstream: this.vllmUpstream.url } } }
+        : {}),
       unitDir: sim.unitDir,
       currentUnit: unit,
       servingPort,
@@ -581,6 +598,8 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
   ]);
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
   bench.upstream = upstream;
+  if ((options.hosts ?? []).some((h) => h.vllm !== undefined))
+    bench.vllmUpstream = await createVllmUpstream(join(dir, "vllm-upstream"));
   bench.appToken = appToken;
   try {
     const hostSpecs = options.hosts ?? [{ name: "gpu-1" }];

@@ -29,6 +29,12 @@ export interface Engine extends SanityEngine, BenchEngine, EngineSetup {
   healthProbe(port: number, timeoutSeconds: number): ShellCommand;
   /** The failing health answer, for people, from the HTTP status or curl's exit code. */
   healthFailure(status: number | null, curlExit: number | null, timeoutSeconds: number): string;
+  /**
+   * Where the server says which weights it serves (SGLang's /get_model_info, vLLM's /v1/models), and the
+   * model path read from that answer's body (what it was started with).
+   */
+  readonly modelInfoPath: string;
+  servedModelPath(body: string): unknown;
   /** The first journal line that means the server will not come up (a traceback, OOM, NaN sampling). */
   findFatalLine(journal: readonly string[]): FatalLine | undefined;
   // sanityRequest and judgeSanity (SanityEngine): one sanity prompt's request and its judgement;

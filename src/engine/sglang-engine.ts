@@ -18,6 +18,9 @@ export const sglangEngine: Engine = {
   healthProbe: (port, timeoutSeconds) =>
     curlStatus(`http://127.0.0.1:${port}${SERVING_HEALTH_PATH}`, timeoutSeconds),
   healthFailure: servingHealthFailure,
+  // /get_model_info: model_path is the --model-path it was started with
+  modelInfoPath: "/get_model_info",
+  servedModelPath: (body) => (JSON.parse(body) as { model_path?: unknown }).model_path,
   findFatalLine,
   sanityRequest: (port, timeoutSeconds, prompt) => ({
     command: generateCommand(port, timeoutSeconds),

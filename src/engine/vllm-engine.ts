@@ -53,6 +53,9 @@ export const vllmEngine: Engine = {
     curlStatus(`http://127.0.0.1:${port}/v1/completions`, timeoutSeconds, HEALTH_BODY),
   healthFailure: (status, curlExit, timeoutSeconds) =>
     healthFailureOf(HEALTH_LABEL, status, curlExit, timeoutSeconds),
+  // /v1/models: each model card's `root` is the path the server loaded (vllm/entrypoints/openai/serving_models.py)
+  modelInfoPath: "/v1/models",
+  servedModelPath: (body) => (JSON.parse(body) as { data?: { root?: unknown }[] }).data?.[0]?.root,
   // vLLM writes its tracebacks behind its log prefix (the engine core's as ERROR lines): read without it
   findFatalLine: (journal) => findFatalLine(journal.map((line) => line.replace(LOG_PREFIX, ""))),
   sanityRequest: (port, timeoutSeconds, prompt) => ({

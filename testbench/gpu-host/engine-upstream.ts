@@ -74,9 +74,13 @@ function localName(spec: EngineRefSpec): string {
 export async function createEngineUpstream(
   dir: string,
   refs: readonly EngineRefSpec[] = DEFAULT_ENGINE_REFS,
+  tree: { name: string; write: (dir: string, spec: EngineRefSpec) => Promise<void> } = {
+    name: "sglang.git",
+    write: writeEngineTree,
+  },
 ): Promise<EngineUpstream> {
   const root = resolve(dir);
-  const bare = join(root, "sglang.git");
+  const bare = join(root, tree.name);
   const work = join(root, `.work-${randomBytes(4).toString("hex")}`);
   await mkdir(work, { recursive: true });
   await git(root, ["init", "-q", "--bare", bare]);
@@ -88,7 +92,7 @@ export async function createEngineUpstream(
       for (const entry of await readdir(work)) {
         if (entry !== ".git") await rm(join(work, entry), { recursive: true, force: true });
       }
-      await writeEngineTree(work, spec);
+      await tree.write(work, spec);
       await git(work, ["add", "-A"], date);
       await git(
         work,

@@ -27,4 +27,6 @@ export {
   type SimHostConfig,
   type UnitState,
 } from "./sim-gpu-host.ts";
+export { installVllm, uninstallVllm, VLLM_DEFAULT_VERSION } from "./vllm-install.ts";
+export { createVllmUpstream, DEFAULT_VLLM_REFS, writeVllmTree } from "./vllm-upstream.ts";
 export { SHIMS_DIR, shimScriptPath, shQuote, writeShimWrapper } from "./write-shim-wrapper.ts";

@@ -10,11 +10,11 @@ import { waitHealthy } from "./wait-healthy.ts";
 /**
  * A healthy answer on the port is not yet the new model: the old process may still hold it (a unit that
  * did not really start), or another server. The new unit must have a process of its own, not the old
- * unit's, and the server must say it serves the new weights (SGLang's /get_model_info: model_path is the
- * --model-path it was started with). Returns what is wrong, or undefined.
+ * unit's, and the server must say it serves the new weights (the engine's model info: SGLang's
+ * /get_model_info, vLLM's /v1/models). Returns what is wrong, or undefined.
  */
 export async function servesTheNewModel(
-  ctx: Pick<StageContext, "swap" | "host">,
+  ctx: Pick<StageContext, "swap" | "host" | "engine">,
 ): Promise<string | undefined> {
   const { record } = ctx.swap;
   const plan = record.plan!;
@@ -22,7 +22,7 @@ export async function servesTheNewModel(
   const result = await ctx.host.exec(sh`
     systemctl show -p MainPID --value ${plan.unitName}
     echo ---info---
-    curl -s --max-time 10 ${`http://127.0.0.1:${port}/get_model_info`} || true`);
+    curl -s --max-time 10 ${`http://127.0.0.1:${port}${ctx.engine.modelInfoPath}`} || true`);
   const [pidText = "", infoText = ""] = result.stdout.split("---info---\n");
   const pid = Number(pidText.trim()) || 0;
   if (pid === 0) return `${plan.unitName} has no process, yet something answers on port ${port}`;
@@ -31,9 +31,9 @@ export async function servesTheNewModel(
     return `${plan.unitName} runs the old unit's process (MainPID ${pid}): nothing new was started`;
   let modelPath: unknown;
   try {
-    modelPath = (JSON.parse(infoText) as { model_path?: unknown }).model_path;
+    modelPath = ctx.engine.servedModelPath(infoText);
   } catch {
-    return `the server on port ${port} does not say what it serves (/get_model_info: ${infoText.trim().slice(0, 80) || "no answer"})`;
+    return `the server on port ${port} does not say what it serves (${ctx.engine.modelInfoPath}: ${infoText.trim().slice(0, 80) || "no answer"})`;
   }
   if (modelPath !== plan.modelDir)
     return `the server on port ${port} serves ${String(modelPath)}, not the new weights in ${plan.modelDir}`;

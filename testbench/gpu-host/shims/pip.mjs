@@ -7,6 +7,8 @@
  *       and its dist-info; older installs of the same project are removed. Without --no-deps the
  *       pyproject's pins are resolved against the venv and whatever differs is "downloaded" and
  *       replaces the host's CUDA 13 stack (recorded in state/cuda-stack.json).
+ *   pip install --no-deps --no-build-isolation --target <dir> <vllm checkout>   vLLM of that checkout
+ *       built into <dir> alone (vllm-build.mjs: precompiled kernels with VLLM_USE_PRECOMPILED=1)
  *   pip install <name>...   "Requirement already satisfied" or "No matching distribution"
  *   pip uninstall [-y] <name>..., pip show <name>..., pip list [--format=json] [-e], pip freeze,
  *   pip --version
@@ -29,6 +31,7 @@ import {
   removeEditableInstall,
   writeEditableInstall,
 } from "./venv.mjs";
+import { installVllmSource, isVllmSource } from "./vllm-build.mjs";
 
 const VERSION = "24.0";
 const argv = process.argv.slice(2);
@@ -428,7 +431,21 @@ async function install(opts, args) {
     throw new PipExit(1);
   }
   for (const spec of editables) await installEditable(spec, noDeps);
+  const target = opts.get("--target")?.at(-1);
   for (const spec of args) {
+    // a vLLM checkout into a directory of its own (vllm-build.mjs): the venv is not changed
+    if (target !== undefined && (spec.startsWith(".") || spec.startsWith("/"))) {
+      const source = resolvePath(spec);
+      if (!isVllmSource(source) || !noDeps) {
+        error(
+          `ERROR: the simulated pip installs into --target only a vLLM source checkout with --no-deps; got ${spec}`,
+        );
+        throw new PipExit(1);
+      }
+      const code = await installVllmSource(source, resolvePath(target), { info, error });
+      if (code !== 0) throw new PipExit(code);
+      continue;
+    }
     if (spec.startsWith(".") || spec.startsWith("/")) {
       error(
         `ERROR: the simulated pip installs local projects only in editable mode (-e ${spec}); got ${spec}`,

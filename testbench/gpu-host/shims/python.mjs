@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { fault } from "./sandbox.mjs";
 import { gpuSet, installedSglang, recordCall, venvPython, visibleGpus } from "./sglang-host.mjs";
 import { moduleVersion } from "./venv.mjs";
+import { vllmOnPath } from "./vllm-host.mjs";
 
 const VERSION = "3.12.3";
 const EXE = process.env.MODELSWAP_PYTHON || venvPython();
@@ -251,6 +252,9 @@ function runCode(code) {
     const v = moduleVersion(mod);
     if (v !== null) versions[mod] = v;
   }
+  // a vLLM on PYTHONPATH (a build's --target directory) is the one `import vllm` finds
+  const vllmPath = vllmOnPath();
+  if (vllmPath !== null) versions.vllm = vllmPath.version;
 
   /** @param {string} mod */
   const importModule = (mod) => {

@@ -17,7 +17,14 @@
  * spaces, `--flag METAVAR`, choices as `{a,b}`, " (default: X)" appended); `--help=<Group>` one group;
  * any other keyword the options whose name contains it.
  */
-import { GROUPS, VLLM_FLAGS } from "./vllm-flag-table.mjs";
+import { VLLM_FLAGS as ALL_FLAGS, GROUPS } from "./vllm-flag-table.mjs";
+import { omittedFlags } from "./vllm-host.mjs";
+
+/** The flags of the installed vLLM: the table, less those its source lacks (vllm-host.mjs). */
+const VLLM_FLAGS = (() => {
+  const omitted = omittedFlags();
+  return ALL_FLAGS.filter((s) => !s.flags?.some((f) => omitted.includes(f)));
+})();
 
 /** @typedef {import("./vllm-flag-table.mjs").VllmFlag} VllmFlag */
 

@@ -13,7 +13,7 @@
  *     format "%m-%d %H:%M:%S"; the "(APIServer pid=N)" process tag of vllm/utils/system_utils.py
  *     decorate_logs, which every engine and worker process gets too).
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { engineFaults, sitePackagesDir } from "./sglang-host.mjs";
 import { installedVersion } from "./venv.mjs";
@@ -27,6 +27,8 @@ export const VLLM_VERSION = "0.18.0";
  * @returns {{ version: string; packageDir: string } | null}
  */
 export function installedVllm() {
+  const onPath = vllmOnPath();
+  if (onPath !== null) return onPath;
   let version = null;
   try {
     version = installedVersion("vllm");
@@ -36,7 +38,49 @@ export function installedVllm() {
   if (version === null) return null;
   const site = sitePackagesDir() ?? "/usr/local/lib/python3.12/dist-packages";
   const packageDir = join(site, "vllm");
-  return { version, packageDir: existsSync(packageDir) ? packageDir : packageDir };
+  return { version, packageDir, compiled: true };
+}
+
+/** @param {string} path */
+function readText(path) {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A vLLM on PYTHONPATH (a build's `--target` directory, vllm-build.mjs): PYTHONPATH's directories come
+ * before site-packages on sys.path, so it wins over the venv's install. Its version is its
+ * `_version.py`'s (setuptools-scm); `compiled`: whether its compiled extensions are there (a raw checkout
+ * on PYTHONPATH has none).
+ * @returns {{ version: string; packageDir: string; compiled: boolean } | null}
+ */
+export function vllmOnPath(env = process.env) {
+  for (const dir of (env.PYTHONPATH ?? "").split(":").filter((d) => d !== "")) {
+    const packageDir = join(dir, "vllm");
+    if (!existsSync(join(packageDir, "__init__.py"))) continue;
+    const m = /__version__\s*=\s*(?:version\s*=\s*)?["']([^"']+)["']/.exec(
+      readText(join(packageDir, "_version.py")) ?? "",
+    );
+    return { version: m?.[1] ?? "0.0.0", packageDir, compiled: existsSync(join(packageDir, "_C.abi3.so")) };
+  }
+  return null;
+}
+
+/**
+ * `vllm serve` flags that came in later releases, with the EngineArgs field that brings each
+ * (vllm/engine/arg_utils.py): a vLLM whose source lacks the field has no such flag.
+ */
+const LATER_FLAGS = [{ flag: "--shutdown-timeout", field: "shutdown_timeout" }];
+
+/** The `vllm serve` flags the installed vLLM's own source lacks (none for a wheel install of 0.18). */
+export function omittedFlags() {
+  const pkg = installedVllm()?.packageDir;
+  const argUtils = pkg === undefined ? null : readText(join(pkg, "engine", "arg_utils.py"));
+  if (argUtils === null) return [];
+  return LATER_FLAGS.filter((f) => !argUtils.includes(`${f.field}:`)).map((f) => f.flag);
 }
 
 const DEFAULTS = {

@@ -145,6 +145,25 @@ export const engineMethods = {
       "core.py:93",
       `Initializing a V1 LLM engine (v${this.version}) with config: model='${this.modelPath}', speculative_config=None, tokenizer='${a.tokenizer ?? this.modelPath}', skip_tokenizer_init=False, tokenizer_mode=${a.tokenizer_mode}, revision=None, tokenizer_revision=None, trust_remote_code=${a.trust_remote_code ? "True" : "False"}, dtype=torch.bfloat16, max_seq_len=${this.maxModelLen}, download_dir=None, load_format=${a.load_format}, tensor_parallel_size=${this.tp}, pipeline_parallel_size=${this.pp}, data_parallel_size=1, disable_custom_all_reduce=False, quantization=${this.quantMethod ?? "None"}, enforce_eager=${a.enforce_eager ? "True" : "False"}, kv_cache_dtype=${a.kv_cache_dtype}, device_config=cuda, seed=${a.seed}, served_model_name=${this.servedModelName}, enable_prefix_caching=True, enable_chunked_prefill=True`,
     );
+    if (!this.compiled) {
+      // a checkout on PYTHONPATH without its compiled extensions (no precompiled wheel unpacked, nothing
+      // built): vllm/_custom_ops.py warns at import, and the first kernel the worker loads fails
+      this.log(
+        "WARNING",
+        "_custom_ops.py:20",
+        `Failed to import from vllm._C with ModuleNotFoundError("No module named 'vllm._C'")`,
+      );
+      await sleep(30);
+      this.engineCrash(
+        [
+          `  File "${this.src("v1/engine/core.py")}", line 83, in __init__`,
+          "    self.model_executor = executor_class(vllm_config)",
+          `  File "${this.src("v1/worker/gpu_worker.py")}", line 201, in init_device`,
+          "    from vllm import _custom_ops as ops",
+        ],
+        "ModuleNotFoundError: No module named 'vllm._C'",
+      );
+    }
     if (this.faults.modes.has("crash-on-start")) {
       // fault crash-on-start: the engine's kernels do not run on this GPU (a wheel built for other archs)
       await sleep(30);

@@ -74,9 +74,13 @@ class SimVllm {
     this.tp = Math.max(1, Number(args.tensor_parallel_size ?? 1));
     this.pp = Math.max(1, Number(args.pipeline_parallel_size ?? 1));
     this.util = Number(args.gpu_memory_utilization ?? 0.9);
-    this.version = installedVllm()?.version ?? VLLM_VERSION;
+    const installed = installedVllm();
+    this.version = installed?.version ?? VLLM_VERSION;
     this.site = sitePackagesDir() ?? "/usr/local/lib/python3.12/dist-packages";
-    this.pkg = join(this.site, "vllm");
+    // the vLLM that runs: a build's on PYTHONPATH, else the venv's
+    this.pkg = installed?.packageDir ?? join(this.site, "vllm");
+    /** Its compiled extensions are there (a raw checkout on PYTHONPATH has none). */
+    this.compiled = installed?.compiled ?? true;
     this.faults = vllmFaults(this.port, this.modelPath);
     this.gpu = gpuSet();
     /** Physical GPUs by logical index (CUDA_VISIBLE_DEVICES); nvidia-smi and the registry use physical. */
