@@ -1,3 +1,4 @@
+import { engineOfExecStart } from "../../src/engine/engines.ts";
 import { describeError } from "../../src/errors.ts";
 import { type GpuInfo, readGpus } from "../../src/gpu/nvidia-smi.ts";
 import { modelName } from "../../src/grammar/model-name.ts";
@@ -15,7 +16,7 @@ export interface IncidentFacts {
   /** The nvidia-smi snapshot. */
   gpus: GpuInfo[];
   gpuProblem: string | undefined;
-  /** The model the unit serves, from its ExecStart (`--served-model-name`, else `--model-path`). */
+  /** The model the unit serves, from its ExecStart (`--served-model-name`, else its model directory). */
   unitModel: string | undefined;
 }
 
@@ -63,12 +64,14 @@ export async function readIncidentFacts(
   return facts;
 }
 
-/** The model a serving unit names: `--served-model-name`, else the last part of `--model-path`. */
+/**
+ * The model a serving unit names: `--served-model-name`, else the last part of its model directory
+ * (its engine's: SGLang's `--model-path`, vLLM's `serve <model>`).
+ */
 export function modelOfUnit(unitText: string): string | undefined {
   const words = execStartWords(unitText);
-  const value = (flag: string) => execStartFlag(words, flag);
-  const served = value("--served-model-name");
+  const served = execStartFlag(words, "--served-model-name");
   if (served !== undefined && served !== "") return served;
-  const path = value("--model-path") ?? value("--model");
+  const path = engineOfExecStart(words).modelDirOf(words);
   return path === undefined || path === "" ? undefined : modelName(path);
 }

@@ -151,6 +151,12 @@ describe("modelOfUnit", () => {
     expect(modelOfUnit(unit("--model-path=/srv/models/Qwen/Qwen3-8B-FP8/ --tp 8"))).toBe("Qwen/Qwen3-8B-FP8");
     expect(modelOfUnit("[Service]\nType=simple\n")).toBeUndefined();
   });
+
+  it("reads a vLLM unit's model from `serve <model>` (it has no --model-path)", () => {
+    const vllm =
+      "[Service]\nExecStart=/opt/venv/bin/python -m vllm.entrypoints.cli.main serve /srv/models/Qwen/Qwen3-8B-FP8 \\\n    --port 30000\n";
+    expect(modelOfUnit(vllm)).toBe("Qwen/Qwen3-8B-FP8");
+  });
 });
 
 /** A transport that answers one canned result (or throws), for the check's parsing. */

@@ -1,5 +1,6 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
+import { engineOfExecStart } from "../../../src/engine/engines.ts";
 import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
 import { slotAt } from "../../../src/front-door/host-front-door.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
@@ -39,11 +40,9 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
     const [path = "", ...lines] = read.stdout.split("\n");
     const text = lines.join("\n");
     const words = execStartWords(text);
-    const modelPath = words[words.indexOf("--model-path") + 1];
-    const exists =
-      modelPath !== undefined && words.includes("--model-path")
-        ? (await host.exec(sh`test -d ${modelPath}`)).code === 0
-        : false;
+    // the unit's engine says where its model is (SGLang's --model-path, vLLM's `serve <model>`)
+    const modelPath = engineOfExecStart(words).modelDirOf(words);
+    const exists = modelPath === undefined ? false : (await host.exec(sh`test -d ${modelPath}`)).code === 0;
     const earlier = target.swapId === undefined ? undefined : await ctx.ledger.planOf(target.swapId);
     // always cold: the unit goes back as installed, on its own port (behind that port's slot)
     const planned = await planClients(host, livePort, ctx.settings);
