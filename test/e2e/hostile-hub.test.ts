@@ -21,7 +21,10 @@ let swaps: SwapDriver;
 beforeAll(async () => {
   bench = await startBench({
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
-    hosts: [{ name: "gpu-1", serving: { preset: "qwen3-fp8-dense" } }],
+    hosts: [
+      { name: "gpu-1", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "gpu-v", serving: { preset: "qwen3-fp8-dense" }, vllm: "only" },
+    ],
   });
   bench.slack.setRateLimits({ scale: 100 });
   await bench.startBot();
@@ -61,9 +64,12 @@ async function markersUnder(dir: string): Promise<string[]> {
   return entries.filter((p) => p.includes(MARKER)).map((p) => join(dir, p));
 }
 
-describe("a Hub that lists hostile file names", () => {
+describe.each([
+  ["SGLang", "gpu-1"],
+  ["vLLM", "gpu-v"],
+])("a Hub that lists hostile file names, on a host that serves with %s", (engine, hostName) => {
   it("gets each such repository refused before anything is fetched, and the host stays untouched", async () => {
-    const host = bench.host("gpu-1");
+    const host = bench.host(hostName);
     const hostile: Array<[string, RegExp]> = [
       [`../../${MARKER}-escape.json`, /a "\.\." segment/],
       [`weights/../../../${MARKER}-escape2.json`, /a "\.\." segment/],
@@ -81,8 +87,8 @@ describe("a Hub that lists hostile file names", () => {
     const callsBefore = (await host.sim.calls()).length;
 
     for (const [i, [name, reason]] of hostile.entries()) {
-      const repo = addRepo(`evil-org/model-${i}`, name);
-      const card = await swaps.request(repo.id, "gpu-1");
+      const repo = addRepo(`evil-org/${engine.toLowerCase()}-model-${i}`, name);
+      const card = await swaps.request(repo.id, hostName);
       const failed = await swaps.outcome(card.ts, /Failed/, 30_000);
       const shown = textOf(failed.blocks);
       expect(shown).toContain("which modelswap refuses because");
@@ -116,11 +122,11 @@ describe("a Hub that lists hostile file names", () => {
 
   it("downloads a name that is odd but harmless to exactly that path, checked and served", async () => {
     const odd = "docs/Read me v2+final@x=1,2.txt";
-    const repo = addRepo("odd-org/model", odd);
-    const card = await swaps.request(repo.id, "gpu-1");
+    const repo = addRepo(`odd-org/${engine.toLowerCase()}-model`, odd);
+    const card = await swaps.request(repo.id, hostName);
     await swaps.approve(card.ts);
     await swaps.outcome(card.ts, /Swapped/, 60_000);
-    const modelDir = modelDirFor(bench.host("gpu-1").sim.modelsDir, repo.id, repo.sha);
+    const modelDir = modelDirFor(bench.host(hostName).sim.modelsDir, repo.id, repo.sha);
     expect(await readFile(join(modelDir, odd), "utf8")).toBe("hi\n");
   }, 90_000);
 });

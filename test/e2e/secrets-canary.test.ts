@@ -14,7 +14,8 @@ import { dumpRedis } from "../support/redis-dump.ts";
  * A canary string hidden in every secret the bot holds — the Slack bot token, the signing secret, the
  * HF token and the directory of the SSH keys — then a successful swap of a gated model (the HF token at
  * work on the bot and on the host), a swap that fails and rolls back, a host whose key is gone, a host
- * that refuses connections, `/llm status` and `/llm history`, all through the real `modelswap start`
+ * that refuses connections, `/llm status` and `/llm history`, with both engines (SGLang's swaps, and a
+ * host swapped to vLLM, whose engine build runs pip on the host), all through the real `modelswap start`
  * process. Afterwards the canary must be nowhere a person or another program could read it: Slack, the
  * bot's log, Redis (job data, swap records, the audit stream) and the hosts (their command lines and files).
  */
@@ -38,6 +39,8 @@ beforeAll(async () => {
     hosts: [
       { name: "gpu-ok", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-nan", serving: { preset: "qwen3-fp8-dense" } },
+      { name: "gpu-vllm", serving: { preset: "qwen3-fp8-dense" }, vllm: "only" },
+      { name: "gpu-vllm-nan", serving: { preset: "qwen3-fp8-dense" }, vllm: "only" },
       { name: "gpu-nokey", serving: false },
       { name: "gpu-gone", reach: "refused", serving: false },
     ],
@@ -47,6 +50,7 @@ beforeAll(async () => {
     makeModel("llama-bf16-small", { id: GATED, gated: "manual", approvedTokens: [SECRETS.hfToken] }),
   );
   await bench.host("gpu-nan").sim.setFault("sglang", { models: { "Llama-Gated": { mode: "nan" } } });
+  await bench.host("gpu-vllm-nan").sim.setFault("vllm", { models: { "Llama-Gated": { mode: "nan" } } });
   bot = await bench.spawnBot();
   swaps = new SwapDriver(bench);
 }, 120_000);
@@ -118,10 +122,14 @@ describe("secrets, with a canary inside each", () => {
 
     const ok = await swaps.request(GATED, "gpu-ok");
     const nan = await swaps.request(GATED, "gpu-nan");
-    await Promise.all([swaps.approve(ok.ts), swaps.approve(nan.ts)]);
+    const vllm = await swaps.request(GATED, "gpu-vllm");
+    const vllmNan = await swaps.request(GATED, "gpu-vllm-nan");
+    await Promise.all([ok, nan, vllm, vllmNan].map((card) => swaps.approve(card.ts)));
     const noKey = await swaps.request(GATED, "gpu-nokey");
     await swaps.outcome(ok.ts, /Swapped/, 60_000);
     await swaps.outcome(nan.ts, /Rolled back/, 60_000);
+    await swaps.outcome(vllm.ts, /Swapped/, 60_000);
+    await swaps.outcome(vllmNan.ts, /Rolled back/, 60_000);
     const noKeyCard = await swaps.outcome(noKey.ts, /Failed/, 60_000);
     expect(JSON.stringify(noKeyCard.blocks)).toContain(
       `cannot read the SSH key of gpu-nokey (hosts[${keyIndex}].ssh.privateKeyPath): the file does not exist`,
@@ -167,7 +175,10 @@ describe("secrets, with a canary inside each", () => {
     const downloads = (await bench.host("gpu-ok").sim.calls()).filter((c) => c.cmd === "hf");
     expect(downloads.length).toBeGreaterThan(0);
     expect(JSON.stringify(downloads)).not.toMatch(/--token|hf_/);
-    for (const name of ["gpu-ok", "gpu-nan", "gpu-nokey", "gpu-gone"]) {
+    // nor into vLLM's build (pip on the host) or its units
+    const vllmCalls = await bench.host("gpu-vllm").sim.calls();
+    expect(vllmCalls.filter((c) => c.cmd === "pip").length).toBeGreaterThan(0);
+    for (const name of ["gpu-ok", "gpu-nan", "gpu-vllm", "gpu-vllm-nan", "gpu-nokey", "gpu-gone"]) {
       leaks.push(
         ...withCanary(await filesUnder(bench.host(name).sim.root)).map((path) => `host file ${path}`),
       );
