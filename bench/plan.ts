@@ -12,6 +12,7 @@ import type { SwapOptions } from "./swap-overhead.ts";
 export interface BenchPlan {
   ack: AckOptions;
   swap: SwapOptions;
+  vllm: SwapOptions;
   slack: SlackOptions;
   alert: AlertOptions;
   monitor: MonitorOptions;
@@ -25,6 +26,7 @@ const SHIPPED: Speed = { swaps: shippedSwapSettings(), engine: {} };
 export const FULL: BenchPlan = {
   ack: { requests: 500, warmup: 50 },
   swap: { downloadSeconds: 40, buildSeconds: 30, loadSeconds: 10, speed: SHIPPED },
+  vllm: { downloadSeconds: 40, buildSeconds: 30, loadSeconds: 10, speed: SHIPPED },
   slack: { swaps: 10, speed: SHIPPED },
   alert: { repeats: 20, intervalSeconds: 1, threshold: 3 },
   monitor: { hosts: 200, intervalSeconds: 15, durationSeconds: 120 },
@@ -41,6 +43,7 @@ const FAST: Speed = {
 export const QUICK: BenchPlan = {
   ack: { requests: 40, warmup: 5 },
   swap: { downloadSeconds: 1.5, buildSeconds: 1, loadSeconds: 0.3, speed: FAST },
+  vllm: { downloadSeconds: 1.5, buildSeconds: 1, loadSeconds: 0.3, speed: FAST },
   slack: { swaps: 1, speed: FAST },
   alert: { repeats: 2, intervalSeconds: 1, threshold: 2 },
   monitor: { hosts: 10, intervalSeconds: 2, durationSeconds: 4 },

@@ -4,7 +4,7 @@ import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
 import type { SlackFigures } from "./slack-budget.ts";
-import type { SwapFigures } from "./swap-overhead.ts";
+import type { SwapFigures, VllmSwapFigures } from "./swap-overhead.ts";
 
 /** A line of news while a section runs. */
 
@@ -12,6 +12,7 @@ import type { SwapFigures } from "./swap-overhead.ts";
 export interface BenchResults {
   ack: AckFigures;
   swap: SwapFigures;
+  vllm: VllmSwapFigures;
   slack: SlackFigures;
   alert: AlertFigures;
   monitor: MonitorFigures;
@@ -28,6 +29,7 @@ export type SectionName = keyof BenchResults;
 export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
   ack: ["requests", "p50_ms", "p99_ms", "baseline_p50_ms", "baseline_p99_ms", "p99_ratio"],
   swap: ["wall_s", "critical_path_s", "overhead_ratio", "sequential_script_s", "vs_script_ratio"],
+  vllm: ["wall_s", "critical_path_s", "overhead_ratio"],
   slack: ["swaps", "calls_per_swap", "rate_limited"],
   alert: ["interval_s", "threshold", "p50_extra_ms", "p99_extra_ms"],
   monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb"],
@@ -86,7 +88,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, slack, alert, monitor, resume, frontdoor } = results;
+  const { ack, swap, vllm, slack, alert, monitor, resume, frontdoor } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -113,6 +115,19 @@ export function renderTable(results: Partial<BenchResults>): string {
         s(swap.sequential_script_s),
         "≤ 0.8",
         swap.vs_script_ratio <= 0.8,
+      ),
+    );
+  }
+  if (vllm !== undefined) {
+    rows.push(
+      row("vllm swap", "wall", s(vllm.wall_s), s(vllm.critical_path_s), "", undefined),
+      row(
+        "",
+        "overhead ratio",
+        x(vllm.overhead_ratio),
+        "critical path",
+        "≤ 1.05",
+        vllm.overhead_ratio <= 1.05,
       ),
     );
   }

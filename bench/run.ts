@@ -10,7 +10,7 @@ import { type BenchResults, ordered, renderTable, type SectionName } from "./rep
 import { benchResume } from "./resume.ts";
 import type { Progress, SectionResult } from "./section.ts";
 import { benchSlack } from "./slack-budget.ts";
-import { benchSwap } from "./swap-overhead.ts";
+import { benchSwap, benchVllmSwap } from "./swap-overhead.ts";
 
 /** Each section: what the progress line says, and how it runs. */
 const SECTIONS: {
@@ -27,6 +27,11 @@ const SECTIONS: {
     what: (p) =>
       `one swap (download ${p.swap.downloadSeconds} s ∥ build ${p.swap.buildSeconds} s, load ${p.swap.loadSeconds} s) vs its critical path and a sequential script`,
     run: (p, progress) => benchSwap(p.swap, progress),
+  },
+  vllm: {
+    what: (p) =>
+      `the same swap served by vLLM (download ${p.vllm.downloadSeconds} s ∥ build ${p.vllm.buildSeconds} s, load ${p.vllm.loadSeconds} s) vs its critical path`,
+    run: (p, progress) => benchVllmSwap(p.vllm, progress),
   },
   slack: {
     what: (p) => `${p.slack.swaps} swaps on ${p.slack.swaps} hosts at once under Slack's rate limits`,

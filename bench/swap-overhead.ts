@@ -119,14 +119,19 @@ export async function benchSwap(
  * from the switch's daemon-reload to the new server's "fired up" line in its journal (switch and load),
  * then the sanity and benchmark stages as long as the bot's record says they ran.
  */
-async function criticalPath(bench: Bench, record: SwapRecord, sent: number) {
+async function criticalPath(
+  bench: Bench,
+  record: SwapRecord,
+  sent: number,
+  readyLine: RegExp = /fired up and ready to roll/,
+) {
   const { sim } = bench.host(HOST);
   const unit = record.plan!.unitName;
   const download = await taskSpan(sim, record.id, "download");
   const build = await taskSpan(sim, record.id, "build");
   const reload = (await shimCalls(sim, "systemctl")).filter((c) => c.argv[0] === "daemon-reload").at(-1)!.at;
   const started = await journalTime(sim, unit, /^Started /);
-  const ready = await journalTime(sim, unit, /fired up and ready to roll/);
+  const ready = await journalTime(sim, unit, readyLine);
   const stage = (name: "sanity" | "benchmark") =>
     (Date.parse(record.stages[name].finishedAt!) - Date.parse(record.stages[name].startedAt!)) / 1000;
   const tasks = Math.max(download.seconds, build.seconds);
@@ -203,4 +208,77 @@ async function runSequentialScript(bench: Bench, record: SwapRecord) {
     .map(([step = "", at = "0"]) => ({ step, at: Number(at) }));
   const steps = SCRIPT_STEPS.map((step, i) => `${step} ${round(marks[i + 1]!.at - marks[i]!.at, 1)} s`);
   return { seconds, detail: `${round(seconds, 1)} s = ${steps.join(" + ")}` };
+}
+
+export interface VllmSwapFigures {
+  wall_s: number;
+  critical_path_s: number;
+  overhead_ratio: number;
+}
+
+/**
+ * The same swap served by vLLM (issue #15): a host whose engine is vLLM, its build (pip --target of the
+ * v0.18.0 checkout with precompiled kernels) as long as SGLang's, and its load as long; the critical
+ * path as for SGLang, with vLLM's "Application startup complete." as the moment it serves. No script
+ * baseline: the sequential script is SGLang's stage commands.
+ */
+export async function benchVllmSwap(
+  options: SwapOptions,
+  progress: Progress,
+): Promise<SectionResult<VllmSwapFigures>> {
+  const speed = options.speed.engine as { msPerToken?: number; ttftMs?: number };
+  const vllm = {
+    loadSeconds: options.loadSeconds,
+    ...(speed.msPerToken === undefined ? {} : { msPerToken: speed.msPerToken }),
+    ...(speed.ttftMs === undefined ? {} : { ttftMs: speed.ttftMs }),
+  };
+  const bench = await startBench({
+    logTo: "silent",
+    swaps: options.speed.swaps,
+    hosts: [
+      {
+        name: HOST,
+        gpus: "8x-rtx-pro-6000-blackwell",
+        serving: { preset: "qwen3-fp8-dense" },
+        faults: { sglang: options.speed.engine },
+        vllm: "only",
+        waitHealthy: true,
+      },
+    ],
+  });
+  const driver = new SwapDriver(bench);
+  try {
+    const model = bench.hub.addModel(
+      makeModel("llama-bf16-small", { id: MODEL, gated: false, weightBytes: WEIGHT_BYTES, sha: SHA }),
+    );
+    const { sim } = bench.host(HOST);
+    bench.hub.setThrottle(Math.round((model.totalBytes ?? WEIGHT_BYTES) / options.downloadSeconds));
+    await sim.setFault("pip", { seconds: options.buildSeconds });
+    await sim.setFault("vllm", vllm);
+    const bot = await spawnBot(bench);
+    progress("the bot's vLLM swap, approved as soon as its plan is posted");
+    const sent = Date.now();
+    const card = await driver.request(`${MODEL} --engine-ref v0.18.0`, HOST);
+    const swapId = driver.swapId(card.ts);
+    await driver.approve(card.ts);
+    await driver.outcome(card.ts, /Swapped/, 600_000);
+    const wallMs = Date.now() - sent;
+    await stopBot(bot);
+    const record = await driver.record(swapId);
+    if (record?.outcome !== "succeeded") throw new Error(`bench: the vLLM swap ended ${record?.outcome}`);
+    if (record.plan?.engineKind !== "vllm") throw new Error("bench: the swap was not served by vLLM");
+    const path = await criticalPath(bench, record, sent, /Application startup complete\./);
+    const wall = wallMs / 1000;
+    return {
+      figures: {
+        wall_s: round(wall),
+        critical_path_s: round(path.seconds),
+        overhead_ratio: round(wall / path.seconds, 3),
+      },
+      details: [`vllm: critical path ${path.detail}`, `vllm: beyond it ${path.overhead}`],
+    };
+  } finally {
+    await driver.close();
+    await bench.stop();
+  }
 }

@@ -24,7 +24,7 @@ export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say(
-    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, four GPU hosts)…",
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, five GPU hosts)…",
   );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
@@ -61,6 +61,15 @@ export async function runDemo(): Promise<number> {
         waitHealthy: true,
       },
       {
+        name: "gpu-4",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+        serving: { preset: "qwen3-fp8-dense" },
+        // SGLang serves it, and it has vLLM too (hosts[].engines.vllm): swapped to vLLM and back
+        vllm: "also",
+        waitHealthy: true,
+      },
+      {
         name: "h200",
         gpus: "h200-1gpu",
         serving: { preset: "llama-bf16-small" },
@@ -94,10 +103,13 @@ export async function runDemo(): Promise<number> {
     }
     await command("mallory", USERS.mallory, `swap ${QWEN} --host gpu-1`);
 
-    for (const [host, model] of [
+    for (const [host, model, options = ""] of [
       ["gpu-1", QWEN],
       ["gpu-2", QWEN],
       ["gpu-3", QWEN_8B],
+      // gpu-4: from SGLang to vLLM (its v0.18.0 tag, built with the commit's precompiled kernels), and back
+      ["gpu-4", QWEN_8B, " --engine vllm --engine-ref v0.18.0"],
+      ["gpu-4", QWEN, " --engine sglang"],
     ] as const) {
       const door = bench.host(host).frontDoor;
       // production traffic: a request every 200 ms through the host's front door while it is swapped
@@ -105,7 +117,7 @@ export async function runDemo(): Promise<number> {
       if (door !== undefined)
         say(`  (clients send a request every 200 ms through ${host}'s front door, ${door.url})`);
       const before = bench.slack.messages(CHANNEL).length;
-      await command("alice", USERS.alice, `swap https://huggingface.co/${model} --host ${host}`);
+      await command("alice", USERS.alice, `swap https://huggingface.co/${model} --host ${host}${options}`);
       const card = await newMessage(before, `the card of the swap on ${host}`, (m) =>
         m.text.includes(`→ ${host}`),
       );

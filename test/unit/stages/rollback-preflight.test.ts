@@ -83,7 +83,11 @@ describe("rollbackPreflightStage", () => {
     expect(record.planHash).toBe(planHash(plan));
     // the record names the model the unit serves, not the unit
     expect(record.request.model).toEqual({ repo: "meta-llama/Llama-3.2-1B-Instruct", revision: "installed" });
-    expect(record.previous).toEqual({ unit: QWEN_UNIT, repo: "nvidia/Qwen3.5-397B-A17B-NVFP4", engine: "sglang" });
+    expect(record.previous).toEqual({
+      unit: QWEN_UNIT,
+      repo: "nvidia/Qwen3.5-397B-A17B-NVFP4",
+      engine: "sglang",
+    });
 
     expect(record.stages.resolve).toMatchObject({
       state: "skipped",
