@@ -60,9 +60,10 @@ export async function checkHost(
     const checks = [
       sudoRow(transport, host, target, user),
       hfRow(transport, target),
-      ...hostEngines(host).flatMap((engine) => [
-        venvRow(transport, engine, target),
-        upstreamRow(transport, host, engine, target, timeoutMs),
+      // the host's own engine's rows by their plain names; another engine's say which
+      ...hostEngines(host).flatMap((engine, i) => [
+        venvRow(transport, engine, target, i > 0),
+        upstreamRow(transport, host, engine, target, timeoutMs, i > 0),
       ]),
       modelsDirRow(transport, host, target, user),
       gpuRow(transport, target),
@@ -205,12 +206,12 @@ function hfRow(transport: HostTransport, target: string): Check {
   };
 }
 
-/** The row's name: "venv" for a host's one engine, "venv (vllm)" beside another. */
-const rowOf = (what: string, engine: HostEngine): string =>
-  engine.kind === "sglang" ? what : `${what} (${engine.kind})`;
+/** The row's name: "venv" for the host's engine, "venv (vllm)" for another it has. */
+const rowOf = (what: string, engine: HostEngine, other: boolean): string =>
+  other ? `${what} (${engine.kind})` : what;
 
-function venvRow(transport: HostTransport, engine: HostEngine, target: string): Check {
-  const row = rowOf("venv", engine);
+function venvRow(transport: HostTransport, engine: HostEngine, target: string, other: boolean): Check {
+  const row = rowOf("venv", engine, other);
   return {
     check: row,
     run: async () => {
@@ -231,8 +232,9 @@ function upstreamRow(
   engine: HostEngine,
   target: string,
   timeoutMs: number,
+  other: boolean,
 ): Check {
-  const row = rowOf("engine upstream", engine);
+  const row = rowOf("engine upstream", engine, other);
   return {
     check: row,
     run: async () => {

@@ -187,6 +187,20 @@ describe("the layer rules", () => {
     ).toBe(true);
   });
 
+  it('outside src/engine/, product code never asks which engine it is (no `kind === "vllm"`)', () => {
+    // engine-shaped behaviour is the Engine interface's; a stage that branched on the kind would grow
+    // a branch per engine (issue #15: "without a single if (engine === 'vllm') outside the engine layer")
+    const branches = [...files.keys()]
+      .filter((f) => isProduct(f) && !inside(f, "src/engine"))
+      .flatMap((f) =>
+        readFileSync(join(ROOT, f), "utf8")
+          .split("\n")
+          .filter((line) => /[!=]==\s*["'](?:sglang|vllm)["']|["'](?:sglang|vllm)["']\s*[!=]==/.test(line))
+          .map((line) => `${f}: ${line.trim()}`),
+      );
+    expect(branches).toEqual([]);
+  });
+
   it("has no import cycles", () => {
     // Tarjan's strongly connected components over every import of the project's files
     let index = 0;

@@ -63,7 +63,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
               single: baseline.single,
               ...(baseline.loaded === undefined ? {} : { loaded: baseline.loaded }),
               basis: baseline.kind,
-              ...(ctx.previousEngine.kind === "sglang" ? {} : { engine: ctx.previousEngine.kind }),
+              engine: ctx.previousEngine.kind,
             }
           : undefined;
     swap.set({ benchmark: current });
@@ -72,7 +72,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       current,
       ...(previous === undefined ? {} : { previous }),
       ...(when === undefined ? {} : { when }),
-      ...(ctx.engine.kind === "sglang" ? {} : { engine: ctx.engine.kind }),
+      engine: ctx.engine.kind,
     });
     swap.stage(
       "benchmark",

@@ -91,7 +91,7 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
     type: "built",
     commit,
     version,
-    ...(ctx.engine.kind === "sglang" ? {} : { engine: ctx.engine.kind }),
+    engine: ctx.engine.kind,
   });
 
   // The flags are checked against this build's own --help: a spelling it lacks is caught now, not at start.

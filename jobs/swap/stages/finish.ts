@@ -62,9 +62,7 @@ export async function finishSwap(
       : {
           benchmark: {
             repo: plan.model.repo,
-            ...(plan.engineKind === undefined || plan.engineKind === "sglang"
-              ? {}
-              : { engine: plan.engineKind }),
+            ...(plan.engineKind === undefined ? {} : { engine: plan.engineKind }),
             result: record.benchmark,
           },
         }),

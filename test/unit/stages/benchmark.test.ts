@@ -100,6 +100,7 @@ describe("benchmarkStage", () => {
           loaded: KIMI.result.loaded,
           basis: "last-swap",
         },
+        engine: "sglang",
         at: later(0),
       },
     ]);

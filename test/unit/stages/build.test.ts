@@ -157,6 +157,7 @@ describe("buildStep", () => {
         type: "built",
         commit: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
         version: "0.5.2",
+        engine: "sglang",
         at: "2026-12-01T12:05:00.000Z",
       },
     ]);

@@ -95,7 +95,7 @@ describe("finishSwap", () => {
         engine: "sglang",
         previous: { unit: OLD_UNIT, repo: OLD_REPO },
       },
-      benchmark: { repo: PLAN.model.repo, result: BENCHMARK },
+      benchmark: { repo: PLAN.model.repo, engine: "sglang", result: BENCHMARK },
     });
     const { record } = fake.swap;
     expect(record).toMatchObject({ outcome: "succeeded", step: "done", finishedAt: later(0) });
