@@ -6,9 +6,10 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     pool: "forks",
     // Two cores, but the suite mostly waits (simulated loads, outages, health polls): a whole run with three
-    // files at a time used about 1.1 cores (17 CPU-min in 14.3 min, 2026-12-03). Each file starts real
-    // processes (redis, sshd, simulated servers); four at a time keeps every timing inside its limit.
-    maxWorkers: 4,
+    // files at a time used about 1.1 cores (17 CPU-min in 14.3 min, 2026-12-03 morning). Each file starts
+    // real processes (redis, sshd, simulated servers). With vLLM's files added, four at a time ran the
+    // machine at a load of 8–10 and timing tests failed (2026-12-03 evening, 23.8 min): three.
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ["test/global-setup.ts"],

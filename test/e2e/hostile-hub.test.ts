@@ -64,10 +64,8 @@ async function markersUnder(dir: string): Promise<string[]> {
   return entries.filter((p) => p.includes(MARKER)).map((p) => join(dir, p));
 }
 
-describe.each([
-  ["SGLang", "gpu-1"],
-  ["vLLM", "gpu-v"],
-])("a Hub that lists hostile file names, on a host that serves with %s", (engine, hostName) => {
+describe("a Hub that lists hostile file names", () => {
+  const [engine, hostName] = ["SGLang", "gpu-1"];
   it("gets each such repository refused before anything is fetched, and the host stays untouched", async () => {
     const host = bench.host(hostName);
     const hostile: Array<[string, RegExp]> = [
@@ -120,13 +118,21 @@ describe.each([
     expect(JSON.stringify(calls)).not.toContain(MARKER);
   }, 120_000);
 
-  it("downloads a name that is odd but harmless to exactly that path, checked and served", async () => {
-    const odd = "docs/Read me v2+final@x=1,2.txt";
-    const repo = addRepo(`odd-org/${engine.toLowerCase()}-model`, odd);
-    const card = await swaps.request(repo.id, hostName);
-    await swaps.approve(card.ts);
-    await swaps.outcome(card.ts, /Swapped/, 60_000);
-    const modelDir = modelDirFor(bench.host(hostName).sim.modelsDir, repo.id, repo.sha);
-    expect(await readFile(join(modelDir, odd), "utf8")).toBe("hi\n");
-  }, 90_000);
+  // the refusals come before any engine is asked; what an engine does with the files it is given is each engine's
+  it.each([
+    ["SGLang", "gpu-1"],
+    ["vLLM", "gpu-v"],
+  ])(
+    "downloads a name that is odd but harmless to exactly that path, checked and served by %s",
+    async (engine, hostName) => {
+      const odd = "docs/Read me v2+final@x=1,2.txt";
+      const repo = addRepo(`odd-org/${engine.toLowerCase()}-model`, odd);
+      const card = await swaps.request(repo.id, hostName);
+      await swaps.approve(card.ts);
+      await swaps.outcome(card.ts, /Swapped/, 60_000);
+      const modelDir = modelDirFor(bench.host(hostName).sim.modelsDir, repo.id, repo.sha);
+      expect(await readFile(join(modelDir, odd), "utf8")).toBe("hi\n");
+    },
+    90_000,
+  );
 });

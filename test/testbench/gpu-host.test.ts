@@ -605,7 +605,7 @@ describe("sudo shim", () => {
     expect(listing.stdout).toMatch(/^Matching Defaults entries for \S+ on gpu-s:\n {4}env_reset, /);
     expect(listing.stdout).toContain(`may run the following commands on gpu-s:\n    (root) NOPASSWD: `);
     expect(listing.stdout).toContain(
-      `${host.binDir}/systemctl ^(enable|disable) --now sglang-[a-z0-9-]+[.]service$`,
+      `${host.binDir}/systemctl ^(enable|disable) --now (sglang|vllm)-[a-z0-9-]+[.]service$`,
     );
   });
 
