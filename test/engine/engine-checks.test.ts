@@ -171,14 +171,12 @@ describe("sanity and benchmark on a healthy model (1x H200)", () => {
     );
   });
 
-  it("runs the standard settings quickly on the simulated engine", async () => {
+  it("runs the standard settings on the simulated engine: every prompt answered at each concurrency", async () => {
     const base = { venv: host.venvDir, port: server.port, model };
-    const started = Date.now();
     const [single, loaded] = [
       await runBench(sglangEngine, exec, { ...base, ...SINGLE_STREAM }),
       await runBench(sglangEngine, exec, { ...base, ...LOADED }),
     ];
-    expect(Date.now() - started).toBeLessThan(8_000);
     expect(single).toMatchObject({ maxConcurrency: 1, successfulRequests: SINGLE_STREAM.numPrompts });
     expect(loaded).toMatchObject({
       maxConcurrency: LOADED.concurrency,
