@@ -12,6 +12,7 @@ import {
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
 import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
+import { systemctlIsActiveFastPath } from "./systemctl-fast-path.ts";
 import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
 
 export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200";
@@ -461,7 +462,8 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   writeJsonAtomic(paths.configFile, config);
   if (readJsonFile<unknown>(paths.faultsFile, null) === null) writeJsonAtomic(paths.faultsFile, {});
   for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free", "sudo"]) {
-    await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
+    const fastPath = name === "systemctl" ? systemctlIsActiveFastPath(host.root) : "";
+    await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
   const clis = {
