@@ -18,6 +18,8 @@ export interface BenchSshd {
   readonly port: number;
   /** SHA256 fingerprint of the current ed25519 host key, as `ssh-keygen -lf` prints it. */
   hostKeySha256(): string;
+  /** The listener's pid (its reaped connections' CPU time shows in its cutime/cstime), if it runs. */
+  pid(): number | undefined;
   /** The fingerprint of each host key this sshd has, by `ssh-keygen -t` type. */
   hostKeyFingerprints(): Readonly<Partial<Record<BenchHostKeyType, string>>>;
   /**
@@ -155,6 +157,7 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
   return {
     port,
     hostKeySha256: () => fingerprints.ed25519 ?? "",
+    pid: () => (child?.exitCode === null ? child.pid : undefined),
     hostKeyFingerprints: () => ({ ...fingerprints }),
     async authorize(env, where = {}) {
       keyCount += 1;

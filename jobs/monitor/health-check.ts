@@ -48,7 +48,7 @@ const CURL_MARK = "__modelswap_curl_rc=";
  * one command on the host's transport. Never throws: an unreachable host is a failed check.
  */
 export async function checkHealth(
-  transport: HostTransport,
+  transport: Pick<HostTransport, "exec">,
   target: HealthCheckTarget,
   timeoutSeconds: number,
   clock: Clock = systemClock,

@@ -36,15 +36,19 @@ export type MonitorCheckOutcome =
 
 /**
  * One scheduled health check of one host: skipped while a swap is switching the host (the swap reports
- * for itself) or while another check of the host runs; otherwise check, record, and post the alert or
- * the recovery when this check crossed a threshold.
+ * for itself) or while another check of the host runs; otherwise check, record (with how late it started
+ * against `dueAt`), and post the alert or the recovery when this check crossed a threshold.
  */
 export async function runMonitorCheck(
   host: string,
   token: string,
   deps: MonitorCheckDeps,
+  /** When the schedule wanted this check (Unix ms); its lateness is counted in the fleet's histogram. */
+  dueAt?: number,
 ): Promise<MonitorCheckOutcome> {
   const { config, hosts, store, tracker } = deps;
+  // BullMQ schedules by the real clock, whatever clock the checks are stamped with
+  const startedAt = Date.now();
   if (!hosts.names().includes(host)) return { ran: false, why: "unknown-host" };
   const health = config.file.health;
   const hostConfig = hosts.config(host);
@@ -65,7 +69,8 @@ export async function runMonitorCheck(
     const serving = await store.hosts.serving(host);
     const unit = serving?.unit ?? hostConfig.currentUnit;
     const result = await checkHealth(
-      hosts.transport(host),
+      // a line on a shell kept open, not a new SSH session and shell per check (src/host/kept-shell.ts)
+      hosts.keptShell(host),
       // a blue/green swap may have moved the serving unit to the standby slot's port
       {
         unit,
@@ -82,6 +87,7 @@ export async function runMonitorCheck(
       host,
       { ok: result.ok, detail: result.failure ?? "healthy" },
       result.checkedAt.getTime(),
+      dueAt === undefined ? undefined : startedAt - dueAt,
     );
     log.debug({ ok: result.ok, failure: result.failure, transition: transition.kind }, "health checked");
     if (transition.kind === "alert") {

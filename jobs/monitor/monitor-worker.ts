@@ -57,7 +57,13 @@ export async function startMonitor(
     MONITOR_QUEUE,
     watch.inFlight.track(async (job: Job<HealthCheckJob>) => {
       const { host } = healthCheckJobSchema.parse(job.data);
-      return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps);
+      // a scheduler's job is created with the delay that brings it to its moment: timestamp + delay
+      return await runMonitorCheck(
+        host,
+        job.id ?? `${host}:${Date.now()}`,
+        checkDeps,
+        job.timestamp + job.delay,
+      );
     }),
     // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
     {

@@ -2,11 +2,13 @@ import type { HostConfig } from "../config/file-schema.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { createTransport } from "./create-transport.ts";
+import { KeptShell } from "./kept-shell.ts";
 import type { HostTransport } from "./transport.ts";
 
 /** The configured hosts and one transport each, opened on first use and reused after. */
 export class HostRegistry {
   private readonly transports = new Map<string, HostTransport>();
+  private readonly shells = new Map<string, KeptShell>();
   private readonly byName: Map<string, HostConfig>;
 
   constructor(
@@ -42,7 +44,20 @@ export class HostRegistry {
     return transport;
   }
 
+  /** The host's kept shell (kept-shell.ts) on its transport: for the health monitor's frequent checks. */
+  keptShell(name: string): KeptShell {
+    let shell = this.shells.get(name);
+    if (shell === undefined) {
+      shell = new KeptShell(this.transport(name), this.config(name).commandTimeoutSeconds * 1000);
+      this.shells.set(name, shell);
+    }
+    return shell;
+  }
+
   async closeAll(): Promise<void> {
+    const shells = [...this.shells.values()];
+    this.shells.clear();
+    await Promise.allSettled(shells.map((s) => s.close()));
     const all = [...this.transports.values()];
     this.transports.clear();
     await Promise.allSettled(all.map((t) => t.close()));

@@ -8,6 +8,7 @@ import {
   type ExecResult,
   type HostTransport,
   OutputBuffer,
+  type ShellChannel,
 } from "./transport.ts";
 
 export interface LocalTransportOptions {
@@ -27,12 +28,48 @@ export class LocalTransport implements HostTransport {
     this.hostName = options.hostName;
   }
 
-  exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
-    const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
-    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  /** bash in a process group of its own, so `kill` ends it and whatever it runs. */
+  async openShell(): Promise<ShellChannel> {
+    const child = spawn("bash", ["--noprofile", "--norc"], {
+      env: this.env(),
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", (error) =>
+        reject(
+          new CodedError(
+            "HOST_COMMAND_FAILED",
+            `bash could not be started: ${error.message}`,
+            "install bash",
+          ),
+        ),
+      );
+    });
+    child.stdin.on("error", () => {
+      // the shell ended: its close says so
+    });
+    return {
+      stdout: child.stdout,
+      stderr: child.stderr,
+      write: (text) => child.stdin.write(text),
+      onClose: (listener) => child.once("close", listener),
+      kill: () => killGroup(child.pid),
+    };
+  }
+
+  private env(): NodeJS.ProcessEnv {
     const extra = this.options.extraPath ?? [];
     const env = { ...process.env };
     if (extra.length > 0) env.PATH = [...extra, env.PATH ?? "/usr/bin:/bin"].join(":");
+    return env;
+  }
+
+  exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
+    const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
+    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const env = this.env();
     const started = Date.now();
     return new Promise<ExecResult>((resolve, reject) => {
       const child = spawn("bash", ["-c", command.text], {

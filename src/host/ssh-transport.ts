@@ -20,6 +20,7 @@ import {
   type ExecResult,
   type HostTransport,
   OutputBuffer,
+  type ShellChannel,
 } from "./transport.ts";
 
 export interface SshTransportOptions {
@@ -61,6 +62,52 @@ export class SshTransport implements HostTransport {
         return await this.run(await this.connect(), command, timeoutMs, options);
       }
     });
+  }
+
+  /**
+   * One channel running bash for as long as it is used. It does not count against the `maxSessions`
+   * channels the commands share: keep `maxSessions` below sshd's MaxSessions (8 of 10 by default).
+   */
+  async openShell(): Promise<ShellChannel> {
+    const open = async (client: Client) => await this.shellChannel(client);
+    const client = await this.connect();
+    try {
+      return await open(client);
+    } catch (error) {
+      if (!(error instanceof ChannelOpenError)) throw error;
+      this.forget(client);
+      return await open(await this.connect());
+    }
+  }
+
+  private shellChannel(client: Client): Promise<ShellChannel> {
+    return new Promise<ShellChannel>((resolve, reject) => {
+      client.exec(`${this.pathPrefix()}exec bash --noprofile --norc`, (error, stream: ClientChannel) => {
+        if (error) {
+          reject(new ChannelOpenError(this.lostError(error)));
+          return;
+        }
+        resolve({
+          stdout: stream,
+          stderr: stream.stderr,
+          write: (text) => stream.write(text),
+          onClose: (listener) => stream.once("close", listener),
+          kill: () => {
+            try {
+              stream.signal("KILL");
+            } catch {
+              // servers may refuse signals; closing the channel hangs up the shell
+            }
+            stream.close();
+          },
+        });
+      });
+    });
+  }
+
+  private pathPrefix(): string {
+    const extra = this.options.extraPath ?? [];
+    return extra.length > 0 ? `PATH=${extra.map(quote).join(":")}:"$PATH" ` : "";
   }
 
   async close(): Promise<void> {
@@ -236,11 +283,7 @@ export class SshTransport implements HostTransport {
     const started = Date.now();
     // The remote `timeout` ends a hung command on the host too; our own timer is the backstop.
     const remoteSeconds = Math.ceil(timeoutMs / 1000) + 1;
-    const pathPrefix =
-      this.options.extraPath && this.options.extraPath.length > 0
-        ? `PATH=${this.options.extraPath.map(quote).join(":")}:"$PATH" `
-        : "";
-    const wrapped = `${pathPrefix}exec timeout -k 2 ${remoteSeconds} bash -c ${quote(command.text)}`;
+    const wrapped = `${this.pathPrefix()}exec timeout -k 2 ${remoteSeconds} bash -c ${quote(command.text)}`;
     return new Promise<ExecResult>((resolve, reject) => {
       client.exec(wrapped, (error, stream: ClientChannel) => {
         if (error) {

@@ -26,7 +26,23 @@ export interface ExecResult {
 export interface HostTransport {
   readonly hostName: string;
   exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
+  /**
+   * A bash that stays running and reads commands from its standard input (`bash --noprofile --norc`, with
+   * the host's extraPath): the kept shell of `kept-shell.ts`, for commands run so often that starting a
+   * session and a shell for each would cost more than the command.
+   */
+  openShell(): Promise<ShellChannel>;
   close(): Promise<void>;
+}
+
+/** A running shell: what it prints, a way to write to it, and a way to end it with all it started. */
+export interface ShellChannel {
+  readonly stdout: NodeJS.ReadableStream;
+  readonly stderr: NodeJS.ReadableStream;
+  write(text: string): void;
+  /** Called once, when the shell has ended (it exited, was killed, or its connection was lost). */
+  onClose(listener: () => void): void;
+  kill(): void;
 }
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 4 * 1024 * 1024;

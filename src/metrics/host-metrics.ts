@@ -1,5 +1,7 @@
 import { Counter, Gauge, type Registry } from "prom-client";
+import { LATENESS_BUCKETS } from "../store/incidents.ts";
 import { type DeploymentState, FROM_REDIS } from "./read-deployment.ts";
+import { StoredHistogram } from "./stored-histogram.ts";
 
 /**
  * The metrics of each configured host, filled at scrape time from `state()`: the step of its running
@@ -77,4 +79,16 @@ export function registerHostMetrics(registry: Registry, state: () => DeploymentS
       }
     },
   });
+  new StoredHistogram(
+    "modelswap_health_check_lateness_seconds",
+    `How long after its scheduled moment each health check started, over the whole fleet and every worker: a monitor that keeps up stays in the first buckets; one that falls behind (too few workers, a slow Redis) shows here before any host goes unchecked for an interval. ${FROM_REDIS}`,
+    LATENESS_BUCKETS,
+    () => {
+      const { counts, sumSeconds } = state().lateness;
+      const series = LATENESS_BUCKETS.map((b) => counts.get(String(b)) ?? 0);
+      series.push(counts.get("+Inf") ?? 0);
+      return [{ labels: {}, counts: series, sum: sumSeconds }];
+    },
+    registry,
+  );
 }

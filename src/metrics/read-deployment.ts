@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
-import type { HostHealthState } from "../store/incidents.ts";
+import { type CheckLateness, type HostHealthState, readLateness } from "../store/incidents.ts";
 import { Store } from "../store/store.ts";
 import { readSwapTally, type SwapTally } from "../store/swap-tally.ts";
 
@@ -16,6 +16,8 @@ export interface DeploymentState {
   tally: SwapTally;
   /** The health monitor's state of each host. */
   health: readonly (readonly [host: string, state: HostHealthState])[];
+  /** How late the monitor's checks started against their schedule, fleet-wide. */
+  lateness: CheckLateness;
   /** The step of the swap running on each host, undefined when none runs. */
   active: readonly (readonly [host: string, step: string | undefined])[];
   /** BullMQ's exporter text of each queue (Queue.exportPrometheusMetrics). */
@@ -33,13 +35,14 @@ export async function readDeployment(
   log?: Logger,
 ): Promise<DeploymentState> {
   const store = new Store(redis, log === undefined ? {} : { log });
-  const [tally, health, active, bullmq] = await Promise.all([
+  const [tally, health, lateness, active, bullmq] = await Promise.all([
     readSwapTally(redis, log),
     Promise.all(hosts.map(async (host) => [host, await store.incidents.state(host)] as const)),
+    readLateness(redis),
     Promise.all(hosts.map(async (host) => [host, await activeStep(store, host)] as const)),
     Promise.all(queues.map((q) => q.exportPrometheusMetrics())),
   ]);
-  return { hosts, tally, health, active, bullmq };
+  return { hosts, tally, health, lateness, active, bullmq };
 }
 
 /** The step of the swap that holds the host, if one does and it has not ended. */

@@ -61,19 +61,44 @@ export interface Thresholds {
 }
 
 const hostKey = keys.health;
+
+/**
+ * Upper bounds (seconds) of the check-lateness histogram: how long after its scheduled moment a check
+ * started. A check on time is late by a few ms; one a busy worker picked up late shows here long before a
+ * host goes unchecked for a whole interval.
+ */
+export const LATENESS_BUCKETS: readonly number[] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The fleet's check lateness as the scripts counted it (read by /metrics and the bench). */
+export interface CheckLateness {
+  /** Checks per bucket (not cumulative), by upper bound as LATENESS_BUCKETS has it, `+Inf` above the last. */
+  counts: ReadonlyMap<string, number>;
+  count: number;
+  sumSeconds: number;
+  /** The latest of them all, since the counts were last cleared. */
+  maxSeconds: number;
+}
 const checkingKey = keys.healthCheck;
 
 const INCIDENT_FIELDS = ["incSince", "incFirst", "incLast", "incAlertTs", "incClaimedAt", "incModel"];
 
 /**
- * KEYS[1] the host's hash. ARGV: outcome (pass|fail), now (ms), detail, failureThreshold,
- * recoveryThreshold, claimTimeoutMs. Returns { kind, count, incSince, incFirst, incLast, incAlertTs, incModel }.
+ * KEYS[1] the host's hash, KEYS[2] the fleet's lateness histogram. ARGV: outcome (pass|fail), now (ms),
+ * detail, failureThreshold, recoveryThreshold, claimTimeoutMs, how late the check started (ms, '' when
+ * unknown) and its bucket's bound. Returns { kind, count, incSince, incFirst, incLast, incAlertTs, incModel }.
  */
 const RECORD = `
 local k = KEYS[1]
 local outcome, now, detail = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local n, m, claimMs = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 redis.call('hset', k, 'lastCheck', now, 'lastResult', outcome, 'lastDetail', detail)
+if ARGV[7] ~= '' then
+  local late, lk = tonumber(ARGV[7]), KEYS[2]
+  redis.call('hincrby', lk, 'le:' .. ARGV[8], 1)
+  redis.call('hincrby', lk, 'count', 1)
+  redis.call('hincrby', lk, 'sumMs', late)
+  if late > tonumber(redis.call('hget', lk, 'maxMs') or '-1') then redis.call('hset', lk, 'maxMs', late) end
+end
 local open = redis.call('hexists', k, 'incSince') == 1
 local function incident(kind, count)
   local v = redis.call('hmget', k, 'incSince', 'incFirst', 'incLast', 'incAlertTs', 'incModel', 'passSince')
@@ -178,19 +203,31 @@ export class IncidentTracker {
     this.log = storeLog(log);
   }
 
-  /** Records one check's outcome and says what changed. */
-  async record(host: string, check: { ok: boolean; detail: string }, now = Date.now()): Promise<Transition> {
+  /**
+   * Records one check's outcome and says what changed. `lateMs`: how long after its scheduled moment the
+   * check started, counted in the fleet's lateness histogram (left out for a check run off schedule).
+   */
+  async record(
+    host: string,
+    check: { ok: boolean; detail: string },
+    now = Date.now(),
+    lateMs?: number,
+  ): Promise<Transition> {
     const { failureThreshold, recoveryThreshold, claimTimeoutMs } = this.thresholds;
+    const late = lateMs === undefined ? undefined : Math.max(0, Math.round(lateMs));
     const reply = (await this.redis.eval(
       RECORD,
-      1,
+      2,
       hostKey(host),
+      keys.monitorLateness,
       check.ok ? "pass" : "fail",
       String(now),
       check.detail,
       String(failureThreshold),
       String(recoveryThreshold),
       String(claimTimeoutMs),
+      late === undefined ? "" : String(late),
+      late === undefined ? "" : latenessBound(late / 1000),
     )) as string[];
     const [kind, count = "0", since = "", first = "", last = "", alertTs = "", model = "", passSince = ""] =
       reply;
@@ -300,8 +337,37 @@ export class IncidentTracker {
     await this.redis.eval(RELEASE, 1, checkingKey(host), token);
   }
 
+  /** The fleet's check lateness so far (every worker's checks). */
+  async lateness(): Promise<CheckLateness> {
+    return await readLateness(this.redis);
+  }
+
   /** Drops everything about a host that left the config. */
   async forget(host: string): Promise<void> {
     await this.redis.del(hostKey(host), checkingKey(host));
   }
+}
+
+/** The bucket a lateness (seconds) falls in: its upper bound as the histogram names it. */
+export function latenessBound(seconds: number): string {
+  const bound = LATENESS_BUCKETS.find((b) => seconds <= b);
+  return bound === undefined ? "+Inf" : String(bound);
+}
+
+/** The fleet's lateness histogram; a field that does not parse is left out (it was changed by hand). */
+export async function readLateness(redis: Pick<Redis, "hgetall">): Promise<CheckLateness> {
+  const raw = await redis.hgetall(keys.monitorLateness);
+  const number = (value: string | undefined) => {
+    const n = Number(value);
+    return value !== undefined && Number.isFinite(n) && n >= 0 ? n : 0;
+  };
+  const counts = new Map<string, number>();
+  for (const [field, value] of Object.entries(raw))
+    if (field.startsWith("le:")) counts.set(field.slice(3), number(value));
+  return {
+    counts,
+    count: number(raw.count),
+    sumSeconds: number(raw.sumMs) / 1000,
+    maxSeconds: number(raw.maxMs) / 1000,
+  };
 }

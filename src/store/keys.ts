@@ -45,6 +45,8 @@ export const keys = {
   /** The health monitor's state of a host (a hash), and the slot of the check running now. */
   health: (host: string) => `${STORE}:host:${host}:health`,
   healthCheck: (host: string) => `${STORE}:host:${host}:health:checking`,
+  /** How late the monitor's checks started against their schedule, fleet-wide (a hash: a histogram). */
+  monitorLateness: `${STORE}:monitor:lateness`,
 
   /** A plan message in Slack → the swap and the plan hash it shows. */
   planMessage: (channel: string, ts: string) => `${STORE}:plan-message:${channel}:${ts}`,

@@ -22,6 +22,7 @@ class CountingTransport implements HostTransport {
     this.commands.push(`${command.text} <<< ${options?.stdin ?? ""}`);
     return local.exec(command, options);
   }
+  openShell = () => local.openShell();
   close = () => Promise.resolve();
 }
 
@@ -33,6 +34,7 @@ const asNobody: HostTransport = {
       { text: `setpriv --reuid=65534 --regid=65534 --clear-groups bash -c ${quote(command.text)}` },
       options,
     ),
+  openShell: () => local.openShell(),
   close: () => Promise.resolve(),
 };
 

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CodedError } from "../../src/errors.ts";
 import type { HostKeyType } from "../../src/host/host-key.ts";
+import { KeptShell } from "../../src/host/kept-shell.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { quote, sh } from "../../src/host/shell-quote.ts";
 import { SshTransport } from "../../src/host/ssh-transport.ts";
@@ -66,17 +67,26 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await keptSsh?.close();
+  await keptLocal?.close();
   await ssh?.close();
   await sshd?.stop();
   await dir?.remove();
 });
 
-const transports: [string, () => HostTransport][] = [
+let keptSsh: KeptShell;
+let keptLocal: KeptShell;
+
+const transports: [string, () => Pick<HostTransport, "exec">][] = [
   ["ssh", () => ssh],
   ["local", () => local],
+  // the health monitor's kept shells give the same answers, one command after the other
+  ["ssh kept shell", () => (keptSsh ??= new KeptShell(ssh, 10_000))],
+  ["local kept shell", () => (keptLocal ??= new KeptShell(local, 10_000))],
 ];
+const kept = (name: string) => name.includes("kept shell");
 
-describe.each(transports)("HostTransport contract: %s", (_name, get) => {
+describe.each(transports)("HostTransport contract: %s", (name, get) => {
   it("runs a command and returns stdout, stderr and the exit code", async () => {
     const result = await get().exec(sh`echo out; echo err >&2; exit 3`);
     expect(result).toMatchObject({ code: 3, signal: null, stdout: "out\n", stderr: "err\n" });
@@ -87,7 +97,14 @@ describe.each(transports)("HostTransport contract: %s", (_name, get) => {
     expect(result.stdout).toBe("host-tool a b\n");
   });
 
-  it("passes standard input", async () => {
+  it("passes standard input (a kept shell refuses it, saying so)", async () => {
+    if (kept(name)) {
+      await expect(get().exec(sh`wc -c`, { stdin: "12345" })).rejects.toMatchObject({
+        code: "INTERNAL",
+        message: "the kept shell takes no standard input",
+      });
+      return;
+    }
     const result = await get().exec(sh`wc -c`, { stdin: "12345" });
     expect(result.stdout.trim()).toBe("5");
   });
@@ -117,8 +134,9 @@ describe.each(transports)("HostTransport contract: %s", (_name, get) => {
   });
 
   it("surfaces a signal that ended the command", async () => {
-    const result = await get().exec(sh`kill -TERM $$`);
-    expect(result.code === null ? result.signal : result.code).toMatch(/TERM|143/);
+    // $$ is the kept shell itself; $BASHPID is the command's own shell in every case
+    const result = await get().exec(sh`kill -TERM $BASHPID`);
+    expect(String(result.code === null ? result.signal : result.code)).toMatch(/TERM|143/);
   });
 
   it("runs more concurrent commands than the channel limit", async () => {
@@ -158,6 +176,57 @@ describe.each(transports)("HostTransport contract: %s", (_name, get) => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe.each([
+  ["ssh", () => ssh],
+  ["local", () => local],
+] as const)("KeptShell over %s", (_name, transport) => {
+  // in the subshell a command runs in, $$ is still the kept shell's pid
+  const shellPid = async (shell: KeptShell) => (await shell.exec(sh`echo $$`)).stdout.trim();
+
+  it("runs every command in the one shell it keeps, and nothing a command sets outlives it", async () => {
+    const shell = new KeptShell(transport(), 10_000);
+    try {
+      const first = await shellPid(shell);
+      expect(first).toMatch(/^\d+$/);
+      await shell.exec(sh`cd /tmp; export LEAK=1; set -e; false`);
+      expect((await shell.exec(sh`echo "[$LEAK]"; pwd`)).stdout).not.toMatch(/\[1\]|^\/tmp$/m);
+      const [a, b] = await Promise.all([shell.exec(sh`sleep 0.3; echo a`), shell.exec(sh`echo b`)]);
+      expect([a.stdout, b.stdout]).toEqual(["a\n", "b\n"]);
+      expect(await shellPid(shell)).toBe(first);
+    } finally {
+      await shell.close();
+    }
+  });
+
+  it("after a command that outlived its time, or one that ended the shell, the next gets a new shell", async () => {
+    const shell = new KeptShell(transport(), 10_000);
+    try {
+      const first = await shellPid(shell);
+      await expect(shell.exec(sh`sleep 30`, { timeoutMs: 500 })).rejects.toMatchObject({
+        code: "HOST_COMMAND_TIMEOUT",
+      });
+      const second = await shellPid(shell);
+      expect(second).not.toBe(first);
+      await expect(shell.exec(sh`kill -KILL $$`)).rejects.toMatchObject({ code: "HOST_CONNECTION_LOST" });
+      const third = await shellPid(shell);
+      expect(third).not.toBe(second);
+      expect((await shell.exec(sh`echo still here`)).stdout).toBe("still here\n");
+    } finally {
+      await shell.close();
+    }
+  });
+
+  it("does not take a mark-like line in the output for the end", async () => {
+    const shell = new KeptShell(transport(), 10_000);
+    try {
+      const result = await shell.exec(sh`echo __modelswap_end_0000__ 0; printf 'no newline'`);
+      expect(result).toMatchObject({ code: 0, stdout: "__modelswap_end_0000__ 0\nno newline" });
+    } finally {
+      await shell.close();
+    }
   });
 });
 

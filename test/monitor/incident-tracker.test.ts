@@ -33,6 +33,24 @@ async function run(tracker: IncidentTracker, checks: boolean[], start = 1_000_00
 }
 
 describe("IncidentTracker", () => {
+  it("counts how late each scheduled check started, fleet-wide, across workers", async () => {
+    const first = new IncidentTracker(a, THRESHOLDS);
+    const second = new IncidentTracker(b, THRESHOLDS);
+    await first.record("h1", pass, 1_000, 12);
+    await second.record("h2", fail, 1_000, 700);
+    await first.record("h3", pass, 1_000, 95_000);
+    // a check run off schedule (no due time) changes nothing in the histogram
+    await second.record("h4", pass, 1_000);
+    const lateness = await first.lateness();
+    expect(lateness.count).toBe(3);
+    expect(Object.fromEntries(lateness.counts)).toEqual({ "0.05": 1, "1": 1, "+Inf": 1 });
+    expect(lateness.maxSeconds).toBe(95);
+    expect(lateness.sumSeconds).toBeCloseTo(95.712, 3);
+    // a check that started early (a worker's clock ahead) is on time, not negative
+    await second.record("h5", pass, 1_000, -40);
+    expect((await second.lateness()).counts.get("0.05")).toBe(2);
+  });
+
   it("alerts once after N consecutive failures and recovers once after M consecutive passes", async () => {
     const tracker = new IncidentTracker(a, THRESHOLDS);
     const kinds = await run(tracker, [false, false, false, false, false, true, true, true]);

@@ -160,17 +160,15 @@ describe("modelOfUnit", () => {
 });
 
 /** A transport that answers one canned result (or throws), for the check's parsing. */
-function canned(answer: Partial<ExecResult> | Error): HostTransport & { commands: string[] } {
+function canned(answer: Partial<ExecResult> | Error): Pick<HostTransport, "exec"> & { commands: string[] } {
   const commands: string[] = [];
   return {
-    hostName: "gpu-1",
     commands,
     async exec(command: ShellCommand) {
       commands.push(command.text);
       if (answer instanceof Error) throw answer;
       return { code: 0, signal: null, stdout: "", stderr: "", durationMs: 1, ...answer };
     },
-    async close() {},
   };
 }
 

@@ -2,6 +2,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { bullmqRegistry } from "../../src/metrics/bullmq-metrics.ts";
+import { registerHostMetrics } from "../../src/metrics/host-metrics.ts";
 import type { DeploymentState } from "../../src/metrics/read-deployment.ts";
 import { SlackCallMetrics } from "../../src/metrics/slack-calls.ts";
 import { StoredHistogram } from "../../src/metrics/stored-histogram.ts";
@@ -197,10 +198,21 @@ describe("a finished swap's tally", () => {
         pages: new Map(),
       },
       health: [],
+      lateness: {
+        counts: new Map([
+          ["0.05", 40],
+          ["2.5", 1],
+          ["+Inf", 1],
+        ]),
+        count: 42,
+        sumSeconds: 95.5,
+        maxSeconds: 90,
+      },
       active: [],
       bullmq: [],
     };
     registerSwapMetrics(registry, () => state);
+    registerHostMetrics(registry, () => state);
     const families = parseExposition(await registry.metrics());
     expect(sampleValue(families, "modelswap_swaps_total", { host: "a", outcome: "succeeded" })).toBe(3);
     expect(sampleValue(families, "modelswap_swaps_total", { host: "b", outcome: "rolled_back" })).toBe(0);
@@ -213,5 +225,14 @@ describe("a finished swap's tally", () => {
     ).toBe(2);
     expect(sampleValue(families, "modelswap_stage_duration_seconds_count", { stage: "switch" })).toBe(3);
     expect(sampleValue(families, "modelswap_stage_duration_seconds_sum", { stage: "switch" })).toBe(9000);
+    // the monitor's lateness: cumulative buckets, the one check over a minute late only in +Inf
+    const late = (le: string) =>
+      sampleValue(families, "modelswap_health_check_lateness_seconds_bucket", { le });
+    expect(late("0.05")).toBe(40);
+    expect(late("1")).toBe(40);
+    expect(late("2.5")).toBe(41);
+    expect(late("60")).toBe(41);
+    expect(late("+Inf")).toBe(42);
+    expect(sampleValue(families, "modelswap_health_check_lateness_seconds_count", {})).toBe(42);
   });
 });

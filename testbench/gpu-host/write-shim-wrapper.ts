@@ -27,7 +27,7 @@ export async function writeShimWrapper(
   scriptPath: string,
   sandboxRoot: string,
   extraEnv: Record<string, string> = {},
-  /** Shell lines run after the hold and before Node: a call they answer exits there (systemctl-fast-path.ts). */
+  /** bash lines run after the hold and before Node: a call they answer exits there (systemctl-fast-path.ts). */
   fastPath = "",
 ): Promise<void> {
   const assignments = Object.entries({ MODELSWAP_SANDBOX: resolve(sandboxRoot), ...extraEnv })
@@ -36,7 +36,7 @@ export async function writeShimWrapper(
       return `${key}=${shQuote(value)}`;
     })
     .join(" ");
-  const script = `#!/bin/sh\n${holdPrologue(sandboxRoot)}${fastPath}${assignments} exec ${shQuote(process.execPath)} ${shQuote(resolve(scriptPath))} "$@"\n`;
+  const script = `#!${fastPath === "" ? "/bin/sh" : "/bin/bash"}\n${holdPrologue(sandboxRoot)}${fastPath}${assignments} exec ${shQuote(process.execPath)} ${shQuote(resolve(scriptPath))} "$@"\n`;
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, script);
   await chmod(path, 0o755);
