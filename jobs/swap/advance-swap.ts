@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { systemClock } from "../../src/clock.ts";
 import { asCodedError, CodedError, isHostUnreachable } from "../../src/errors.ts";
+import { inStage } from "../../src/metrics/stage-scope.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import { pastFlipBack } from "../../src/swap/flip-back.ts";
 import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
@@ -146,7 +147,7 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
       return { done: false, waitMs: 0 };
     }
     try {
-      result = (await cancelled(run)) ?? (await runStep(ctx));
+      result = (await cancelled(run)) ?? (await inStage(swap.record.step, () => runStep(ctx)));
     } catch (error) {
       const coded = asCodedError(error);
       if (coded.code === "SWAP_SUPERSEDED") throw error;

@@ -13,6 +13,7 @@ export class SlackCallMetrics {
   private readonly calls: Counter<"method" | "result">;
   private readonly errors: Counter<"method" | "error">;
   private readonly rateLimitWait: Counter<"method">;
+  private readonly stageWait: Counter<"stage">;
 
   constructor(registry: Registry) {
     this.calls = new Counter({
@@ -33,6 +34,17 @@ export class SlackCallMetrics {
       labelNames: ["method"],
       registers: [registry],
     });
+    this.stageWait = new Counter({
+      name: "modelswap_slack_wait_in_stages_seconds_total",
+      help: `Seconds a swap's stage spent waiting on a Slack call, by stage. 0 by design: stages emit events and the reporter alone calls Slack, so a slow or rate-limited Slack never holds a swap back; anything above 0 is a defect. ${PER_PROCESS}`,
+      labelNames: ["stage"],
+      registers: [registry],
+    });
+  }
+
+  /** A Slack call was made from inside a swap's stage and took this long. */
+  waitedInStage(stage: string, seconds: number): void {
+    this.stageWait.inc({ stage: methodLabel(stage) }, seconds);
   }
 
   ok(method: string): void {

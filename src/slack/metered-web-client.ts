@@ -1,5 +1,6 @@
 import { ErrorCode, WebClient, WebClientEvent, type WebClientOptions } from "@slack/web-api";
 import type { SlackCallMetrics } from "../metrics/slack-calls.ts";
+import { currentStage } from "../metrics/stage-scope.ts";
 
 /** Slack error strings are short snake_case words; anything else is not used as a label value. */
 const SLACK_WORD = /^[a-z0-9_]{1,64}$/;
@@ -27,6 +28,8 @@ export class MeteredWebClient extends WebClient {
     method: string,
     options?: Parameters<WebClient["apiCall"]>[1],
   ): ReturnType<WebClient["apiCall"]> {
+    const stage = currentStage();
+    const started = performance.now();
     try {
       const result = await super.apiCall(method, options);
       this.metrics.ok(method);
@@ -34,6 +37,8 @@ export class MeteredWebClient extends WebClient {
     } catch (error) {
       this.metrics.failed(method, errorLabel(error));
       throw error;
+    } finally {
+      if (stage !== undefined) this.metrics.waitedInStage(stage, (performance.now() - started) / 1000);
     }
   }
 }
