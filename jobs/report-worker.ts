@@ -17,6 +17,16 @@ export interface ReportWorkerDeps extends ReporterDeps {
  * Retry-After), and short, so a reporter that died holds back the next one for at most 15 s.
  */
 const LOCK_MS = 15_000;
+/**
+ * Swaps reported at once by one process. A reporter spends nearly all its time waiting for its turn at
+ * Slack, so more slots would let every swap's plan and outcome queue at the pacer (which puts them first):
+ * at 64, the bench's 25 swaps in one channel were all approved within 63 s instead of 230 s and the
+ * median outcome reached its card 73 s after the swap ended instead of 131 s; but in two runs of three
+ * the bot then failed to acknowledge a reaction within Slack's 3 s, which is not understood yet. 8 until
+ * it is (docs/benchmarks.md, "concurrent").
+ */
+export const REPORT_CONCURRENCY = 8;
+
 /** How often a sweep looks for swaps the reporter has not caught up with. */
 export const SWEEP_EVERY_MS = 30_000;
 
@@ -29,7 +39,7 @@ export function createReportWorker(
   connection: Redis,
   deps: ReportWorkerDeps,
   watch: WorkerWatch,
-  concurrency = 8,
+  concurrency = REPORT_CONCURRENCY,
 ): Worker {
   const worker = new Worker(
     REPORT_QUEUE,

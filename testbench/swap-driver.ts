@@ -16,6 +16,11 @@ export interface SwapDriverOptions {
    * redis-server. A test that points the bot elsewhere (a cluster, a password behind a sentinel) says so.
    */
   redis?: string | Redis;
+  /**
+   * How long a card or a plan may take to appear (default 30 s and 60 s). Many swaps in one channel wait
+   * their turn: Slack takes about one chat.postMessage a second per channel, and the bot paces itself so.
+   */
+  postWithinMs?: number;
 }
 
 /**
@@ -75,7 +80,7 @@ export class SwapDriver {
     }
     return await this.bench.slack.waitFor(() => this.cardsOf(id)[0], {
       what: `the card of swap ${id} (${model} → ${host})`,
-      timeoutMs: 30_000,
+      timeoutMs: this.options.postWithinMs ?? 30_000,
     });
   }
 
@@ -94,7 +99,7 @@ export class SwapDriver {
   }
 
   /** The plan message with its Approve button, in the card's thread (the latest, when re-planned). */
-  async plan(cardTs: string, timeoutMs = 60_000): Promise<SlackMessage> {
+  async plan(cardTs: string, timeoutMs = this.options.postWithinMs ?? 60_000): Promise<SlackMessage> {
     return await this.bench.slack.waitFor(
       () =>
         this.bench.slack

@@ -170,7 +170,7 @@ class ReportRun {
   private async postOnce(
     key: string,
     msg: SlackMessage,
-    options: { threadTs?: string; broadcast?: boolean } = {},
+    options: { threadTs?: string; broadcast?: boolean; urgent?: boolean } = {},
   ): Promise<string> {
     const done = this.state.posts[key];
     if (done !== undefined) return done;
@@ -180,6 +180,7 @@ class ReportRun {
     try {
       ts = await this.deps.poster.post(this.record.channel, msg, {
         ...options,
+        urgent: options.urgent ?? this.ended(),
         metadata: this.metadata(key),
       });
     } catch (error) {
@@ -252,7 +253,8 @@ class ReportRun {
     if (this.state.cardTs !== undefined) return false;
     const card = this.renderCard();
     const number = this.state.cards + 1;
-    const ts = await this.postOnce(`card:${number}`, card);
+    // the requester's first sight of the swap: it does not wait behind other swaps' progress
+    const ts = await this.postOnce(`card:${number}`, card, { urgent: true });
     this.state.cardTs = ts;
     this.state.cards = number;
     delete this.state.posts[`card:${number}`];
@@ -292,10 +294,23 @@ class ReportRun {
     await this.save();
   }
 
-  /** A reply in the card's thread, once; `part` tells apart the messages of one event. */
+  /**
+   * A reply in the card's thread, once; `part` tells apart the messages of one event. A plan (someone must
+   * approve it before the swap can go on) and whatever an ended swap still has to say go ahead of other
+   * swaps' progress messages when Slack's pace makes them queue.
+   */
   private reply(part: string, msg: SlackMessage, broadcast = false): Promise<string> {
     const threadTs = this.state.cardTs!;
-    return this.postOnce(`${this.state.cards}:${this.state.cursor}:${part}`, msg, { threadTs, broadcast });
+    return this.postOnce(`${this.state.cards}:${this.state.cursor}:${part}`, msg, {
+      threadTs,
+      broadcast,
+      urgent: part === "plan" || this.ended(),
+    });
+  }
+
+  /** The swap has its outcome: what is left to say is how it ended, and nobody should wait for it. */
+  private ended(): boolean {
+    return this.record.outcome !== undefined;
   }
 
   private async show(event: StoredSwapEvent): Promise<void> {
@@ -332,14 +347,14 @@ class ReportRun {
       post: (msg) => this.reply("plan", msg),
       update: async (ts, msg) => {
         try {
-          await poster.update(channel, ts, msg);
+          await poster.update(channel, ts, msg, { urgent: true });
         } catch (error) {
           // a plan message someone deleted: its state is shown by the card and the thread; nothing to fix
           if (!isSlackApiError(error) || !error.messageGone) throw error;
         }
       },
-      react: (ts, name) => poster.react(channel, ts, name),
-      unreact: (ts, name) => poster.unreact(channel, ts, name),
+      react: (ts, name) => poster.react(channel, ts, name, true),
+      unreact: (ts, name) => poster.unreact(channel, ts, name, true),
       index: async (ts, planHash) => {
         const ttl = store.swaps.ttlMs({ outcome: "succeeded" }) ?? 86_400_000;
         await store.approvals.indexPlanMessage(channel, ts, { swapId: id, planHash }, ttl);
@@ -373,7 +388,7 @@ class ReportRun {
       const file = await this.deps.poster.upload(
         record.channel,
         { bytes: chart.png, filename: chart.filename, title: chart.title, altText: chart.altText },
-        { threadTs, comment },
+        { threadTs, comment, urgent: this.ended() },
       );
       this.log.info({ file, bytes: chart.png.length }, "benchmark chart uploaded");
     } catch (error) {
@@ -396,7 +411,7 @@ class ReportRun {
     if (stages === this.state.cardStages && !due && this.record.outcome === undefined) {
       return { kind: "later", ms: this.state.cardAt! + paceMs - now, why: "card" };
     }
-    await this.deps.poster.update(this.record.channel, this.state.cardTs!, card);
+    await this.deps.poster.update(this.record.channel, this.state.cardTs!, card, { urgent: this.ended() });
     this.state.cardHash = cardHash;
     this.state.cardAt = now;
     this.state.cardStages = stages;

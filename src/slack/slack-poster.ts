@@ -1,5 +1,6 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
+import { Semaphore } from "../host/semaphore.ts";
 import type { Logger } from "../log.ts";
 import { redactStrings } from "../log.ts";
 import type { SlackMessage } from "../reporter/message.ts";
@@ -12,6 +13,8 @@ export interface PostOptions {
   broadcast?: boolean;
   /** Slack's message metadata: finds the message again later (a post whose answer was lost). */
   metadata?: PostMetadata;
+  /** Ahead of every call that is not (a plan to approve, an ended swap's outcome): see Pacer. */
+  urgent?: boolean;
 }
 
 /** What modelswap marks its reports with (https://docs.slack.dev/messaging/message-metadata). */
@@ -40,6 +43,7 @@ export interface UploadOptions {
   threadTs?: string;
   /** The message the file is shared with. */
   comment?: string;
+  urgent?: boolean;
 }
 
 /**
@@ -49,6 +53,7 @@ export interface UploadOptions {
  */
 export class SlackPoster {
   private readonly pacers = new Map<string, Pacer>();
+  private readonly lanes = new Map<string, Semaphore>();
 
   constructor(
     private readonly client: WebClient,
@@ -65,17 +70,19 @@ export class SlackPoster {
       unfurl_links: false,
       unfurl_media: false,
     };
-    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel);
+    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel, options.urgent);
     const metadata = options.metadata === undefined ? {} : { metadata: options.metadata };
-    const result = await this.call("chat.postMessage", () =>
-      options.threadTs === undefined
-        ? this.client.chat.postMessage({ ...base, ...metadata })
-        : this.client.chat.postMessage({
-            ...base,
-            ...metadata,
-            thread_ts: options.threadTs,
-            reply_broadcast: options.broadcast === true,
-          }),
+    const result = await this.oneAtATime(channel, () =>
+      this.call("chat.postMessage", () =>
+        options.threadTs === undefined
+          ? this.client.chat.postMessage({ ...base, ...metadata })
+          : this.client.chat.postMessage({
+              ...base,
+              ...metadata,
+              thread_ts: options.threadTs,
+              reply_broadcast: options.broadcast === true,
+            }),
+      ),
     );
     const ts = String(result.ts);
     const threaded = (result as { message?: { thread_ts?: string } }).message?.thread_ts;
@@ -126,9 +133,14 @@ export class SlackPoster {
     return found;
   }
 
-  async update(channel: string, ts: string, msg: SlackMessage): Promise<void> {
+  async update(
+    channel: string,
+    ts: string,
+    msg: SlackMessage,
+    options: { urgent?: boolean } = {},
+  ): Promise<void> {
     const clean = this.redact(msg);
-    await this.pace("chat.update", LIMITS.tier3);
+    await this.pace("chat.update", LIMITS.tier3, options.urgent);
     await this.call("chat.update", () =>
       this.client.chat.update({ channel, ts, text: clean.text, blocks: clean.blocks }),
     );
@@ -156,8 +168,10 @@ export class SlackPoster {
       altText: file.altText ?? "",
       comment: options.comment ?? "",
     });
-    await this.pace("files.getUploadURLExternal", LIMITS.tier4);
-    await this.pace("files.completeUploadExternal", LIMITS.tier4);
+    await this.pace("files.getUploadURLExternal", LIMITS.tier4, options.urgent);
+    await this.pace("files.completeUploadExternal", LIMITS.tier4, options.urgent);
+    // the completed upload posts a message in the channel: it takes its turn with the other posts there
+    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel, options.urgent);
     const base = {
       channel_id: channel,
       file: file.bytes,
@@ -166,9 +180,11 @@ export class SlackPoster {
       ...(words.altText === "" ? {} : { alt_text: words.altText }),
       ...(words.comment === "" ? {} : { initial_comment: words.comment }),
     };
-    const result = await this.call("files.uploadV2", () =>
-      this.client.files.uploadV2(
-        options.threadTs === undefined ? base : { ...base, thread_ts: options.threadTs },
+    const result = await this.oneAtATime(channel, () =>
+      this.call("files.uploadV2", () =>
+        this.client.files.uploadV2(
+          options.threadTs === undefined ? base : { ...base, thread_ts: options.threadTs },
+        ),
       ),
     );
     const completed = (result as { files?: { files?: { id?: string }[] }[] }).files ?? [];
@@ -176,8 +192,8 @@ export class SlackPoster {
   }
 
   /** Adds the bot's own reaction (so people can click it); an existing one is fine. */
-  async react(channel: string, ts: string, name: string): Promise<void> {
-    await this.pace("reactions.add", LIMITS.tier3);
+  async react(channel: string, ts: string, name: string, urgent = false): Promise<void> {
+    await this.pace("reactions.add", LIMITS.tier3, urgent);
     try {
       await this.client.reactions.add({ channel, timestamp: ts, name });
     } catch (error) {
@@ -187,8 +203,8 @@ export class SlackPoster {
   }
 
   /** Takes the bot's own reaction back; one already gone (or a message deleted) is fine. */
-  async unreact(channel: string, ts: string, name: string): Promise<void> {
-    await this.pace("reactions.remove", LIMITS.tier2);
+  async unreact(channel: string, ts: string, name: string, urgent = false): Promise<void> {
+    await this.pace("reactions.remove", LIMITS.tier2, urgent);
     try {
       await this.client.reactions.remove({ channel, timestamp: ts, name });
     } catch (error) {
@@ -198,13 +214,32 @@ export class SlackPoster {
     }
   }
 
-  private async pace(key: string, [perSecond, burst]: readonly [number, number]): Promise<void> {
+  /**
+   * One post at a time per channel. The pacer spaces the calls as they leave; with many calls in flight
+   * (25 swaps' reporters) some are held up on their way (sockets, a busy event loop) and reach Slack
+   * bunched, over its per-channel allowance: the bench's 25 swaps got 11 × 429 so. Waiting for the
+   * previous post's answer keeps them spaced where Slack counts them.
+   */
+  private async oneAtATime<T>(channel: string, call: () => Promise<T>): Promise<T> {
+    let lane = this.lanes.get(channel);
+    if (lane === undefined) {
+      lane = new Semaphore(1);
+      this.lanes.set(channel, lane);
+    }
+    return await lane.run(call);
+  }
+
+  private async pace(
+    key: string,
+    [perSecond, burst]: readonly [number, number],
+    urgent = false,
+  ): Promise<void> {
     let pacer = this.pacers.get(key);
     if (pacer === undefined) {
       pacer = new Pacer(perSecond, burst);
       this.pacers.set(key, pacer);
     }
-    await pacer.take();
+    await pacer.take(urgent);
   }
 
   private redactStrings<T extends Record<string, string>>(strings: T): T {
