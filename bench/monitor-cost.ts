@@ -1,8 +1,13 @@
+import { availableParallelism } from "node:os";
+import { Redis } from "ioredis";
+import { readLateness } from "../src/store/incidents.ts";
+import { keys } from "../src/store/keys.ts";
 import { type BenchHostSpec, CHANNEL, startBench } from "../testbench/bench.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
-import { sampleProcess } from "./proc-stats.ts";
+import { machineBusySeconds, sampleProcess } from "./proc-stats.ts";
 import type { Progress, SectionResult } from "./section.ts";
+import { measureSshCost } from "./ssh-cost.ts";
 import { round, sleep } from "./stats.ts";
 
 export interface MonitorOptions {
@@ -18,6 +23,13 @@ export interface MonitorFigures {
   interval_s: number;
   cpu_core_fraction: number;
   rss_mb: number;
+  /** The latest any check started after its scheduled moment, in the window (the monitor's own histogram). */
+  worst_lateness_s: number;
+  /** Checks done per interval in the window: the fleet is kept up with when this is the host count. */
+  checks_per_interval: number;
+  /** One SSH handshake's CPU, both ends (ms), against one command on a kept connection. */
+  ssh_handshake_cpu_ms: number;
+  ssh_exec_cpu_ms: number;
 }
 
 /** Names per real sandbox: the rest of the fleet are light hosts that share one (own name, key, connection). */
@@ -25,9 +37,11 @@ const HOSTS_PER_SANDBOX = 50;
 
 /**
  * Fleet monitoring cost: the real `modelswap start` watches N healthy hosts, each over its own SSH
- * connection to the bench's sshd, checked every interval; its CPU time (utime + stime from
- * /proc/<pid>/stat) over the window divided by the window is the share of one core it needs, and its
- * peak resident memory (VmRSS, sampled every second) what it holds. The hosts' own work (sshd, the
+ * connection to the bench's sshd, checked every interval. After one interval of warm-up (every
+ * connection opened, every host checked once), its CPU time (utime + stime from /proc/<pid>/stat) over
+ * the window divided by the window is the share of one core it needs, its peak resident memory (VmRSS,
+ * sampled every second) what it holds, and the monitor's own lateness histogram in Redis (cleared of
+ * its maximum at the window's start) how late the latest check started. The hosts' own work (sshd, the
  * shims, the simulated engines) runs in other processes and is not counted.
  */
 export async function benchMonitor(
@@ -50,9 +64,21 @@ export async function benchMonitor(
     progress(
       `${options.hosts} hosts (${sandboxes} sandboxes) ready in ${round((Date.now() - setupStart) / 1000, 1)} s`,
     );
+    const fleetHost = (await bench.config()).file.hosts[0];
+    if (fleetHost === undefined) throw new Error("bench: no host configured");
+    const ssh = await measureSshCost(bench.sshd, fleetHost, Math.min(100, options.hosts * 10));
     const bot = await spawnBot(bench);
+    const redis = new Redis(bench.redis.url);
+    const warmStart = sampleProcess(bot.pid);
+    const warmStartedAt = Date.now();
+    await sleep(options.intervalSeconds * 1000 + 2000);
+    const warm = sampleProcess(bot.pid);
+    const warmSeconds = (Date.now() - warmStartedAt) / 1000;
+    await redis.hdel(keys.monitorLateness, "maxMs");
+    const latenessBefore = await readLateness(redis);
     const checksBefore = await checks(bench);
     const start = sampleProcess(bot.pid);
+    const machineStart = machineBusySeconds();
     const startedAt = Date.now();
     let peakRss = start.rssBytes;
     while (Date.now() - startedAt < options.durationSeconds * 1000) {
@@ -61,7 +87,10 @@ export async function benchMonitor(
     }
     const end = sampleProcess(bot.pid);
     const seconds = (Date.now() - startedAt) / 1000;
+    const machineCores = (machineBusySeconds() - machineStart) / seconds;
     const done = (await checks(bench)) - checksBefore;
+    const lateness = await readLateness(redis);
+    redis.disconnect();
     const alerts = bench.slack.messages(CHANNEL).filter((m) => m.text.startsWith("🚨")).length;
     await stopBot(bot);
     const expected = Math.floor((options.hosts * seconds) / options.intervalSeconds);
@@ -72,9 +101,21 @@ export async function benchMonitor(
         interval_s: options.intervalSeconds,
         cpu_core_fraction: round((end.cpuSeconds - start.cpuSeconds) / seconds, 3),
         rss_mb: round(peakRss / 1024 / 1024, 1),
+        worst_lateness_s: round(lateness.maxSeconds, 3),
+        checks_per_interval: round((done * options.intervalSeconds) / seconds, 0),
+        ssh_handshake_cpu_ms: ssh.handshake_cpu_ms,
+        ssh_exec_cpu_ms: ssh.exec_cpu_ms,
       },
       details: [
+        `monitor: an SSH handshake costs ${ssh.handshake_cpu_ms} CPU ms (both ends) and ${ssh.handshake_ms} ms; a command on a kept connection ${ssh.exec_cpu_ms} CPU ms and ${ssh.exec_ms} ms`,
         `monitor: ${done} checks in ${round(seconds, 0)} s (about ${expected} due), ${round(end.cpuSeconds - start.cpuSeconds, 2)} CPU s; ${alerts} alerts`,
+        `monitor: the whole machine (bot, sshd, the simulated hosts, Redis) was busy ${round(machineCores, 2)} of ${availableParallelism()} cores in the window`,
+        `monitor: warm-up (connecting to ${options.hosts} hosts, first checks) ${round((warm.cpuSeconds - warmStart.cpuSeconds) / warmSeconds, 3)} of a core for ${round(warmSeconds, 0)} s`,
+        `monitor: lateness in the window: mean ${round(
+          (lateness.sumSeconds - latenessBefore.sumSeconds) /
+            Math.max(1, lateness.count - latenessBefore.count),
+          3,
+        )} s over ${lateness.count - latenessBefore.count} checks, worst ${round(lateness.maxSeconds, 3)} s`,
       ],
     };
   } finally {

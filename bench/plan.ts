@@ -1,11 +1,11 @@
 import type { AckOptions } from "./ack.ts";
 import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
+import type { ConcurrentOptions } from "./concurrent-swaps.ts";
 import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
 import type { Speed } from "./section.ts";
-import type { SlackOptions } from "./slack-budget.ts";
 import type { SwapOptions } from "./swap-overhead.ts";
 
 /** How big each section runs: the full run people read, or the quick smoke CI runs so the bench keeps working. */
@@ -13,23 +13,23 @@ export interface BenchPlan {
   ack: AckOptions;
   swap: SwapOptions;
   vllm: SwapOptions;
-  slack: SlackOptions;
+  concurrent: ConcurrentOptions;
   alert: AlertOptions;
   monitor: MonitorOptions;
   resume: ResumeOptions;
   frontdoor: FrontDoorOptions;
 }
 
-/** The figures of the issue: 500 acks, a 40 s / 30 s / 10 s swap, 10 swaps at once, 200 hosts for 2 minutes. */
+/** The figures of the issues: 500 acks, a 40 s / 30 s / 10 s swap, 25 swaps at once in one channel, 1,000 hosts every 15 s for 2 minutes. */
 const SHIPPED: Speed = { swaps: shippedSwapSettings(), engine: {} };
 
 export const FULL: BenchPlan = {
   ack: { requests: 500, warmup: 50 },
   swap: { downloadSeconds: 40, buildSeconds: 30, loadSeconds: 10, speed: SHIPPED },
   vllm: { downloadSeconds: 40, buildSeconds: 30, loadSeconds: 10, speed: SHIPPED },
-  slack: { swaps: 10, speed: SHIPPED },
+  concurrent: { swaps: 25, speed: SHIPPED },
   alert: { repeats: 20, intervalSeconds: 1, threshold: 3 },
-  monitor: { hosts: 200, intervalSeconds: 15, durationSeconds: 120 },
+  monitor: { hosts: 1000, intervalSeconds: 15, durationSeconds: 120 },
   resume: { downloadSeconds: 10, speed: SHIPPED },
   frontdoor: { loadSeconds: 10, everyMs: 100, speed: SHIPPED },
 };
@@ -44,7 +44,7 @@ export const QUICK: BenchPlan = {
   ack: { requests: 40, warmup: 5 },
   swap: { downloadSeconds: 1.5, buildSeconds: 1, loadSeconds: 0.3, speed: FAST },
   vllm: { downloadSeconds: 1.5, buildSeconds: 1, loadSeconds: 0.3, speed: FAST },
-  slack: { swaps: 1, speed: FAST },
+  concurrent: { swaps: 2, speed: FAST },
   alert: { repeats: 2, intervalSeconds: 1, threshold: 2 },
   monitor: { hosts: 10, intervalSeconds: 2, durationSeconds: 4 },
   resume: { downloadSeconds: 2, speed: FAST },

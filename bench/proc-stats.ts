@@ -25,3 +25,20 @@ export function sampleProcess(pid: number): ProcSample {
   const rssKiB = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
   return { cpuSeconds: (utime + stime) / TICKS_PER_SECOND, rssBytes: rssKiB * 1024 };
 }
+
+/**
+ * CPU time (user + system, seconds) of the children a live process has reaped (cutime and cstime, fields
+ * 16 and 17 of /proc/<pid>/stat): for sshd's listener, what its finished connections cost.
+ */
+export function reapedChildrenCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+}
+
+/** CPU seconds the whole machine has been busy (all cores: user, nice, system, irq, softirq; /proc/stat). */
+export function machineBusySeconds(): number {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
+  return (user + nice + system + irq + softirq) / TICKS_PER_SECOND;
+}

@@ -1,9 +1,9 @@
 import type { AckFigures } from "./ack.ts";
 import type { AlertFigures } from "./alert-latency.ts";
+import type { ConcurrentFigures } from "./concurrent-swaps.ts";
 import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
-import type { SlackFigures } from "./slack-budget.ts";
 import type { SwapFigures, VllmSwapFigures } from "./swap-overhead.ts";
 
 /** A line of news while a section runs. */
@@ -13,7 +13,7 @@ export interface BenchResults {
   ack: AckFigures;
   swap: SwapFigures;
   vllm: VllmSwapFigures;
-  slack: SlackFigures;
+  concurrent: ConcurrentFigures;
   alert: AlertFigures;
   monitor: MonitorFigures;
   resume: ResumeFigures;
@@ -30,9 +30,16 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
   ack: ["requests", "p50_ms", "p99_ms", "baseline_p50_ms", "baseline_p99_ms", "p99_ratio"],
   swap: ["wall_s", "critical_path_s", "overhead_ratio", "sequential_script_s", "vs_script_ratio"],
   vllm: ["wall_s", "critical_path_s", "overhead_ratio"],
-  slack: ["swaps", "calls_per_swap", "rate_limited"],
+  concurrent: [
+    "swaps",
+    "rate_limited",
+    "stage_wait_on_slack_s",
+    "last_outcome_s",
+    "outcome_lag_s",
+    "calls_per_swap",
+  ],
   alert: ["interval_s", "threshold", "p50_extra_ms", "p99_extra_ms"],
-  monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb"],
+  monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb", "worst_lateness_s", "checks_per_interval"],
   resume: ["bytes_total", "bytes_refetched"],
   frontdoor: [
     "bluegreen.failed",
@@ -88,7 +95,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, vllm, slack, alert, monitor, resume, frontdoor } = results;
+  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -131,11 +138,29 @@ export function renderTable(results: Partial<BenchResults>): string {
       ),
     );
   }
-  if (slack !== undefined) {
+  if (concurrent !== undefined) {
+    const c = concurrent;
     rows.push(
-      row("slack", "calls per swap", String(slack.calls_per_swap), "", "≤ 30", slack.calls_per_swap <= 30),
-      row("", "rate limited (429)", String(slack.rate_limited), "", "= 0", slack.rate_limited === 0),
-      row("", "swaps at once", String(slack.swaps), "", "", undefined),
+      row("concurrent", "swaps at once, one channel", String(c.swaps), "", "", undefined),
+      row("", "rate limited (429)", String(c.rate_limited), "", "= 0", c.rate_limited === 0),
+      row(
+        "",
+        "stage waits on Slack",
+        `${c.stage_wait_on_slack_s} s`,
+        "",
+        "= 0 s",
+        c.stage_wait_on_slack_s === 0,
+      ),
+      row(
+        "",
+        "outcome on the card after",
+        `${c.outcome_lag_s} s`,
+        "the swap's end",
+        "≤ 30 s",
+        c.outcome_lag_s <= 30,
+      ),
+      row("", "last outcome", `${c.last_outcome_s} s`, "the requests", "", undefined),
+      row("", "calls per swap", String(c.calls_per_swap), "", "≤ 30", c.calls_per_swap <= 30),
     );
   }
   if (alert !== undefined) {
@@ -156,7 +181,23 @@ export function renderTable(results: Partial<BenchResults>): string {
         "≤ 0.25",
         monitor.cpu_core_fraction <= 0.25,
       ),
-      row("", "RSS", `${monitor.rss_mb} MB`, "", "≤ 250 MB", monitor.rss_mb <= 250),
+      row("", "RSS", `${monitor.rss_mb} MB`, "", "≤ 300 MB", monitor.rss_mb <= 300),
+      row(
+        "",
+        "worst lateness of a check",
+        `${monitor.worst_lateness_s} s`,
+        "",
+        "≤ 1 s",
+        monitor.worst_lateness_s <= 1,
+      ),
+      row(
+        "",
+        "checks per interval",
+        String(monitor.checks_per_interval),
+        `${monitor.hosts} hosts`,
+        "≥ 0.98 × hosts",
+        monitor.checks_per_interval >= 0.98 * monitor.hosts,
+      ),
     );
   }
   if (resume !== undefined) {

@@ -3,13 +3,13 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
+import { benchConcurrent } from "./concurrent-swaps.ts";
 import { benchFrontDoor } from "./front-door.ts";
 import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
 import { type BenchResults, ordered, renderTable, type SectionName } from "./report.ts";
 import { benchResume } from "./resume.ts";
 import type { Progress, SectionResult } from "./section.ts";
-import { benchSlack } from "./slack-budget.ts";
 import { benchSwap, benchVllmSwap } from "./swap-overhead.ts";
 
 /** Each section: what the progress line says, and how it runs. */
@@ -33,9 +33,10 @@ const SECTIONS: {
       `the same swap served by vLLM (download ${p.vllm.downloadSeconds} s ∥ build ${p.vllm.buildSeconds} s, load ${p.vllm.loadSeconds} s) vs its critical path`,
     run: (p, progress) => benchVllmSwap(p.vllm, progress),
   },
-  slack: {
-    what: (p) => `${p.slack.swaps} swaps on ${p.slack.swaps} hosts at once under Slack's rate limits`,
-    run: (p, progress) => benchSlack(p.slack, progress),
+  concurrent: {
+    what: (p) =>
+      `${p.concurrent.swaps} swaps on ${p.concurrent.swaps} hosts at once in one channel under Slack's rate limits`,
+    run: (p, progress) => benchConcurrent(p.concurrent, progress),
   },
   alert: {
     what: (p) =>

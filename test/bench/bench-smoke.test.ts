@@ -45,7 +45,7 @@ it("the quick bench writes every figure of every section and prints the table", 
     }
     expect(stdout).toMatch(/section +figure +value +baseline +target +met/);
     expect(results.ack!.requests).toBeGreaterThan(0);
-    expect(results.slack!.swaps).toBeGreaterThan(0);
+    expect(results.concurrent!.swaps).toBeGreaterThan(0);
   } finally {
     await dir.remove();
   }

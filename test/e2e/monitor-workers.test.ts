@@ -1,0 +1,98 @@
+import { readFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Bench, type BenchHostSpec, type ChildBot, startBench } from "../../testbench/bench.ts";
+import { until } from "../../testbench/until.ts";
+
+/**
+ * The health monitor spread over several worker processes on one Redis (issue #16): a fleet of 30 hosts
+ * (one sandbox, 29 light hosts behind the bench's one sshd) checked every second by two `modelswap
+ * worker`s. Both take checks; no host is checked twice in one interval (never by two workers at once);
+ * and when one worker is SIGKILLed mid-check, the other goes on checking every host, none forgotten.
+ * What each worker checked is read from its own log ("health checked", with the host, at debug).
+ */
+const HOSTS = 30;
+const INTERVAL_S = 1;
+let bench: Bench;
+
+interface Check {
+  host: string;
+  at: number;
+}
+
+async function checksOf(bot: ChildBot): Promise<Check[]> {
+  const text = await readFile(bot.logPath, "utf8");
+  const checks: Check[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.includes('"health checked"')) continue;
+    const entry = JSON.parse(line) as { host?: string; time?: string };
+    if (entry.host !== undefined && entry.time !== undefined)
+      checks.push({ host: entry.host, at: Date.parse(entry.time) });
+  }
+  return checks;
+}
+
+beforeAll(async () => {
+  const hosts: BenchHostSpec[] = Array.from({ length: HOSTS }, (_, i) =>
+    i === 0
+      ? { name: "fleet-0", gpus: "8x-h200" as const, serving: { preset: "llama-bf16-small" as const } }
+      : { name: `fleet-${i}`, sandboxOf: "fleet-0" },
+  );
+  // a check's slot (checkTimeout + 10 s + commandTimeout) bounds how long a dead worker's check holds a host
+  bench = await startBench({
+    health: { intervalSeconds: INTERVAL_S, failureThreshold: 3, checkTimeoutSeconds: 2 },
+    commandTimeoutSeconds: 3,
+    hosts,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await bench?.killChildren();
+  await bench?.stop();
+});
+
+describe("the monitor on two workers", () => {
+  it("shares the fleet, checks no host twice in an interval, and forgets none when a worker dies", async () => {
+    const workers = [await bench.spawnBot({ role: "worker" }), await bench.spawnBot({ role: "worker" })];
+    const [a, b] = workers as [ChildBot, ChildBot];
+    // a few intervals after both run: every host checked, by one or the other
+    await until(
+      async () => {
+        const seen = new Set([...(await checksOf(a)), ...(await checksOf(b))].map((c) => c.host));
+        return seen.size === HOSTS;
+      },
+      { what: "every host checked by one of the two workers", timeoutMs: 60_000 },
+    );
+    const windowStart = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    const inWindow = async (bot: ChildBot) => (await checksOf(bot)).filter((c) => c.at >= windowStart);
+    const byA = await inWindow(a);
+    const byB = await inWindow(b);
+    // both take a share (BullMQ gives each job to whichever worker asks first)
+    expect(byA.length).toBeGreaterThan(HOSTS / 4);
+    expect(byB.length).toBeGreaterThan(HOSTS / 4);
+    // no host twice within one interval, whichever workers checked it
+    for (let i = 0; i < HOSTS; i += 1) {
+      const host = `fleet-${i}`;
+      const times = [...byA, ...byB]
+        .filter((c) => c.host === host)
+        .map((c) => c.at)
+        .sort((x, y) => x - y);
+      expect(times.length, host).toBeGreaterThanOrEqual(2);
+      for (let k = 1; k < times.length; k += 1)
+        expect(times[k]! - times[k - 1]!, `${host}'s checks ${k - 1} and ${k}`).toBeGreaterThan(
+          INTERVAL_S * 500,
+        );
+    }
+
+    await a.kill("SIGKILL");
+    const killedAt = Date.now();
+    // the survivor checks every host again, those the dead one held as soon as their slot runs out (15 s)
+    await until(
+      async () => {
+        const after = (await checksOf(b)).filter((c) => c.at > killedAt + 500);
+        return new Set(after.map((c) => c.host)).size === HOSTS;
+      },
+      { what: "the surviving worker to check every host after the other was killed", timeoutMs: 45_000 },
+    );
+  }, 180_000);
+});
