@@ -4,7 +4,7 @@ import { failure, refusal, reply } from "../src/slack/reply.ts";
 import type { CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
 import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
-import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
+import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
 import { takeHost } from "./take-host.ts";
 
@@ -31,9 +31,9 @@ export const rollbackCommand: SubCommand = {
     if (request.args.length > 1 || host === undefined || refuseUnknownHost(host, known) !== undefined) {
       if (!requester) return notRequester();
       if (request.args.length > 1)
-        return reply(`Usage: \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+        return reply(`Usage: \`${rollbackCommand.usage}\`. ${knownHostsLine(known)}`);
       if (host === undefined)
-        return reply(`Which host? \`${rollbackCommand.usage}\`. Known hosts: ${known.join(", ")}.`);
+        return reply(`Which host? \`${rollbackCommand.usage}\`. ${knownHostsLine(known)}`);
       return reply(refuseUnknownHost(host, known)!);
     }
 

@@ -1,21 +1,31 @@
 import { optionWord } from "../src/grammar/option-word.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
+import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
 
-export const STATUS_USAGE = "/llm status [host] [--share]";
+export const STATUS_USAGE = "/llm status [host] [--all] [--share]";
 
-export type StatusArgs = { ok: true; host?: string; share: boolean } | { ok: false; reason: string };
+export type StatusArgs =
+  | { ok: true; host?: string; share: boolean; all: boolean }
+  | { ok: false; reason: string };
 
 /**
- * Parses the words after `/llm status`: at most one host, and `--share` anywhere (or `—share` from
- * autocorrect: src/grammar/option-word.ts), which takes no value. Any other option is refused.
+ * Parses the words after `/llm status`: at most one host, `--share` and `--all` anywhere (or `—share` from
+ * autocorrect: src/grammar/option-word.ts), which take no value; `--all` only without a host. Any other
+ * option is refused.
  */
 export function parseStatusArgs(args: readonly string[]): StatusArgs {
   let host: string | undefined;
   let share = false;
+  let all = false;
   for (const arg of args) {
     const { name: word, inline } = optionWord(arg);
+    if (word === "--all") {
+      if (inline !== undefined) return { ok: false, reason: "`--all` takes no value" };
+      if (all) return { ok: false, reason: "`--all` is given twice" };
+      all = true;
+      continue;
+    }
     if (word === "--share") {
       if (inline !== undefined) return { ok: false, reason: "`--share` takes no value" };
       if (share) return { ok: false, reason: "`--share` is given twice" };
@@ -26,7 +36,12 @@ export function parseStatusArgs(args: readonly string[]): StatusArgs {
     if (host !== undefined) return { ok: false, reason: "name at most one host" };
     host = word;
   }
-  return { ok: true, ...(host === undefined ? {} : { host }), share };
+  if (all && host !== undefined)
+    return {
+      ok: false,
+      reason: "`--all` is the whole fleet's table: leave out the host, or leave out `--all`",
+    };
+  return { ok: true, ...(host === undefined ? {} : { host }), share, all };
 }
 
 /**
@@ -38,7 +53,7 @@ export const statusCommand: SubCommand = {
   name: "status",
   usage: STATUS_USAGE,
   summary:
-    "served model, service, health, GPUs and swap of a host; without one, a table of every host (--share: posted in the channel)",
+    "served model, service, health, GPUs and swap of a host; without one, the fleet: a table, or for more than 25 hosts a summary by state with the ones that want a look (--all: every host; --share: posted in the channel)",
   async handle(request, { config, access, queue }) {
     if (!(await access.isMember(request.user))) {
       return refusal(
@@ -49,7 +64,7 @@ export const statusCommand: SubCommand = {
     const parsed = parseStatusArgs(request.args);
     if (!parsed.ok)
       return reply(
-        `Cannot show the status: ${parsed.reason}.\nUsage: \`${STATUS_USAGE}\`. Known hosts: ${known.join(", ")}.`,
+        `Cannot show the status: ${parsed.reason}.\nUsage: \`${STATUS_USAGE}\`. ${knownHostsLine(known)}`,
       );
     const wanted = parsed.host;
     const unknown = wanted === undefined ? undefined : refuseUnknownHost(wanted, known);
@@ -63,6 +78,7 @@ export const statusCommand: SubCommand = {
         user: request.user,
         requestedAt: new Date().toISOString(),
         fleet: wanted === undefined,
+        ...(parsed.all ? { all: true } : {}),
         answer,
       });
     } catch (error) {
@@ -70,6 +86,6 @@ export const statusCommand: SubCommand = {
     }
     const privately =
       answer === "private" ? " Only you will see the answer (`--share` posts it in the channel)." : "";
-    return reply(`⏳ Checking ${hosts.join(", ")}…${privately}`);
+    return reply(`⏳ Checking ${hosts.length > 3 ? `${hosts.length} hosts` : hosts.join(", ")}…${privately}`);
   },
 };

@@ -8,7 +8,7 @@ import { escapeMrkdwn } from "../src/reporter/message.ts";
 import { failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
-import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
+import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
 import { takeHost } from "./take-host.ts";
 
@@ -37,7 +37,7 @@ export const swapCommand: SubCommand = {
     const known = knownHosts(config);
     const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
-      return reply(`Which host? Add \`--host ${escapeMrkdwn("<host>")}\`. Known hosts: ${known.join(", ")}.`);
+      return reply(`Which host? Add \`--host ${escapeMrkdwn("<host>")}\`. ${knownHostsLine(known)}`);
     const unknown = refuseUnknownHost(host, known);
     if (unknown !== undefined) return reply(unknown);
     const hostConfig = config.file.hosts.find((h) => h.name === host);

@@ -4,7 +4,13 @@ import { hostFrontDoor } from "../src/front-door/host-front-door.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
 import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
-import { type FleetRow, renderFleet } from "../src/reporter/fleet-message.ts";
+import {
+  FLEET_TABLE_ROWS,
+  type FleetRow,
+  renderFleet,
+  renderFleetPages,
+  renderFleetSummary,
+} from "../src/reporter/fleet-message.ts";
 import { frontDoorLine } from "../src/reporter/front-door-line.ts";
 import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
 import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
@@ -65,7 +71,10 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
   const answer = (msg: SlackMessage) =>
     job.answer === "private" ? poster.ephemeral(job.channel, job.user, msg) : poster.post(job.channel, msg);
   if (job.fleet === true) {
-    await answer(renderFleet(rows));
+    if (job.all === true) {
+      // in order: each part after the one before it
+      for (const page of renderFleetPages(rows)) await answer(page);
+    } else await answer(rows.length > FLEET_TABLE_ROWS ? renderFleetSummary(rows) : renderFleet(rows));
     return;
   }
   await Promise.all(

@@ -15,6 +15,8 @@ export const statusJobSchema = z.object({
   requestedAt: z.string(),
   /** Without a host: one compact table of every host. */
   fleet: z.boolean().optional(),
+  /** The whole fleet table (`--all`), not the summary a big fleet gets. */
+  all: z.boolean().optional(),
   /**
    * Who sees the answer: `private`, only `user` (an ephemeral in `channel`), or `channel`, everyone. A job
    * queued before this field existed has none and is answered in the channel, as it was then.

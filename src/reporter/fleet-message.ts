@@ -29,35 +29,7 @@ const STATE: Record<HostStatus["verdict"], string> = {
 export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackMessage {
   const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
   const title = `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
-  const lines = rows.map((row) => {
-    const s = row.status;
-    const model = s.connection !== undefined ? "—" : keepEnd(servedModel(s) ?? "none", 40);
-    const gpus =
-      s.gpus.length === 0
-        ? "—"
-        : `${s.gpus.filter((g) => (g.utilizationPct ?? 0) > 5).length}/${s.gpus.length} busy ${Math.round(
-            (100 * s.gpus.reduce((n, g) => n + g.memoryUsedMiB, 0)) /
-              Math.max(
-                1,
-                s.gpus.reduce((n, g) => n + g.memoryTotalMiB, 0),
-              ),
-          )}% mem`;
-    const swap = row.stuck
-      ? "🔒 stuck lock (below)"
-      : row.active
-        ? `swapping to ${truncate(row.active.repo, 30)} (${row.active.step})`
-        : row.last
-          ? `last: ${row.last.outcome.replace("_", " ")}`
-          : "";
-    return [truncate(s.host, 20), STATE[s.verdict], model, truncate(s.unitName, 36), gpus, swap];
-  });
-  const head = ["HOST", "STATE", "MODEL", "UNIT", "GPUS", "SWAP"];
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
+  const { format, lines, head } = fleetTable(rows);
   const blocks = [header(title)];
   // Header, the tables, a line for the hosts left out, the stuck locks and the context line: at most 50.
   const maxTables = LIMITS.blocks - 4;
@@ -113,4 +85,148 @@ function fallback(title: string, rows: readonly FleetRow[]): string {
   }
   const more = unhealthy.length - named.length;
   return `${title}; not healthy: ${named.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
+}
+
+/** The fleet table's rows as aligned text: its header line and one line per host. */
+function fleetTable(rows: readonly FleetRow[]): {
+  head: string[];
+  lines: string[][];
+  format: (cells: string[]) => string;
+} {
+  const lines = rows.map((row) => {
+    const s = row.status;
+    const model = s.connection !== undefined ? "—" : keepEnd(servedModel(s) ?? "none", 40);
+    const gpus =
+      s.gpus.length === 0
+        ? "—"
+        : `${s.gpus.filter((g) => (g.utilizationPct ?? 0) > 5).length}/${s.gpus.length} busy ${Math.round(
+            (100 * s.gpus.reduce((n, g) => n + g.memoryUsedMiB, 0)) /
+              Math.max(
+                1,
+                s.gpus.reduce((n, g) => n + g.memoryTotalMiB, 0),
+              ),
+          )}% mem`;
+    const swap = row.stuck
+      ? "🔒 stuck lock (below)"
+      : row.active
+        ? `swapping to ${truncate(row.active.repo, 30)} (${row.active.step})`
+        : row.last
+          ? `last: ${row.last.outcome.replace("_", " ")}`
+          : "";
+    return [truncate(s.host, 20), STATE[s.verdict], model, truncate(s.unitName, 36), gpus, swap];
+  });
+  const head = ["HOST", "STATE", "MODEL", "UNIT", "GPUS", "SWAP"];
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const format = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return { head, lines, format };
+}
+
+/** Above this many hosts, `/llm status` answers with the summary; `--all` gives the whole table. */
+export const FLEET_TABLE_ROWS = 25;
+
+/** Rows of hosts that want a look, in a table of the summary (more are counted, not shown). */
+const SUMMARY_ROWS = 40;
+
+/** How much a host wants a look: down first, then unreachable, starting, stuck, swapping; healthy last. */
+function concern(row: FleetRow): number {
+  if (row.status.verdict === "failed" || row.status.verdict === "not-serving") return 0;
+  if (row.status.verdict === "unreachable") return 1;
+  if (row.status.verdict === "starting") return 2;
+  if (row.stuck !== undefined) return 3;
+  if (row.active !== undefined) return 4;
+  return 5;
+}
+
+/**
+ * `/llm status` of a big fleet: counts by state, then the hosts that want a look (down, unreachable,
+ * starting, a stuck lock, swapping; worst first, at most 40 in a table, the rest counted), and how to get
+ * the whole table. One message, well within Slack's limits (50 blocks, 3,000 characters a section).
+ */
+export function renderFleetSummary(rows: readonly FleetRow[], now = new Date()): SlackMessage {
+  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
+  const title = `Fleet: ${rows.length} hosts, ${healthy} healthy`;
+  const count = (verdict: HostStatus["verdict"]) => rows.filter((r) => r.status.verdict === verdict).length;
+  const tally = (Object.keys(STATE) as HostStatus["verdict"][])
+    .map((verdict) => [STATE[verdict], count(verdict)] as const)
+    .filter(([, n]) => n > 0)
+    .map(([label, n]) => `${label} *${n}*`);
+  const swapping = rows.filter((r) => r.active !== undefined && r.stuck === undefined).length;
+  const stuck = rows.filter((r) => r.stuck !== undefined).length;
+  if (swapping > 0) tally.push(`🔄 swapping *${swapping}*`);
+  if (stuck > 0) tally.push(`🔒 stuck lock *${stuck}*`);
+  const wanting = rows
+    .map((row, index) => ({ row, index }))
+    .filter(({ row }) => concern(row) < 5)
+    .sort((a, b) => concern(a.row) - concern(b.row) || a.index - b.index)
+    .map(({ row }) => row);
+  const blocks = [header(title), section(tally.join("  ·  "))];
+  if (wanting.length === 0) {
+    blocks.push(section("Every host is healthy and none is swapping."));
+  } else {
+    const shown = wanting.slice(0, SUMMARY_ROWS);
+    const { format, lines, head } = fleetTable(shown);
+    let chunk: string[] = [format(head)];
+    for (const line of lines.map(format)) {
+      if (chunk.reduce((n, l) => n + l.length + 1, 0) + line.length + 10 > LIMITS.sectionText) {
+        blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
+        chunk = [format(head)];
+      }
+      chunk.push(line);
+    }
+    blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
+    const more = wanting.length - shown.length;
+    if (more > 0)
+      blocks.push(section(`… and ${more} more that want a look: \`/llm status --all\` shows every host`));
+    const stuckLines = wanting.filter((r) => r.stuck !== undefined).slice(0, 5);
+    if (stuckLines.length > 0)
+      blocks.push(section(truncate(stuckLines.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
+  }
+  blocks.push(
+    context(
+      `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC · \`/llm status --all\` for every host · \`/llm status <host>\` for one`,
+    ),
+  );
+  return message(fallback(title, rows), blocks.slice(0, LIMITS.blocks));
+}
+
+/**
+ * `/llm status --all`: the whole fleet table over as many messages as it takes, each within Slack's
+ * limits (at most 45 table sections of at most 3,000 characters), the first with the title, each saying
+ * which part of how many it is.
+ */
+export function renderFleetPages(rows: readonly FleetRow[], now = new Date()): SlackMessage[] {
+  const { format, lines, head } = fleetTable(rows);
+  const sections: string[][] = [];
+  let chunk: string[] = [format(head)];
+  for (const line of lines.map(format)) {
+    if (chunk.reduce((n, l) => n + l.length + 1, 0) + line.length + 10 > LIMITS.sectionText) {
+      sections.push(chunk);
+      chunk = [format(head)];
+    }
+    chunk.push(line);
+  }
+  sections.push(chunk);
+  const perPage = LIMITS.blocks - 5;
+  const pages: string[][][] = [];
+  for (let i = 0; i < sections.length; i += perPage) pages.push(sections.slice(i, i + perPage));
+  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
+  const title = `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
+  return pages.map((page, i) => {
+    const part = pages.length > 1 ? ` (part ${i + 1} of ${pages.length})` : "";
+    const blocks = [
+      header(`${title}${part}`),
+      ...page.map((lines) => section(`\`\`\`\n${lines.join("\n")}\n\`\`\``)),
+    ];
+    if (i === pages.length - 1) {
+      const stuck = rows.filter((r) => r.stuck !== undefined).slice(0, 5);
+      if (stuck.length > 0)
+        blocks.push(section(truncate(stuck.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
+      blocks.push(context(`checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC`));
+    }
+    return message(i === 0 ? fallback(title, rows) : `${title}${part}`, blocks);
+  });
 }

@@ -7,7 +7,12 @@ import { makePlan } from "../../src/plan/make-plan.ts";
 import type { SwapPlan } from "../../src/plan/types.ts";
 import { renderAlert, renderRecovery } from "../../src/reporter/alert-message.ts";
 import { renderBenchmarkComparison } from "../../src/reporter/benchmark-table.ts";
-import { type FleetRow, renderFleet } from "../../src/reporter/fleet-message.ts";
+import {
+  type FleetRow,
+  renderFleet,
+  renderFleetPages,
+  renderFleetSummary,
+} from "../../src/reporter/fleet-message.ts";
 import { type HistoryRow, renderHistory } from "../../src/reporter/history-message.ts";
 import {
   codeBlock,
@@ -337,6 +342,51 @@ describe("Block Kit limits: status and the fleet", () => {
     const left = Number(/… (\d+) more hosts not shown/.exec(allText(msg))?.[1]);
     const shown = new Set([...JSON.stringify(msg.blocks).matchAll(/\bgpu-(\d+)\b/g)].map((m) => m[1])).size;
     expect(shown + left).toBe(2000);
+  });
+});
+
+describe("Block Kit limits: a fleet of a thousand hosts (issue #16)", () => {
+  const fleet: FleetRow[] = Array.from({ length: 1000 }, (_, i) => ({
+    status: hostStatus(
+      `gpu-node-${String(i).padStart(4, "0")}-${"r".repeat(24)}`,
+      i % 97 === 0 ? "failed" : i % 131 === 0 ? "unreachable" : i === 7 ? "starting" : "healthy",
+    ),
+    ...(i % 50 === 3 ? { active: { id: `sw-${i}`, step: "download", repo: LONG_REPO } } : {}),
+  }));
+  const wanting = fleet.filter((r) => r.status.verdict !== "healthy" || r.active !== undefined);
+
+  it("the summary: counts by state, then every host that wants a look, worst first, in one message", () => {
+    const msg = renderFleetSummary(fleet, NOW);
+    expectAccepted(msg, "fleet summary");
+    const body = allText(msg);
+    expect(msg.text).toContain("Fleet: 1000 hosts, ");
+    const failed = fleet.filter((r) => r.status.verdict === "failed").length;
+    const unreachable = fleet.filter((r) => r.status.verdict === "unreachable").length;
+    expect(body).toContain(`🔴 failed *${failed}*`);
+    expect(body).toContain(`⚫ unreachable *${unreachable}*`);
+    expect(body).toContain("🟡 starting *1*");
+    expect(body).toContain(`🔄 swapping *${fleet.filter((r) => r.active !== undefined).length}*`);
+    for (const row of wanting) expect(body).toContain(row.status.host.slice(0, 18));
+    // a failed host comes before any that is only swapping
+    expect(body.indexOf("gpu-node-0097")).toBeLessThan(body.indexOf("gpu-node-0003"));
+    // healthy hosts are counted, not listed
+    expect(body).not.toContain("gpu-node-0001");
+    expect(body).toContain("/llm status --all");
+  });
+
+  it("the whole table with --all: every host once, over messages that each fit", () => {
+    const pages = renderFleetPages(fleet, NOW);
+    for (const [i, page] of pages.entries()) expectAccepted(page, `fleet page ${i + 1}`);
+    const bodies = pages.map(allText).join("\n");
+    for (const row of fleet) expect(bodies).toContain(row.status.host.slice(0, 18));
+    if (pages.length > 1) expect(allText(pages[0]!)).toContain(`(part 1 of ${pages.length})`);
+  });
+
+  it("a summary of an all-healthy fleet says so", () => {
+    const healthy = fleet.map((r) => ({ status: { ...r.status, verdict: "healthy" as const } }));
+    expect(allText(renderFleetSummary(healthy, NOW))).toContain(
+      "Every host is healthy and none is swapping.",
+    );
   });
 });
 
