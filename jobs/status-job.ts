@@ -2,6 +2,7 @@ import { engineFor } from "../src/engine/engines.ts";
 import { asCodedError, describeError } from "../src/errors.ts";
 import { hostFrontDoor } from "../src/front-door/host-front-door.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
+import { Semaphore } from "../src/host/semaphore.ts";
 import type { Logger } from "../src/log.ts";
 import type { StatusJob } from "../src/queue/command-queue.ts";
 import {
@@ -30,8 +31,11 @@ export interface StatusJobDeps {
   log: Logger;
 }
 
+/** Hosts probed at once by one `/llm status`: each probe is bounded by its command timeout. */
+export const PROBES_AT_ONCE = 16;
+
 /**
- * Probes the requested hosts concurrently — each bounded by its command timeout, so an unreachable host
+ * Probes the requested hosts, 16 at a time — each bounded by its command timeout, so an unreachable host
  * answers in time — and answers in the channel the command came from, to the person who asked alone (an
  * ephemeral: `status.visibility: private`, the default) or to everyone (`channel`, or `--share`): the
  * detailed view of one host (with the swap running there), or, for `/llm status` without a host, one
@@ -40,9 +44,11 @@ export interface StatusJobDeps {
  */
 export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<void> {
   const { poster, store, log } = deps;
+  // a bounded number at a time: a thousand hosts at once is a thousand SSH handshakes and shells at once
+  const probes = new Semaphore(PROBES_AT_ONCE);
   const rows = await Promise.all(
     job.hosts.map(async (name): Promise<FleetRow> => {
-      const status = await probe(name, deps);
+      const status = await probes.run(() => probe(name, deps));
       log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
       const lock = await checkHostLock(name, {
         store,
