@@ -9,7 +9,7 @@ export function knownHosts(config: Config): string[] {
 }
 
 /** Up to this many hosts, a reply names them all. */
-const NAMED_HOSTS = 12;
+export const NAMED_HOSTS = 12;
 
 /**
  * "Known hosts: …" for a reply: every host of a small fleet; of a big one (a thousand names would make a

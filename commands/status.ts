@@ -1,7 +1,7 @@
 import { optionWord } from "../src/grammar/option-word.ts";
 import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
-import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
+import { knownHosts, knownHostsLine, NAMED_HOSTS, refuseUnknownHost } from "./host-arg.ts";
 
 export const STATUS_USAGE = "/llm status [host] [--all] [--share]";
 
@@ -86,6 +86,8 @@ export const statusCommand: SubCommand = {
     }
     const privately =
       answer === "private" ? " Only you will see the answer (`--share` posts it in the channel)." : "";
-    return reply(`⏳ Checking ${hosts.length > 3 ? `${hosts.length} hosts` : hosts.join(", ")}…${privately}`);
+    return reply(
+      `⏳ Checking ${hosts.length > NAMED_HOSTS ? `${hosts.length} hosts` : hosts.join(", ")}…${privately}`,
+    );
   },
 };

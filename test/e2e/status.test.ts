@@ -119,11 +119,11 @@ describe("who sees the answer", () => {
   it("refuses an unknown option, or --share given twice, with the usage", async () => {
     const unknown = await bench.slack.command(USERS.alice, "status gpu-1 --public", { channel: CHANNEL });
     expect(unknown.ackResponse?.text).toContain("unknown option `--public`");
-    expect(unknown.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+    expect(unknown.ackResponse?.text).toContain("Usage: `/llm status [host] [--all] [--share]`");
     const twice = await bench.slack.command(USERS.alice, "status --share gpu-1 --share", {
       channel: CHANNEL,
     });
-    expect(twice.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+    expect(twice.ackResponse?.text).toContain("Usage: `/llm status [host] [--all] [--share]`");
   });
 });
 
@@ -284,7 +284,7 @@ describe("the Slack door", () => {
     expect(command.ackResponse?.text).toContain("gpu-1, h200, idle, loading, stuck-gpu, box");
     const extra = await bench.slack.command(USERS.alice, "status gpu-1 gpu-2", { channel: CHANNEL });
     expect(extra.ackResponse?.text).toContain("name at most one host");
-    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host] [--share]`");
+    expect(extra.ackResponse?.text).toContain("Usage: `/llm status [host] [--all] [--share]`");
   });
 });
 
