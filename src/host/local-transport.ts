@@ -37,15 +37,7 @@ export class LocalTransport implements HostTransport {
     });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
-      child.once("error", (error) =>
-        reject(
-          new CodedError(
-            "HOST_COMMAND_FAILED",
-            `bash could not be started: ${error.message}`,
-            "install bash",
-          ),
-        ),
-      );
+      child.once("error", (error) => reject(bashNotStarted(error)));
     });
     child.stdin.on("error", () => {
       // the shell ended: its close says so
@@ -91,13 +83,7 @@ export class LocalTransport implements HostTransport {
       });
       child.on("error", (error) => {
         clearTimeout(timer);
-        reject(
-          new CodedError(
-            "HOST_COMMAND_FAILED",
-            `bash could not be started: ${error.message}`,
-            "install bash",
-          ),
-        );
+        reject(bashNotStarted(error));
       });
       child.on("close", (code, signal) => {
         clearTimeout(timer);
@@ -118,6 +104,10 @@ export class LocalTransport implements HostTransport {
   }
 
   async close(): Promise<void> {}
+}
+
+function bashNotStarted(error: Error): CodedError {
+  return new CodedError("HOST_COMMAND_FAILED", `bash could not be started: ${error.message}`, "install bash");
 }
 
 function killGroup(pid: number | undefined): void {

@@ -51,17 +51,9 @@ export class SshTransport implements HostTransport {
 
   async exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
     const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
-    return await this.channels.run(async () => {
-      const client = await this.connect();
-      try {
-        return await this.run(client, command, timeoutMs, options);
-      } catch (error) {
-        // A connection that died unnoticed fails when the channel opens, before anything ran: reconnect once.
-        if (!(error instanceof ChannelOpenError)) throw error;
-        this.forget(client);
-        return await this.run(await this.connect(), command, timeoutMs, options);
-      }
-    });
+    return await this.channels.run(() =>
+      this.onChannel((client) => this.run(client, command, timeoutMs, options)),
+    );
   }
 
   /**
@@ -69,7 +61,14 @@ export class SshTransport implements HostTransport {
    * channels the commands share: keep `maxSessions` below sshd's MaxSessions (8 of 10 by default).
    */
   async openShell(): Promise<ShellChannel> {
-    const open = async (client: Client) => await this.shellChannel(client);
+    return await this.onChannel((client) => this.shellChannel(client));
+  }
+
+  /**
+   * Opens a channel on the connection with `open`. A connection that died unnoticed fails when the channel
+   * opens, before anything ran: it is dropped and `open` tried once more on a new one.
+   */
+  private async onChannel<T>(open: (client: Client) => Promise<T>): Promise<T> {
     const client = await this.connect();
     try {
       return await open(client);
