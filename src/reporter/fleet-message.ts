@@ -1,6 +1,15 @@
 import { keepEnd } from "../grammar/model-name.ts";
 import type { HostStatus } from "../status/probe-host.ts";
-import { context, header, LIMITS, message, type SlackMessage, section, truncate } from "./message.ts";
+import {
+  alignColumns,
+  context,
+  header,
+  LIMITS,
+  message,
+  type SlackMessage,
+  section,
+  truncate,
+} from "./message.ts";
 import { servedModel } from "./status-message.ts";
 
 export interface FleetRow {
@@ -27,28 +36,14 @@ const STATE: Record<HostStatus["verdict"], string> = {
  * big for one section.
  */
 export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackMessage {
-  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
-  const title = `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
-  const { format, lines, head } = fleetTable(rows);
-  const blocks = [header(title)];
+  const title = fleetTitle(rows);
+  const { head, lines } = fleetTable(rows);
   // Header, the tables, a line for the hosts left out, the stuck locks and the context line: at most 50.
-  const maxTables = LIMITS.blocks - 4;
-  let chunk: string[] = [format(head)];
-  let shown = 0;
-  const flush = () => {
-    blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
-    chunk = [format(head)];
-  };
-  for (const line of lines.map(format)) {
-    const size = chunk.reduce((n, l) => n + l.length + 1, 0);
-    if (size + line.length + 10 > LIMITS.sectionText) {
-      if (blocks.length - 1 >= maxTables - 1) break;
-      flush();
-    }
-    chunk.push(line);
-    shown += 1;
-  }
-  if (chunk.length > 1) flush();
+  const tables = tableSections(head, lines)
+    .filter((lines) => lines.length > 1)
+    .slice(0, LIMITS.blocks - 4);
+  const blocks = [header(title), ...tables.map(fenced)];
+  const shown = tables.reduce((n, table) => n + table.length - 1, 0);
   const left = rows.length - shown;
   if (left > 0) {
     const leftUnhealthy = rows.slice(shown).filter((r) => r.status.verdict !== "healthy").length;
@@ -58,16 +53,8 @@ export function renderFleet(rows: readonly FleetRow[], now = new Date()): SlackM
       ),
     );
   }
-  const stuck = rows.filter((r) => r.stuck !== undefined).slice(0, 5);
-  if (stuck.length > 0)
-    blocks.push(section(truncate(stuck.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
-  blocks.push(
-    context(
-      `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC · \`/llm status <host>\` for details`,
-    ),
-  );
-  const text = fallback(title, rows);
-  return message(text, blocks);
+  blocks.push(...stuckSection(rows), context(`${checked(now)} · \`/llm status <host>\` for details`));
+  return message(fallback(title, rows), blocks);
 }
 
 /** The fallback text: the count, then the hosts that are not healthy (the ones that matter), as many as fit. */
@@ -87,13 +74,28 @@ function fallback(title: string, rows: readonly FleetRow[]): string {
   return `${title}; not healthy: ${named.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
 }
 
+/** "Fleet: N hosts, M healthy". */
+function fleetTitle(rows: readonly FleetRow[]): string {
+  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
+  return `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
+}
+
+/** When the fleet was probed, for the context line. */
+function checked(now: Date): string {
+  return `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** The first five stuck locks' lines, as one section (none when no lock is stuck). */
+function stuckSection(rows: readonly FleetRow[]): SlackMessage["blocks"] {
+  const stuck = rows.filter((r) => r.stuck !== undefined).slice(0, 5);
+  return stuck.length === 0
+    ? []
+    : [section(truncate(stuck.map((r) => r.stuck).join("\n"), LIMITS.sectionText))];
+}
+
 /** The fleet table's rows as aligned text: its header line and one line per host. */
-function fleetTable(rows: readonly FleetRow[]): {
-  head: string[];
-  lines: string[][];
-  format: (cells: string[]) => string;
-} {
-  const lines = rows.map((row) => {
+function fleetTable(rows: readonly FleetRow[]): { head: string; lines: string[] } {
+  const cells = rows.map((row) => {
     const s = row.status;
     const model = s.connection !== undefined ? "—" : keepEnd(servedModel(s) ?? "none", 40);
     const gpus =
@@ -115,14 +117,31 @@ function fleetTable(rows: readonly FleetRow[]): {
           : "";
     return [truncate(s.host, 20), STATE[s.verdict], model, truncate(s.unitName, 36), gpus, swap];
   });
-  const head = ["HOST", "STATE", "MODEL", "UNIT", "GPUS", "SWAP"];
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return { head, lines, format };
+  const [head = "", ...lines] = alignColumns([["HOST", "STATE", "MODEL", "UNIT", "GPUS", "SWAP"], ...cells]);
+  return { head, lines };
+}
+
+/**
+ * The table's lines split into pieces that each fit a section as a code block, every piece starting
+ * with the header line (the last piece is the header alone when there are no lines).
+ */
+function tableSections(head: string, lines: readonly string[]): string[][] {
+  const pieces: string[][] = [];
+  let piece = [head];
+  for (const line of lines) {
+    if (piece.reduce((n, l) => n + l.length + 1, 0) + line.length + 10 > LIMITS.sectionText) {
+      pieces.push(piece);
+      piece = [head];
+    }
+    piece.push(line);
+  }
+  pieces.push(piece);
+  return pieces;
+}
+
+/** A piece of the table as a section's code block. */
+function fenced(lines: readonly string[]): SlackMessage["blocks"][number] {
+  return section(`\`\`\`\n${lines.join("\n")}\n\`\`\``);
 }
 
 /** Above this many hosts, `/llm status` answers with the summary; `--all` gives the whole table. */
@@ -147,8 +166,7 @@ function concern(row: FleetRow): number {
  * the whole table. One message, well within Slack's limits (50 blocks, 3,000 characters a section).
  */
 export function renderFleetSummary(rows: readonly FleetRow[], now = new Date()): SlackMessage {
-  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
-  const title = `Fleet: ${rows.length} hosts, ${healthy} healthy`;
+  const title = fleetTitle(rows);
   const count = (verdict: HostStatus["verdict"]) => rows.filter((r) => r.status.verdict === verdict).length;
   const tally = (Object.keys(STATE) as HostStatus["verdict"][])
     .map((verdict) => [STATE[verdict], count(verdict)] as const)
@@ -167,30 +185,17 @@ export function renderFleetSummary(rows: readonly FleetRow[], now = new Date()):
   if (wanting.length === 0) {
     blocks.push(section("Every host is healthy and none is swapping."));
   } else {
-    const shown = wanting.slice(0, SUMMARY_ROWS);
-    const { format, lines, head } = fleetTable(shown);
-    let chunk: string[] = [format(head)];
-    for (const line of lines.map(format)) {
-      if (chunk.reduce((n, l) => n + l.length + 1, 0) + line.length + 10 > LIMITS.sectionText) {
-        blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
-        chunk = [format(head)];
-      }
-      chunk.push(line);
-    }
-    blocks.push(section(`\`\`\`\n${chunk.join("\n")}\n\`\`\``));
-    const more = wanting.length - shown.length;
+    const { head, lines } = fleetTable(wanting.slice(0, SUMMARY_ROWS));
+    blocks.push(...tableSections(head, lines).map(fenced));
+    const more = wanting.length - SUMMARY_ROWS;
     if (more > 0)
       blocks.push(section(`… and ${more} more that want a look: \`/llm status --all\` shows every host`));
-    const stuckLines = wanting.filter((r) => r.stuck !== undefined).slice(0, 5);
-    if (stuckLines.length > 0)
-      blocks.push(section(truncate(stuckLines.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
+    blocks.push(...stuckSection(wanting));
   }
   blocks.push(
-    context(
-      `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC · \`/llm status --all\` for every host · \`/llm status <host>\` for one`,
-    ),
+    context(`${checked(now)} · \`/llm status --all\` for every host · \`/llm status <host>\` for one`),
   );
-  return message(fallback(title, rows), blocks.slice(0, LIMITS.blocks));
+  return message(fallback(title, rows), blocks);
 }
 
 /**
@@ -199,34 +204,16 @@ export function renderFleetSummary(rows: readonly FleetRow[], now = new Date()):
  * which part of how many it is.
  */
 export function renderFleetPages(rows: readonly FleetRow[], now = new Date()): SlackMessage[] {
-  const { format, lines, head } = fleetTable(rows);
-  const sections: string[][] = [];
-  let chunk: string[] = [format(head)];
-  for (const line of lines.map(format)) {
-    if (chunk.reduce((n, l) => n + l.length + 1, 0) + line.length + 10 > LIMITS.sectionText) {
-      sections.push(chunk);
-      chunk = [format(head)];
-    }
-    chunk.push(line);
-  }
-  sections.push(chunk);
+  const { head, lines } = fleetTable(rows);
+  const sections = tableSections(head, lines);
   const perPage = LIMITS.blocks - 5;
   const pages: string[][][] = [];
   for (let i = 0; i < sections.length; i += perPage) pages.push(sections.slice(i, i + perPage));
-  const healthy = rows.filter((r) => r.status.verdict === "healthy").length;
-  const title = `Fleet: ${rows.length} host${rows.length === 1 ? "" : "s"}, ${healthy} healthy`;
+  const title = fleetTitle(rows);
   return pages.map((page, i) => {
     const part = pages.length > 1 ? ` (part ${i + 1} of ${pages.length})` : "";
-    const blocks = [
-      header(`${title}${part}`),
-      ...page.map((lines) => section(`\`\`\`\n${lines.join("\n")}\n\`\`\``)),
-    ];
-    if (i === pages.length - 1) {
-      const stuck = rows.filter((r) => r.stuck !== undefined).slice(0, 5);
-      if (stuck.length > 0)
-        blocks.push(section(truncate(stuck.map((r) => r.stuck).join("\n"), LIMITS.sectionText)));
-      blocks.push(context(`checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC`));
-    }
+    const blocks = [header(`${title}${part}`), ...page.map(fenced)];
+    if (i === pages.length - 1) blocks.push(...stuckSection(rows), context(checked(now)));
     return message(i === 0 ? fallback(title, rows) : `${title}${part}`, blocks);
   });
 }

@@ -47,6 +47,20 @@ export function codeBlock(lines: readonly string[], max = LIMITS.sectionText): s
   return `${fence}\n${kept.join("\n")}\n${fence}`;
 }
 
+/** Rows of cells as lines of aligned columns (two spaces between them, no trailing spaces), for code blocks. */
+export function alignColumns(rows: readonly (readonly string[])[]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  }
+  return rows.map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
 /**
  * Escapes the three characters Slack's mrkdwn treats as control characters, and breaks up triple
  * backticks, which would open a code block that swallows the rest of the message.

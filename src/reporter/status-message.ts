@@ -4,6 +4,7 @@ import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import { modelName } from "../grammar/model-name.ts";
 import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
 import {
+  alignColumns,
   codeBlock,
   context,
   escapeMrkdwn,
@@ -115,14 +116,7 @@ export function gpuTable(gpus: readonly GpuInfo[]): string[] {
     g.temperatureC === null ? "n/a" : `${g.temperatureC}°C`,
     g.powerDrawW === null ? "n/a" : `${Math.round(g.powerDrawW)} W`,
   ]);
-  const head = ["GPU", "Name", "Memory", "Util", "Temp", "Power"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return [line(head), ...rows.map(line)];
+  return alignColumns([["GPU", "Name", "Memory", "Util", "Temp", "Power"], ...rows]);
 }
 
 function gib(mib: number): string {
