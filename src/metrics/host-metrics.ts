@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import { LATENESS_BUCKETS } from "../store/incidents.ts";
 import { type DeploymentState, FROM_REDIS } from "./read-deployment.ts";
-import { StoredHistogram } from "./stored-histogram.ts";
+import { bucketCounts, StoredHistogram } from "./stored-histogram.ts";
 
 /**
  * The metrics of each configured host, filled at scrape time from `state()`: the step of its running
@@ -85,9 +85,7 @@ export function registerHostMetrics(registry: Registry, state: () => DeploymentS
     LATENESS_BUCKETS,
     () => {
       const { counts, sumSeconds } = state().lateness;
-      const series = LATENESS_BUCKETS.map((b) => counts.get(String(b)) ?? 0);
-      series.push(counts.get("+Inf") ?? 0);
-      return [{ labels: {}, counts: series, sum: sumSeconds }];
+      return [{ labels: {}, counts: bucketCounts(counts, LATENESS_BUCKETS), sum: sumSeconds }];
     },
     registry,
   );

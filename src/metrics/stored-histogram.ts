@@ -60,3 +60,17 @@ export function histogramValues(name: string, buckets: readonly number[], series
   values.push({ metricName: `${name}_count`, labels: { ...series.labels }, value: cumulative });
   return values;
 }
+
+/**
+ * Per-bucket counts stored by bound (`"5"`, `"+Inf"`) → a count per bound of `buckets` and one above the
+ * last; a bound that is no longer one falls into the next bound up, so counts never go down.
+ */
+export function bucketCounts(stored: ReadonlyMap<string, number>, buckets: readonly number[]): number[] {
+  const counts = new Array<number>(buckets.length + 1).fill(0);
+  for (const [bound, count] of stored) {
+    const value = bound === "+Inf" ? Number.POSITIVE_INFINITY : Number(bound);
+    const i = buckets.findIndex((b) => value <= b);
+    counts[i === -1 ? buckets.length : i]! += count;
+  }
+  return counts;
+}

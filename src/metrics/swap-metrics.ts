@@ -2,21 +2,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import { STAGES, SWAP_OUTCOMES } from "../swap/swap-record.ts";
 import { DURATION_BUCKETS } from "./duration-buckets.ts";
 import { type DeploymentState, FROM_REDIS } from "./read-deployment.ts";
-import { StoredHistogram } from "./stored-histogram.ts";
-
-/**
- * Per-bucket counts stored by bound → a count per today's bound (a bound that is no longer one falls
- * into the next bound up, so counts never go down).
- */
-function bucketCounts(stored: ReadonlyMap<string, number>): number[] {
-  const counts = new Array<number>(DURATION_BUCKETS.length + 1).fill(0);
-  for (const [bound, count] of stored) {
-    const value = bound === "+Inf" ? Number.POSITIVE_INFINITY : Number(bound);
-    const i = DURATION_BUCKETS.findIndex((b) => value <= b);
-    counts[i === -1 ? DURATION_BUCKETS.length : i]! += count;
-  }
-  return counts;
-}
+import { bucketCounts, StoredHistogram } from "./stored-histogram.ts";
 
 /**
  * The swap metrics from the tally, each filled at scrape time from `state()`: swaps by outcome (a zero
@@ -45,7 +31,7 @@ export function registerSwapMetrics(registry: Registry, state: () => DeploymentS
         const series = state().tally.stages.get(stage);
         return {
           labels: { stage },
-          counts: bucketCounts(series?.counts ?? new Map()),
+          counts: bucketCounts(series?.counts ?? new Map(), DURATION_BUCKETS),
           sum: series?.sum ?? 0,
         };
       }),
@@ -58,7 +44,7 @@ export function registerSwapMetrics(registry: Registry, state: () => DeploymentS
     () =>
       [...state().tally.downtime.values()].map((s) => ({
         labels: { host: s.host, outcome: s.outcome },
-        counts: bucketCounts(s.counts),
+        counts: bucketCounts(s.counts, DURATION_BUCKETS),
         sum: s.sum,
       })),
     registry,
