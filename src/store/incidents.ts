@@ -61,6 +61,7 @@ export interface Thresholds {
 }
 
 const hostKey = keys.health;
+const checkingKey = keys.healthCheck;
 
 /**
  * Upper bounds (seconds) of the check-lateness histogram: how long after its scheduled moment a check
@@ -78,7 +79,6 @@ export interface CheckLateness {
   /** The latest of them all, since the counts were last cleared. */
   maxSeconds: number;
 }
-const checkingKey = keys.healthCheck;
 
 const INCIDENT_FIELDS = ["incSince", "incFirst", "incLast", "incAlertTs", "incClaimedAt", "incModel"];
 
@@ -335,11 +335,6 @@ export class IncidentTracker {
 
   async endCheck(host: string, token: string): Promise<void> {
     await this.redis.eval(RELEASE, 1, checkingKey(host), token);
-  }
-
-  /** The fleet's check lateness so far (every worker's checks). */
-  async lateness(): Promise<CheckLateness> {
-    return await readLateness(this.redis);
   }
 
   /** Drops everything about a host that left the config. */
