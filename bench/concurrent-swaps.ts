@@ -4,7 +4,7 @@ import { makeModel } from "../testbench/hub/index.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import type { Progress, SectionResult, Speed } from "./section.ts";
-import { round } from "./stats.ts";
+import { countBy, percentile, round, sum } from "./stats.ts";
 
 export interface ConcurrentOptions {
   /** Swaps started at once, one per host, all in one channel. */
@@ -75,17 +75,19 @@ export async function benchConcurrent(
     );
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     await stopBot(bot);
-    const stageWait = metrics
-      .split("\n")
-      .filter((line) => line.startsWith("modelswap_slack_wait_in_stages_seconds_total{"))
-      .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+    const stageWait = sum(
+      metrics
+        .split("\n")
+        .filter((line) => line.startsWith("modelswap_slack_wait_in_stages_seconds_total{"))
+        .map((line) => Number(line.split(" ").at(-1))),
+    );
     const calls = bench.slack.calls().slice(before);
-    const byMethod = new Map<string, number>();
-    for (const call of calls) byMethod.set(call.method, (byMethod.get(call.method) ?? 0) + 1);
-    const limited = calls.filter((c) => c.status === 429).length;
-    const limitedBy = new Map<string, number>();
-    for (const call of calls.filter((c) => c.status === 429))
-      limitedBy.set(call.method, (limitedBy.get(call.method) ?? 0) + 1);
+    const byMethod = countBy(calls, (c) => c.method);
+    const limitedBy = countBy(
+      calls.filter((c) => c.status === 429),
+      (c) => c.method,
+    );
+    const limited = sum([...limitedBy.values()]);
     if (lags.some((lag) => Number.isNaN(lag))) throw new Error("bench: a swap's record has no finishedAt");
     return {
       figures: {
@@ -104,7 +106,7 @@ export async function benchConcurrent(
           .map(([m, n]) => `${m} ${n}`)
           .join(", ")}`,
         `concurrent: 429 answers by method: ${limited === 0 ? "none" : [...limitedBy].map(([m, n]) => `${m} ${n}`).join(", ")}`,
-        `concurrent: an outcome reached its card ${round(Math.min(...lags) / 1000, 1)}–${round(Math.max(...lags) / 1000, 1)} s after its swap ended (median ${round([...lags].sort((a, b) => a - b)[Math.floor(lags.length / 2)]! / 1000, 1)} s)`,
+        `concurrent: an outcome reached its card ${round(Math.min(...lags) / 1000, 1)}–${round(Math.max(...lags) / 1000, 1)} s after its swap ended (median ${round(percentile(lags, 50) / 1000, 1)} s)`,
       ],
     };
   } finally {

@@ -16,9 +16,7 @@ export interface ProcSample {
  * 15) and /proc/<pid>/status (VmRSS). Its children are not counted: the bot's own cost is what we want.
  */
 export function sampleProcess(pid: number): ProcSample {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // the command name (field 2) is in parentheses and may hold spaces: count fields after its ')'
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -31,8 +29,7 @@ export function sampleProcess(pid: number): ProcSample {
  * 16 and 17 of /proc/<pid>/stat): for sshd's listener, what its finished connections cost.
  */
 export function reapedChildrenCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
 }
 
@@ -41,4 +38,11 @@ export function machineBusySeconds(): number {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
   return (user + nice + system + irq + softirq) / TICKS_PER_SECOND;
+}
+
+/** The fields of /proc/<pid>/stat after the command name, from field 3 (state) on. */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // the command name (field 2) is in parentheses and may hold spaces: count fields after its ')'
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }
