@@ -39,7 +39,16 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "calls_per_swap",
   ],
   alert: ["interval_s", "threshold", "p50_extra_ms", "p99_extra_ms"],
-  monitor: ["hosts", "interval_s", "cpu_core_fraction", "rss_mb", "worst_lateness_s", "checks_per_interval"],
+  monitor: [
+    "hosts",
+    "interval_s",
+    "cpu_core_fraction",
+    "rss_mb",
+    "worst_lateness_s",
+    "checks_per_interval",
+    "ssh_handshake_cpu_ms",
+    "ssh_exec_cpu_ms",
+  ],
   resume: ["bytes_total", "bytes_refetched"],
   frontdoor: [
     "bluegreen.failed",
