@@ -10,14 +10,18 @@ export function shippedSwapSettings(): Record<string, number | string | boolean>
 }
 
 /**
- * Starts the real `modelswap` CLI as a child process, logging at info as in production. With
+ * Starts the real `modelswap` CLI as a child process, logging at info as in production (or at
+ * MODELSWAP_BENCH_LOG_LEVEL). With
  * `--cpu-prof DIR` given to the bench, node profiles it (the profile is written when it exits cleanly:
  * stop it with `stopBot`).
  */
 export async function spawnBot(bench: Bench, options: SpawnBotOptions = {}): Promise<ChildBot> {
   const profileDir = process.env.MODELSWAP_BENCH_CPU_PROF;
   const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
-  return await bench.spawnBot({ logLevel: "info", nodeArgs, ...options });
+  // MODELSWAP_BENCH_LOG_LEVEL=debug keeps the lines that time each report run ("report run": queuedMs, ms);
+  // MODELSWAP_KEEP_BENCH=1 keeps the bench's directory, and the bot's log in it (bot-1.log)
+  const logLevel = process.env.MODELSWAP_BENCH_LOG_LEVEL ?? "info";
+  return await bench.spawnBot({ logLevel, nodeArgs, ...options });
 }
 
 /** Stops a child bot with SIGTERM (it shuts down and writes its profile), SIGKILL after 10 s. */

@@ -1,9 +1,10 @@
-import { type BenchHostSpec, startBench } from "../testbench/bench.ts";
+import { CHANNEL, startBench } from "../testbench/bench.ts";
 import { freePort } from "../testbench/free-port.ts";
 import { makeModel } from "../testbench/hub/index.ts";
+import type { SlackMessage } from "../testbench/slack/types.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import type { Progress, SectionResult, Speed } from "./section.ts";
+import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { countBy, percentile, round, sum } from "./stats.ts";
 
 export interface ConcurrentOptions {
@@ -39,13 +40,7 @@ export async function benchConcurrent(
   options: ConcurrentOptions,
   progress: Progress,
 ): Promise<SectionResult<ConcurrentFigures>> {
-  const hosts: BenchHostSpec[] = Array.from({ length: options.swaps }, (_, i) => ({
-    name: `gpu-${i + 1}`,
-    gpus: "8x-rtx-pro-6000-blackwell",
-    serving: { preset: "qwen3-fp8-dense" },
-    faults: { sglang: options.speed.engine },
-    waitHealthy: true,
-  }));
+  const hosts = Array.from({ length: options.swaps }, (_, i) => servingHost(`gpu-${i + 1}`, options.speed));
   const bench = await startBench({ logTo: "silent", swaps: options.speed.swaps, hosts });
   // each card and plan waits its turn behind the others' (about one post a second in one channel)
   const driver = new SwapDriver(bench, { postWithinMs: 10_000 * options.swaps });
@@ -59,20 +54,36 @@ export async function benchConcurrent(
     const cards = await Promise.all(hosts.map((h) => driver.request(MODEL, h.name)));
     await Promise.all(cards.map((card) => driver.approve(card.ts)));
     progress(`${options.swaps} swaps requested and approved in ${round((Date.now() - started) / 1000, 0)} s`);
+    // When each card first said it: read from the card's edits in Slack (the emulator keeps each version
+    // with the moment it was replaced), not from when this loop saw it: a swap approved early may have
+    // ended, and its card said so, before the last approval above was through.
     const seen = await Promise.all(
       cards.map(async (card) => {
         await driver.outcome(card.ts, /Swapped/, 900_000);
-        return { card, at: Date.now() };
+        return { card, at: firstSaid(bench.slack.message(CHANNEL, card.ts), /Swapped/) };
       }),
     );
     const lastOutcome = Math.max(...seen.map((s) => s.at)) - started;
-    const lags = await Promise.all(
+    // the threads catch up after the cards: every call is counted once the last thread is complete (its
+    // final line out, the bot's ✅/❌ taken back) and Slack has heard nothing more for 3 s
+    await Promise.all(cards.map((card) => driver.finalLine(card.ts, 900_000)));
+    const threadsDone = Date.now() - started;
+    for (let calls = -1; calls !== bench.slack.calls().length; ) {
+      calls = bench.slack.calls().length;
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+    }
+    const lagOf = await Promise.all(
       seen.map(async ({ card, at }) => {
         const record = await driver.record(driver.swapId(card.ts));
         const finished = Date.parse(record?.finishedAt ?? "");
-        return Number.isFinite(finished) ? Math.max(0, at - finished) : Number.NaN;
+        return {
+          swap: driver.swapId(card.ts),
+          lag: Number.isFinite(finished) ? Math.max(0, at - finished) : Number.NaN,
+        };
       }),
     );
+    const lags = lagOf.map((l) => l.lag);
+    const worst = [...lagOf].sort((a, b) => b.lag - a.lag).slice(0, 3);
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     await stopBot(bot);
     const stageWait = sum(
@@ -99,18 +110,28 @@ export async function benchConcurrent(
         calls_per_swap: round(calls.length / options.swaps, 1),
       },
       details: [
-        `concurrent: ${calls.length} Slack calls for ${options.swaps} swaps in ${round(lastOutcome / 1000, 0)} s: ${[
-          ...byMethod,
-        ]
+        `concurrent: every thread complete ${round(threadsDone / 1000, 0)} s after the requests`,
+        `concurrent: ${calls.length} Slack calls for ${options.swaps} swaps: ${[...byMethod]
           .sort((a, b) => b[1] - a[1])
           .map(([m, n]) => `${m} ${n}`)
           .join(", ")}`,
         `concurrent: 429 answers by method: ${limited === 0 ? "none" : [...limitedBy].map(([m, n]) => `${m} ${n}`).join(", ")}`,
-        `concurrent: an outcome reached its card ${round(Math.min(...lags) / 1000, 1)}–${round(Math.max(...lags) / 1000, 1)} s after its swap ended (median ${round(percentile(lags, 50) / 1000, 1)} s)`,
+        `concurrent: an outcome reached its card ${round(Math.min(...lags) / 1000, 1)}–${round(Math.max(...lags) / 1000, 1)} s after its swap ended (median ${round(percentile(lags, 50) / 1000, 1)} s; the latest: ${worst.map((w) => `${w.swap} ${round(w.lag / 1000, 1)} s`).join(", ")})`,
       ],
     };
   } finally {
     await driver.close();
     await bench.stop();
   }
+}
+
+/** The moment a message first read as `pattern`: the edit that made it so (or its post), from its history. */
+function firstSaid(message: SlackMessage | undefined, pattern: RegExp): number {
+  if (message === undefined) throw new Error("bench: a card is gone");
+  const versions = [...message.history.map((h) => h.text), message.text];
+  if (pattern.test(versions[0]!)) return message.postedAt;
+  // version i + 1 replaced version i at history[i].at
+  const i = versions.findIndex((text, n) => n > 0 && pattern.test(text));
+  if (i < 1) throw new Error(`bench: the card never read as ${pattern}`);
+  return message.history[i - 1]!.at;
 }

@@ -3,7 +3,7 @@ import { CHANNEL, startBench, USERS } from "../testbench/bench.ts";
 import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
 import { addSimModel, SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import type { Progress, SectionResult, Speed } from "./section.ts";
+import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface FrontDoorOptions {
@@ -38,15 +38,9 @@ export async function benchFrontDoor(
   options: FrontDoorOptions,
   progress: Progress,
 ): Promise<SectionResult<FrontDoorFigures>> {
-  const engine = { ...options.speed.engine, loadSeconds: options.loadSeconds };
-  const host = (name: string, frontDoor: boolean) => ({
-    name,
-    gpus: "8x-rtx-pro-6000-blackwell" as const,
-    serving: { preset: "qwen3-fp8-dense" as const },
-    faults: { sglang: engine },
-    waitHealthy: true,
-    ...(frontDoor ? { frontDoor: { holdSeconds: 300 } } : {}),
-  });
+  const speed = { ...options.speed, engine: { ...options.speed.engine, loadSeconds: options.loadSeconds } };
+  const host = (name: string, frontDoor: boolean) =>
+    servingHost(name, speed, frontDoor ? { frontDoor: { holdSeconds: 300 } } : {});
   const bench = await startBench({
     logTo: "silent",
     swaps: { ...options.speed.swaps, flipBackSeconds: FLIP_BACK_SECONDS },

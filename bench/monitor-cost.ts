@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { Redis } from "ioredis";
-import { readLateness } from "../src/store/incidents.ts";
+import { type CheckLateness, readLateness } from "../src/store/incidents.ts";
 import { keys } from "../src/store/keys.ts";
 import { type BenchHostSpec, CHANNEL, startBench } from "../testbench/bench.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
@@ -115,7 +115,7 @@ export async function benchMonitor(
           (lateness.sumSeconds - latenessBefore.sumSeconds) /
             Math.max(1, lateness.count - latenessBefore.count),
           3,
-        )} s over ${lateness.count - latenessBefore.count} checks, worst ${round(lateness.maxSeconds, 3)} s`,
+        )} s over ${lateness.count - latenessBefore.count} checks, worst ${round(lateness.maxSeconds, 3)} s; later than 1 s: ${laterThan(lateness, 1) - laterThan(latenessBefore, 1)}, than 0.25 s: ${laterThan(lateness, 0.25) - laterThan(latenessBefore, 0.25)}`,
       ],
     };
   } finally {
@@ -130,4 +130,11 @@ async function checks(bench: Awaited<ReturnType<typeof startBench>>): Promise<nu
     total += (await shimCalls(sim, "systemctl")).filter((c) => c.argv[0] === "is-active").length;
   }
   return total;
+}
+
+/** Checks of the histogram later than `seconds` (a bucket bound): the buckets above it. */
+function laterThan(lateness: CheckLateness, seconds: number): number {
+  let n = 0;
+  for (const [bound, count] of lateness.counts) if (bound === "+Inf" || Number(bound) > seconds) n += count;
+  return n;
 }

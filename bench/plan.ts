@@ -2,6 +2,7 @@ import type { AckOptions } from "./ack.ts";
 import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
 import type { ConcurrentOptions } from "./concurrent-swaps.ts";
+import type { FailoverOptions } from "./failover.ts";
 import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
@@ -18,6 +19,7 @@ export interface BenchPlan {
   monitor: MonitorOptions;
   resume: ResumeOptions;
   frontdoor: FrontDoorOptions;
+  failover: FailoverOptions;
 }
 
 /** The figures of the issues: 500 acks, a 40 s / 30 s / 10 s swap, 25 swaps at once in one channel, 1,000 hosts every 15 s for 2 minutes. */
@@ -32,6 +34,7 @@ export const FULL: BenchPlan = {
   monitor: { hosts: 1000, intervalSeconds: 15, durationSeconds: 120 },
   resume: { downloadSeconds: 10, speed: SHIPPED },
   frontdoor: { loadSeconds: 10, everyMs: 100, speed: SHIPPED },
+  failover: { speed: SHIPPED },
 };
 
 const FAST: Speed = {
@@ -49,4 +52,5 @@ export const QUICK: BenchPlan = {
   monitor: { hosts: 10, intervalSeconds: 2, durationSeconds: 4 },
   resume: { downloadSeconds: 2, speed: FAST },
   frontdoor: { loadSeconds: 1, everyMs: 200, speed: FAST },
+  failover: { speed: FAST },
 };

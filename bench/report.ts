@@ -1,6 +1,7 @@
 import type { AckFigures } from "./ack.ts";
 import type { AlertFigures } from "./alert-latency.ts";
 import type { ConcurrentFigures } from "./concurrent-swaps.ts";
+import type { FailoverFigures } from "./failover.ts";
 import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
@@ -18,6 +19,7 @@ export interface BenchResults {
   monitor: MonitorFigures;
   resume: ResumeFigures;
   frontdoor: FrontDoorFigures;
+  failover: FailoverFigures;
 }
 
 export type SectionName = keyof BenchResults;
@@ -63,7 +65,21 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "baseline.failed",
     "baseline.max_gap_ms",
   ],
+  failover: [
+    "sentinel.outcome",
+    "sentinel.duplicates",
+    "sentinel.failover_s",
+    "cluster.outcome",
+    "cluster.duplicates",
+    "cluster.failover_s",
+  ],
 };
+
+/** The figures that are words, not numbers: a swap's outcome ("swapped", "rolled back", "failed", "none"). */
+export const TEXT_FIGURES: ReadonlySet<string> = new Set([
+  "failover.sentinel.outcome",
+  "failover.cluster.outcome",
+]);
 
 /** Figures in the issue's key order (the JSON reads the same in every run); a missing or non-finite one throws. */
 export function ordered(results: Partial<BenchResults>): Partial<BenchResults> {
@@ -78,8 +94,9 @@ export function ordered(results: Partial<BenchResults>): Partial<BenchResults> {
         (at, k) => (at as Record<string, unknown> | undefined)?.[k],
         figures,
       );
-      if (typeof value !== "number" || !Number.isFinite(value))
-        throw new Error(`bench: ${section}.${path} is ${value}, not a finite number`);
+      const text = TEXT_FIGURES.has(`${section}.${path}`);
+      if (text ? typeof value !== "string" : typeof value !== "number" || !Number.isFinite(value))
+        throw new Error(`bench: ${section}.${path} is ${value}, not a ${text ? "word" : "finite number"}`);
       let at = into;
       for (const k of keys.slice(0, -1)) {
         at[k] = at[k] ?? {};
@@ -104,7 +121,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor } = results;
+  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -267,6 +284,22 @@ export function renderTable(results: Partial<BenchResults>): string {
         cold.downtime_s <= bound,
       ),
     );
+  }
+  if (failover !== undefined) {
+    for (const kind of ["sentinel", "cluster"] as const) {
+      const f = failover[kind];
+      rows.push(
+        row(
+          kind === "sentinel" ? "failover" : "",
+          `${kind}: swap outcome`,
+          f.outcome,
+          `failover ${s(f.failover_s)}`,
+          "swapped",
+          f.outcome === "swapped",
+        ),
+        row("", `${kind}: duplicate side effects`, String(f.duplicates), "", "= 0", f.duplicates === 0),
+      );
+    }
   }
   const head: Row = {
     section: "section",

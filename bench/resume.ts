@@ -4,7 +4,7 @@ import { SwapDriver } from "../testbench/swap-driver.ts";
 import { until } from "../testbench/until.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
-import type { Progress, SectionResult, Speed } from "./section.ts";
+import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface ResumeOptions {
@@ -35,15 +35,7 @@ export async function benchResume(
     logTo: "silent",
     // a killed worker's step is taken over within seconds, as the fault tests do
     swaps: { ...options.speed.swaps, lockSeconds: 5, stalledCheckSeconds: 1 },
-    hosts: [
-      {
-        name: HOST,
-        gpus: "8x-rtx-pro-6000-blackwell",
-        serving: { preset: "qwen3-fp8-dense" },
-        faults: { sglang: options.speed.engine },
-        waitHealthy: true,
-      },
-    ],
+    hosts: [servingHost(HOST, options.speed)],
   });
   const driver = new SwapDriver(bench);
   try {

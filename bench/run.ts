@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
 import { benchConcurrent } from "./concurrent-swaps.ts";
+import { benchFailover } from "./failover.ts";
 import { benchFrontDoor } from "./front-door.ts";
 import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
@@ -56,6 +57,11 @@ const SECTIONS: {
     what: (p) =>
       `a blue/green swap and its flip back, a cold swap (load ${p.frontdoor.loadSeconds} s) behind a real HAProxy and one without, each under a request every ${p.frontdoor.everyMs} ms`,
     run: (p, progress) => benchFrontDoor(p.frontdoor, progress),
+  },
+  failover: {
+    what: () =>
+      "a swap whose Redis master is SIGKILLed mid-switch: behind Sentinel, then as a three-master Cluster",
+    run: (p, progress) => benchFailover(p.failover, progress),
   },
 };
 

@@ -1,3 +1,5 @@
+import type { BenchHostSpec } from "../testbench/bench.ts";
+
 /** What every bench section shares: how it reports progress, what it gives back, how fast the world turns. */
 
 /** A line of progress, printed as a section runs. */
@@ -17,4 +19,20 @@ export interface Speed {
   swaps: Record<string, number | string | boolean>;
   /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
   engine: Record<string, number>;
+}
+
+/**
+ * The host every swap section swaps on: eight RTX PRO 6000 Blackwell serving the dense Qwen3 FP8 preset,
+ * its simulated engine at the section's speed, healthy before the section starts. `more` adds to it
+ * (a front door, vLLM).
+ */
+export function servingHost(name: string, speed: Speed, more: Partial<BenchHostSpec> = {}): BenchHostSpec {
+  return {
+    name,
+    gpus: "8x-rtx-pro-6000-blackwell",
+    serving: { preset: "qwen3-fp8-dense" },
+    faults: { sglang: speed.engine },
+    waitHealthy: true,
+    ...more,
+  };
 }

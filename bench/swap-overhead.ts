@@ -11,7 +11,7 @@ import { makeModel } from "../testbench/hub/index.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { journalTime, shimCalls, taskSpan } from "./host-timings.ts";
-import type { Progress, SectionResult, Speed } from "./section.ts";
+import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { SCRIPT_STEPS, sequentialScript } from "./sequential-script.ts";
 import { round } from "./stats.ts";
 
@@ -55,15 +55,7 @@ export async function benchSwap(
   const bench = await startBench({
     logTo: "silent",
     swaps: options.speed.swaps,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "8x-rtx-pro-6000-blackwell",
-        serving: { preset: "qwen3-fp8-dense" },
-        faults: { sglang: options.speed.engine },
-        waitHealthy: true,
-      },
-    ],
+    hosts: [servingHost(HOST, options.speed)],
   });
   const driver = new SwapDriver(bench);
   try {
@@ -235,16 +227,7 @@ export async function benchVllmSwap(
   const bench = await startBench({
     logTo: "silent",
     swaps: options.speed.swaps,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "8x-rtx-pro-6000-blackwell",
-        serving: { preset: "qwen3-fp8-dense" },
-        faults: { sglang: options.speed.engine },
-        vllm: "only",
-        waitHealthy: true,
-      },
-    ],
+    hosts: [servingHost(HOST, options.speed, { vllm: "only" })],
   });
   const driver = new SwapDriver(bench);
   try {

@@ -26,11 +26,13 @@ export async function queueSwap(
       ],
     });
     await swaps.enqueue(record.id);
+    // the job is written on the same connection: a replica has it before the requester hears "queued"
+    await store.replicas.confirm(`swap ${record.id}'s job`);
   } catch (error) {
     if (lockedHost) await store.locks.unlockHost(record.host, record.id).catch(() => undefined);
     throw error;
   }
   // the card, at once (a worker's first save would ask too); not waited for: the ack goes out first, and
   // the reporter's sweep is behind it should this ask be lost
-  void reports.soon(record.id).catch(() => undefined);
+  void reports.soon(record.id, true).catch(() => undefined);
 }

@@ -1,6 +1,6 @@
 import { type Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
+import type { RedisClient } from "../src/queue/redis-client.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../src/queue/worker-watch.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
@@ -11,14 +11,14 @@ export type CommandWorkerDeps = StatusJobDeps;
 
 /** The worker for short command jobs (status now; history, cancel later). */
 export function createCommandWorker(
-  connection: Redis,
+  connection: RedisClient,
   deps: CommandWorkerDeps,
   watch: WorkerWatch,
   concurrency = 8,
 ): Worker {
   const worker = new Worker(
     COMMAND_QUEUE,
-    watch.inFlight.track(async (job: Job) => {
+    watch.inFlight.track(COMMAND_QUEUE, async (job: Job) => {
       switch (job.name) {
         case JOB_NAMES.status:
           return await runStatusJob(statusJobSchema.parse(job.data), deps);

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { DelayedError, type Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { describeError } from "../src/errors.ts";
+import { holdingLock, stepJobLockOptions } from "../src/queue/job-lock.ts";
+import type { RedisClient } from "../src/queue/redis-client.ts";
 import { REPORT_JOBS, REPORT_QUEUE, type ReportQueue } from "../src/queue/report-queue.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../src/queue/worker-watch.ts";
@@ -18,14 +19,19 @@ export interface ReportWorkerDeps extends ReporterDeps {
  */
 const LOCK_MS = 15_000;
 /**
- * Swaps reported at once by one process. A reporter spends nearly all its time waiting for its turn at
- * Slack, so more slots would let every swap's plan and outcome queue at the pacer (which puts them first):
- * at 64, the bench's 25 swaps in one channel were all approved within 63 s instead of 230 s and the
- * median outcome reached its card 73 s after the swap ended instead of 131 s; but in two runs of three
- * the bot then failed to acknowledge a reaction within Slack's 3 s, which is not understood yet. 8 until
- * it is (docs/benchmarks.md, "concurrent").
+ * Swaps reported at once by one process. A running swap's reporter no longer waits at a busy channel (its
+ * progress is folded and its card edit waits its next look) and looks someone waits for go first (an
+ * ended swap, a decision, a new card: ReportQueue), so slots are held mostly by posts that must go.
+ * At 32, the bench's 25 swaps in one channel were all approved within 63 s instead of about 150 s and the
+ * median outcome reached its card 37 s after its swap ended instead of about 45 s; but in one run of two
+ * a reaction's delivery was not acknowledged within Slack's 3 s (as at 64 before), while the bot's event
+ * loop never stalled for a second (EVENT_LOOP_STALLED) and the bench's own process stalled up to 0.7 s:
+ * not understood yet, so 8 stays (docs/benchmarks.md, "concurrent").
  */
 export const REPORT_CONCURRENCY = 8;
+
+/** A report job's queue lock (BullMQ's default), renewed by the run: a run may wait long at a busy channel. */
+const JOB_LOCK_MS = 30_000;
 
 /** How often a sweep looks for swaps the reporter has not caught up with. */
 export const SWEEP_EVERY_MS = 30_000;
@@ -36,14 +42,14 @@ export const SWEEP_EVERY_MS = 30_000;
  * jobs bring it back when Slack refused or the card's next edit is due. Nothing here ever touches a swap.
  */
 export function createReportWorker(
-  connection: Redis,
+  connection: RedisClient,
   deps: ReportWorkerDeps,
   watch: WorkerWatch,
   concurrency = REPORT_CONCURRENCY,
 ): Worker {
   const worker = new Worker(
     REPORT_QUEUE,
-    watch.inFlight.track(async (job: Job<{ swapId?: string }>, token?: string) => {
+    watch.inFlight.track(REPORT_QUEUE, async (job: Job<{ swapId?: string }>, token?: string) => {
       if (job.name === REPORT_JOBS.sweep) {
         for (const swapId of await deps.store.reports.pending(SWEEP_EVERY_MS / 3))
           await deps.queue.soon(swapId);
@@ -53,7 +59,11 @@ export function createReportWorker(
       if (swapId === undefined) return;
       const lockToken = randomBytes(8).toString("hex");
       if (!(await deps.store.reports.lock(swapId, lockToken, LOCK_MS))) {
-        // another reporter is on this swap: look again right after it (it may not have seen what this job is for)
+        // Another reporter is on this swap: look again right after it (it may not have seen what this job is
+        // for). When the swap has ended, that reporter's calls (if it is this process's) stop waiting behind
+        // other swaps' urgent ones: its run began before the end, and the outcome waits for it.
+        if (job.name === REPORT_JOBS.report && !job.opts.priority && (await ended(swapId, deps)))
+          deps.poster.hurry(swapId);
         await job.moveToDelayed(Date.now() + 250, token);
         throw new DelayedError();
       }
@@ -63,17 +73,30 @@ export function createReportWorker(
       renew.unref();
       let result: ReportResult;
       try {
-        if (job.name === REPORT_JOBS.report) {
+        if (job.name === REPORT_JOBS.report || job.name === REPORT_JOBS.turn) {
           // Slack refused lately: the one retry job looks at its time; looks in between would only hammer Slack
           const { retryAt } = await deps.store.reports.get(swapId);
           if (retryAt !== undefined && retryAt > Date.now()) return;
         }
-        result = await reportSwap(swapId, deps);
+        // how long the look waited for a free reporter (a delayed job's own delay is not counted)
+        const queuedMs = job.name === REPORT_JOBS.report ? Date.now() - job.timestamp : undefined;
+        result = await holdingLock(job, token, JOB_LOCK_MS, deps.log, () =>
+          reportSwap(swapId, deps, { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) }),
+        );
       } finally {
         clearInterval(renew);
         await deps.store.reports.unlock(swapId, lockToken).catch(() => undefined);
       }
       if (result.kind === "done") return;
+      if (result.kind === "turn") {
+        // the same job again when this is the swap's turn job (a second one with its id would be dropped)
+        if (job.name === REPORT_JOBS.turn) {
+          await job.moveToDelayed(Date.now(), token);
+          throw new DelayedError();
+        }
+        await deps.queue.turn(swapId, result.ended);
+        return;
+      }
       const kind = result.why === "slack" ? REPORT_JOBS.retry : REPORT_JOBS.card;
       if (job.name === kind) {
         await job.moveToDelayed(Date.now() + result.ms, token);
@@ -81,7 +104,14 @@ export function createReportWorker(
       }
       await deps.queue.later(swapId, kind, result.ms);
     }),
-    { connection, prefix: QUEUE_PREFIX, concurrency, metrics: WORKER_METRICS },
+    // it parks itself (moveToDelayed) and runs again: its lock is renewed by the run (src/queue/job-lock.ts)
+    {
+      connection,
+      prefix: QUEUE_PREFIX,
+      concurrency,
+      metrics: WORKER_METRICS,
+      ...stepJobLockOptions(JOB_LOCK_MS),
+    },
   );
   worker.on("failed", (job, error) => {
     deps.log.error(
@@ -91,4 +121,10 @@ export function createReportWorker(
   });
   worker.on("error", (error) => watch.reachability.error("report worker", error));
   return worker;
+}
+
+/** Whether the swap has its outcome (a record that cannot be read is not hurried: the reporter says why). */
+async function ended(swapId: string, deps: ReportWorkerDeps): Promise<boolean> {
+  const record = await deps.store.swaps.get(swapId).catch(() => undefined);
+  return record?.outcome !== undefined;
 }

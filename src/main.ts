@@ -1,5 +1,4 @@
 import type { Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
@@ -15,13 +14,16 @@ import { OpsEndpoints } from "./http/ops-server.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { Recipe } from "./plan/recipes.ts";
+import { watchEventLoop } from "./process/event-loop-watch.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { InFlight } from "./queue/in-flight.ts";
+import type { RedisClient } from "./queue/redis-client.ts";
 import { createRedis, describeRedis, waitReady } from "./queue/redis-connection.ts";
 import { watchRedisPolicy } from "./queue/redis-policy.ts";
 import { RedisReachability } from "./queue/redis-reachability.ts";
 import { ReportQueue } from "./queue/report-queue.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
+import { lookForStalls, WorkerStallWatch } from "./queue/worker-stall.ts";
 import { AccessControl } from "./slack/access-control.ts";
 import { createSlackApp, type SlackApp, startSlackApp } from "./slack/create-slack-app.ts";
 import { MeteredWebClient } from "./slack/metered-web-client.ts";
@@ -76,7 +78,7 @@ export async function startModelswap({
   });
   const poster = new SlackPoster(client, secrets, log.child({ name: "slack" }));
   const hosts = new HostRegistry(config.file.hosts, log);
-  const redisConnections: Redis[] = [];
+  const redisConnections: RedisClient[] = [];
   let app: SlackApp | undefined;
   let queue: CommandQueue | undefined;
   const workers: Worker[] = [];
@@ -84,7 +86,7 @@ export async function startModelswap({
   let workerSwaps: SwapQueue | undefined;
   let reports: ReportQueue | undefined;
   let botReports: ReportQueue | undefined;
-  const createStore = (connection: Redis) =>
+  const createStore = (connection: RedisClient) =>
     new Store(connection, {
       secrets,
       retention: config.file.records,
@@ -92,9 +94,11 @@ export async function startModelswap({
       log: log.child({ name: "store" }),
     });
   let monitor: RunningMonitor | undefined;
+  let stopLookingForStalls: (() => Promise<void>) | undefined;
   let port: number | undefined;
   // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
   const stopping = new AbortController();
+  const stopWatchingLoop = watchEventLoop(log.child({ name: "process" }));
   const redisLog = log.child({ name: "redis" });
   // every connection and worker of this process tells Redis being away through this one: once per change
   const reachability = new RedisReachability(redisLog, { where: describeRedis(config.env) });
@@ -169,7 +173,11 @@ export async function startModelswap({
       },
       watch,
     );
-    ops.watch(...workers, monitor.worker);
+    const watched = [...workers, monitor.worker];
+    // a worker that says it runs but takes no jobs while they wait: logged, and /healthz says so
+    const stalls = new WorkerStallWatch({ log: workerLog, inFlight, now: () => systemClock.now() });
+    stopLookingForStalls = lookForStalls(stalls, watched, connection);
+    ops.watch(watched, stalls);
   }
   if (roles.bot) {
     const connection = createRedis(config.env, "producer");
@@ -195,7 +203,7 @@ export async function startModelswap({
         isApprover: (user) => access.isApprover(user, { fresh: true }),
         allowSelfApproval: config.file.approvals.allowSelfApproval,
         wake: (id) => swapQueue.wake(id),
-        reportSoon: (id) => reportQueue.soon(id),
+        reportSoon: (id) => reportQueue.soon(id, true),
         tell: (user, text) => poster.ephemeral(config.file.slack.channel, user, reply(text)),
         log,
         clock: systemClock,
@@ -224,7 +232,9 @@ export async function startModelswap({
       const graceMs = config.file.swaps.shutdownGraceSeconds * 1000;
       log.info({ graceSeconds: graceMs / 1000 }, "stopping: no new work; running steps reach a safe point");
       stopping.abort();
-      reachability.close();
+      stopWatchingLoop();
+      reachability.stop();
+      await stopLookingForStalls?.();
       await app?.stop();
       const closed = Promise.all(
         [...workers, ...(monitor === undefined ? [] : [monitor.worker])].map((w) => w.close()),
@@ -305,7 +315,7 @@ async function migrateOnStart(store: Store, log: Logger): Promise<void> {
 }
 
 /** Waits (briefly) for a fail-fast connection to be up, so the first command does not race it. */
-async function ready(connection: Redis, log: Logger): Promise<void> {
+async function ready(connection: RedisClient, log: Logger): Promise<void> {
   if (!(await waitReady(connection, 5000)))
     log.warn("Redis is not reachable yet: commands will answer that the queue is unavailable until it is");
 }

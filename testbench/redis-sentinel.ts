@@ -15,6 +15,12 @@ export interface SentinelOptions {
   masterPassword?: string;
   /** The sentinel's own password (`requirepass` in sentinel mode). */
   password?: string;
+  /** `down-after-milliseconds`: how long the master may not answer before it is failed over (default 5000). */
+  downAfterMs?: number;
+  /** `failover-timeout` (default Sentinel's 180000). */
+  failoverTimeoutMs?: number;
+  /** Replicas the sentinel must have found (from the master's INFO) before this returns (default 0). */
+  replicas?: number;
 }
 
 export interface BenchSentinel {
@@ -47,7 +53,10 @@ export async function startSentinel(dir: string, options: SentinelOptions): Prom
       `dir ${dir}`,
       `logfile ${join(dir, "sentinel.log")}`,
       `sentinel monitor ${masterName} 127.0.0.1 ${options.masterPort} 1`,
-      `sentinel down-after-milliseconds ${masterName} 5000`,
+      `sentinel down-after-milliseconds ${masterName} ${options.downAfterMs ?? 5000}`,
+      ...(options.failoverTimeoutMs === undefined
+        ? []
+        : [`sentinel failover-timeout ${masterName} ${options.failoverTimeoutMs}`]),
       ...(options.masterPassword === undefined
         ? []
         : [`sentinel auth-pass ${masterName} ${options.masterPassword}`]),
@@ -70,7 +79,7 @@ export async function startSentinel(dir: string, options: SentinelOptions): Prom
   };
   try {
     await waitForPort(port, "redis-server --sentinel");
-    await waitMasterUp(port, masterName, options.password);
+    await waitMasterUp(port, masterName, options.password, options.replicas ?? 0);
   } catch (error) {
     await stop();
     throw error;
@@ -78,8 +87,13 @@ export async function startSentinel(dir: string, options: SentinelOptions): Prom
   return { port, masterName, address: `127.0.0.1:${port}`, dir, stop };
 }
 
-/** Waits until the sentinel has reached the master (its flags say `master`, nothing else). */
-async function waitMasterUp(port: number, name: string, password: string | undefined): Promise<void> {
+/** Waits until the sentinel has reached the master (its flags say `master`, nothing else) and found its replicas. */
+async function waitMasterUp(
+  port: number,
+  name: string,
+  password: string | undefined,
+  replicas: number,
+): Promise<void> {
   const client = new Redis({ port, host: "127.0.0.1", ...(password === undefined ? {} : { password }) });
   let flags = "";
   try {
@@ -88,7 +102,8 @@ async function waitMasterUp(port: number, name: string, password: string | undef
         const fields = (await client.call("SENTINEL", "MASTER", name)) as string[];
         flags = fields[fields.indexOf("flags") + 1] ?? "";
         const lastOk = Number(fields[fields.indexOf("last-ok-ping-reply") + 1] ?? "-1");
-        return flags === "master" && lastOk >= 0 && lastOk < 2000;
+        const found = Number(fields[fields.indexOf("num-slaves") + 1] ?? "0");
+        return flags === "master" && lastOk >= 0 && lastOk < 2000 && found >= replicas;
       },
       { what: `the sentinel on ${port} to see master ${name} up`, timeoutMs: 10_000, intervalMs: 100 },
     );

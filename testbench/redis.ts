@@ -16,6 +16,10 @@ export interface BenchRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port with the same data directory. */
   start(): Promise<void>;
+  /** SIGSTOP: the process is there but answers nothing (a hung machine, a replica that stopped reading). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export interface BenchRedisOptions {
@@ -25,6 +29,15 @@ export interface BenchRedisOptions {
    * (CROSSSLOT), exactly as on a real cluster.
    */
   cluster?: boolean;
+  /**
+   * A node of a multi-node Redis Cluster (testbench/redis-cluster.ts gives it its slots): cluster mode
+   * with this `cluster-node-timeout`, after which a master that does not answer is failed over.
+   */
+  clusterNodeTimeoutMs?: number;
+  /** A replica of the Redis on this loopback port (`replicaof 127.0.0.1 <port>`). */
+  replicaOf?: number;
+  /** requirepass, and masterauth for a replica (the same password on every node, as Sentinel wants). */
+  password?: string;
 }
 
 /**
@@ -56,9 +69,16 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
         "noeviction",
         "--logfile",
         join(dir, "redis.log"),
-        ...(options.cluster === true
+        ...(options.cluster === true || options.clusterNodeTimeoutMs !== undefined
           ? ["--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf")]
           : []),
+        ...(options.clusterNodeTimeoutMs === undefined
+          ? []
+          : ["--cluster-node-timeout", String(options.clusterNodeTimeoutMs)]),
+        ...(options.replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(options.replicaOf)]),
+        ...(options.password === undefined
+          ? []
+          : ["--requirepass", options.password, "--masterauth", options.password]),
       ],
       { stdio: "ignore" },
     );
@@ -77,6 +97,7 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
     if (running === undefined || running.exitCode !== null) return;
     const exited = new Promise((resolve) => running.once("exit", resolve));
     running.kill(signal);
+    if (signal !== "SIGKILL") running.kill("SIGCONT"); // a paused server handles SIGTERM only once resumed
     await exited;
   };
 
@@ -88,6 +109,8 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
     stop: () => end("SIGTERM"),
     kill: () => end("SIGKILL"),
     start,
+    pause: () => child?.kill("SIGSTOP"),
+    resume: () => child?.kill("SIGCONT"),
   };
 }
 

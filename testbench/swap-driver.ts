@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import type { RedisClient } from "../src/queue/redis-client.ts";
 import { SWAP_QUEUE } from "../src/queue/swap-queue.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
 import { Store } from "../src/store/store.ts";
@@ -15,7 +16,7 @@ export interface SwapDriverOptions {
    * The Redis the bot uses, as a URL or a connection (not closed by the driver): by default the bench's
    * redis-server. A test that points the bot elsewhere (a cluster, a password behind a sentinel) says so.
    */
-  redis?: string | Redis;
+  redis?: string | RedisClient;
   /**
    * How long a card or a plan may take to appear (default 30 s and 60 s). Many swaps in one channel wait
    * their turn: Slack takes about one chat.postMessage a second per channel, and the bot paces itself so.
@@ -32,7 +33,7 @@ export interface SwapDriverOptions {
  * Cards are addressed by their `ts` (the value `request` resolves with), swaps by their id.
  */
 export class SwapDriver {
-  private connection: Redis | undefined;
+  private connection: RedisClient | undefined;
   private swapStore: Store | undefined;
   private swapQueue: Queue | undefined;
 
@@ -290,7 +291,7 @@ export class SwapDriver {
     if (delivered.status !== 200) throw new Error(`the :${name}: by ${by} was answered ${delivered.status}`);
   }
 
-  private async redis(): Promise<Redis> {
+  private async redis(): Promise<RedisClient> {
     if (this.connection === undefined) {
       const given = this.options.redis;
       if (typeof given === "object") this.connection = given;

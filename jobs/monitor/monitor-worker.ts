@@ -1,12 +1,13 @@
 import { type Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { describeError } from "../../src/errors.ts";
 import {
   type HealthCheckJob,
   healthCheckJobSchema,
   MONITOR_QUEUE,
   MonitorQueue,
+  scheduledAt,
 } from "../../src/queue/monitor-queue.ts";
+import type { RedisClient } from "../../src/queue/redis-client.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
 import { IncidentTracker } from "../../src/store/incidents.ts";
@@ -39,7 +40,7 @@ const RECONCILE_WAIT_MS = 5000;
  * workers agree as long as they run the same config.
  */
 export async function startMonitor(
-  connection: Redis,
+  connection: RedisClient,
   deps: MonitorDeps,
   watch: WorkerWatch,
 ): Promise<RunningMonitor> {
@@ -55,15 +56,9 @@ export async function startMonitor(
   const hostNames = deps.hosts.names();
   const worker = new Worker<HealthCheckJob, MonitorCheckOutcome>(
     MONITOR_QUEUE,
-    watch.inFlight.track(async (job: Job<HealthCheckJob>) => {
+    watch.inFlight.track(MONITOR_QUEUE, async (job: Job<HealthCheckJob>) => {
       const { host } = healthCheckJobSchema.parse(job.data);
-      // a scheduler's job is created with the delay that brings it to its moment: timestamp + delay
-      return await runMonitorCheck(
-        host,
-        job.id ?? `${host}:${Date.now()}`,
-        checkDeps,
-        job.timestamp + job.delay,
-      );
+      return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps, scheduledAt(job));
     }),
     // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
     {

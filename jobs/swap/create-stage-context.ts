@@ -21,7 +21,7 @@ export interface SwapDeps {
   hosts: HostRegistry;
   hub: Pick<HubClient, "resolve">;
   /** Asks the reporter to look at a swap soon (after each save); never waited on for Slack. */
-  reports: { soon(swapId: string): Promise<void> };
+  reports: { soon(swapId: string, urgent?: boolean): Promise<void> };
   log: Logger;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly Recipe[];

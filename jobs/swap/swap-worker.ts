@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { DelayedError, type Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import { holdingLock, stepJobLockOptions } from "../../src/queue/job-lock.ts";
+import type { RedisClient } from "../../src/queue/redis-client.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
@@ -17,20 +18,23 @@ const MAX_STALLS = 25;
 /**
  * The swap worker: each job advances one swap, then either completes or moves itself to delayed until
  * its next look (BullMQ's step-job pattern), so waiting for a download or an approval holds no slot.
- * A running step holds BullMQ's lock, renewed while this process lives (an hour-long health wait keeps
+ * A running step holds BullMQ's lock, renewed by the run while this process lives (an hour-long health wait keeps
  * it); when the process dies, another worker finds the step stalled and runs it again.
  */
 export function createSwapWorker(
-  connection: Redis,
+  connection: RedisClient,
   deps: SwapDeps,
   watch: WorkerWatch,
   concurrency = 10,
 ): Worker {
   const { swaps } = deps.config.file;
+  const lockMs = swaps.lockSeconds * 1000;
   const worker = new Worker(
     SWAP_QUEUE,
-    watch.inFlight.track(async (job: Job<{ swapId: string }>, token?: string) => {
-      const result = await advanceSwap(job.data.swapId, deps);
+    watch.inFlight.track(SWAP_QUEUE, async (job: Job<{ swapId: string }>, token?: string) => {
+      const result = await holdingLock(job, token, lockMs, deps.log, () =>
+        advanceSwap(job.data.swapId, deps),
+      );
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);
         throw new DelayedError();
@@ -40,7 +44,8 @@ export function createSwapWorker(
       connection,
       prefix: QUEUE_PREFIX,
       concurrency,
-      lockDuration: swaps.lockSeconds * 1000,
+      // renewed by the run itself (holdingLock): a step job re-taken at once must not lose it (job-lock.ts)
+      ...stepJobLockOptions(lockMs),
       stalledInterval: swaps.stalledCheckSeconds * 1000,
       maxStalledCount: MAX_STALLS,
       metrics: WORKER_METRICS,

@@ -17,7 +17,7 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
     summary: "the modelswap Slack bot",
     description:
       "A Slack ChatOps bot that swaps the LLM a GPU host serves. `modelswap <command> --help` tells more.\n" +
-      "Environment: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL (or REDIS_SENTINELS),\n" +
+      "Environment: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES),\n" +
       "MODELSWAP_CONFIG, … (README.md lists them all).",
     defaultCommand: "start",
     commands: [

@@ -3,6 +3,7 @@ import { problem } from "./fix.ts";
 import {
   DEFAULT_REDIS_URL,
   passwordInUrl,
+  redisClusterEnv,
   redisEnvConflicts,
   redisSentinelEnv,
   redisUrl,
@@ -50,9 +51,10 @@ const envFields = z
       )
       .optional(),
     SLACK_API_URL: url("SLACK_API_URL", "https://slack.com/api/").default("https://slack.com/api/"),
-    // no schema default: whether REDIS_URL was set matters when REDIS_SENTINELS is (the default is filled in below)
+    // no schema default: whether REDIS_URL was set matters when REDIS_SENTINELS or REDIS_CLUSTER_NODES is (the default is filled in below)
     REDIS_URL: redisUrl.optional(),
     ...redisSentinelEnv,
+    ...redisClusterEnv,
     HF_ENDPOINT: url("HF_ENDPOINT", "https://huggingface.co").default("https://huggingface.co"),
     HF_TOKEN: z
       .string()

@@ -1,39 +1,48 @@
 import { z } from "zod";
 import { problem } from "./fix.ts";
 
-/** Where Redis is when neither REDIS_URL nor REDIS_SENTINELS says otherwise. */
+/** Where Redis is when neither REDIS_URL, REDIS_SENTINELS nor REDIS_CLUSTER_NODES says otherwise. */
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 export const DEFAULT_SENTINEL_PORT = 26379;
 
-export interface SentinelAddress {
+/** A host and port from REDIS_SENTINELS or REDIS_CLUSTER_NODES. */
+export interface RedisAddress {
   host: string;
   port: number;
 }
+/** A sentinel's address. */
+export type SentinelAddress = RedisAddress;
+
+export const DEFAULT_CLUSTER_PORT = 6379;
 
 // A DNS name or IPv4 address, or an IPv6 address in brackets; the port may be left out.
-const SENTINEL_ENTRY = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9][A-Za-z0-9.-]*))(?::(\d{1,5}))?$/;
+const ADDRESS_ENTRY = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9][A-Za-z0-9.-]*))(?::(\d{1,5}))?$/;
 const SENTINELS_EXAMPLE = "10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379";
+const CLUSTER_EXAMPLE = "10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379";
 
-const sentinelList = z.string().transform((value, ctx): SentinelAddress[] => {
-  const sentinels: SentinelAddress[] = [];
-  for (const entry of value.split(",").map((part) => part.trim())) {
-    const match = SENTINEL_ENTRY.exec(entry);
-    const port = match?.[3] === undefined ? DEFAULT_SENTINEL_PORT : Number(match[3]);
-    const host = match?.[1] ?? match?.[2];
-    if (host === undefined || port < 1 || port > 65535) {
-      ctx.addIssue({
-        code: "custom",
-        message: problem(
-          `REDIS_SENTINELS has "${entry}", which is not host:port`,
-          `list the sentinels as host:port separated by commas, like ${SENTINELS_EXAMPLE}`,
-        ),
-      });
-      return z.NEVER;
+/** A comma-separated list of host:port (the port defaults to `defaultPort`), refused entry by entry. */
+function addressList(variable: string, what: string, defaultPort: number, example: string) {
+  return z.string().transform((value, ctx): RedisAddress[] => {
+    const addresses: RedisAddress[] = [];
+    for (const entry of value.split(",").map((part) => part.trim())) {
+      const match = ADDRESS_ENTRY.exec(entry);
+      const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
+      const host = match?.[1] ?? match?.[2];
+      if (host === undefined || port < 1 || port > 65535) {
+        ctx.addIssue({
+          code: "custom",
+          message: problem(
+            `${variable} has "${entry}", which is not host:port`,
+            `list the ${what} as host:port separated by commas, like ${example}`,
+          ),
+        });
+        return z.NEVER;
+      }
+      addresses.push({ host, port });
     }
-    sentinels.push({ host, port });
-  }
-  return sentinels;
-});
+    return addresses;
+  });
+}
 
 const REDIS_URL_FIX =
   "set it like redis://127.0.0.1:6379 (rediss:// for TLS, redis://user:password@host:port with a password)";
@@ -59,9 +68,24 @@ export const redisUrl = z.string().superRefine((value, ctx) => {
   else if (!URL.canParse(value)) refuse("REDIS_URL is not a URL");
 });
 
+/** REDIS_CLUSTER_NODES: some nodes of a Redis Cluster (the client learns the rest from them). */
+export const redisClusterEnv = {
+  REDIS_CLUSTER_NODES: addressList(
+    "REDIS_CLUSTER_NODES",
+    "cluster's nodes (some or all)",
+    DEFAULT_CLUSTER_PORT,
+    CLUSTER_EXAMPLE,
+  ).optional(),
+};
+
 /** The environment variables for Redis behind Sentinel, and the passwords (secrets: see envSecrets). */
 export const redisSentinelEnv = {
-  REDIS_SENTINELS: sentinelList.optional(),
+  REDIS_SENTINELS: addressList(
+    "REDIS_SENTINELS",
+    "sentinels",
+    DEFAULT_SENTINEL_PORT,
+    SENTINELS_EXAMPLE,
+  ).optional(),
   REDIS_SENTINEL_MASTER: z
     .string()
     .regex(
@@ -79,6 +103,7 @@ export const redisSentinelEnv = {
 interface RedisEnvFields {
   REDIS_URL?: string | undefined;
   REDIS_SENTINELS?: SentinelAddress[] | undefined;
+  REDIS_CLUSTER_NODES?: RedisAddress[] | undefined;
   REDIS_SENTINEL_MASTER?: string | undefined;
   REDIS_SENTINEL_PASSWORD?: string | undefined;
 }
@@ -120,6 +145,24 @@ export function redisEnvConflicts(env: RedisEnvFields): { path: string[]; messag
       message: problem(
         "REDIS_URL and REDIS_SENTINELS are both set",
         "unset REDIS_URL: with Sentinel the bot asks the sentinels where the master is (put its password in REDIS_PASSWORD)",
+      ),
+    });
+  }
+  if (env.REDIS_CLUSTER_NODES !== undefined && sentinels) {
+    issues.push({
+      path: ["REDIS_CLUSTER_NODES"],
+      message: problem(
+        "REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set",
+        "a Redis Cluster fails over by itself and has no sentinels: unset REDIS_SENTINELS and REDIS_SENTINEL_MASTER, or unset REDIS_CLUSTER_NODES to use Sentinel",
+      ),
+    });
+  }
+  if (env.REDIS_CLUSTER_NODES !== undefined && env.REDIS_URL !== undefined) {
+    issues.push({
+      path: ["REDIS_URL"],
+      message: problem(
+        "REDIS_URL and REDIS_CLUSTER_NODES are both set",
+        "unset REDIS_URL: with a Cluster the bot asks the nodes in REDIS_CLUSTER_NODES which one holds its slot (put the password in REDIS_PASSWORD)",
       ),
     });
   }

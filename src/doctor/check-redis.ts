@@ -1,3 +1,4 @@
+import { isCluster, MODELSWAP_SLOT, requireSlotOwner } from "../queue/redis-client.ts";
 import type { RedisEnv } from "../queue/redis-connection.ts";
 import { createRedis, describeRedis, waitReady } from "../queue/redis-connection.ts";
 import { readRedisPolicy, redisPolicyProblems } from "../queue/redis-policy.ts";
@@ -27,20 +28,23 @@ export async function checkRedis(env: RedisEnv, timeoutMs: number): Promise<Doct
           "reachable",
           `${where}: no connection within ${Math.round(timeoutMs / 1000)} s${lastError === "" ? "" : ` (${lastError})`}`,
           "REDIS_UNREACHABLE",
-          env.REDIS_SENTINELS === undefined
-            ? "start Redis, or set REDIS_URL to where it listens (and REDIS_PASSWORD if it has one); see docs/redis.md"
-            : "check REDIS_SENTINELS, REDIS_SENTINEL_MASTER and the passwords, and that the sentinels know a master; see docs/redis.md",
+          unreachableFix(env),
         ),
       ];
     }
     const started = Date.now();
-    await redis.ping();
-    const version = /^redis_version:(.*)$/m.exec(await redis.info("server").catch(() => ""))?.[1]?.trim();
+    // on a Cluster, the node that holds modelswap's slot: that is the one that must answer
+    const node = await requireSlotOwner(redis);
+    await node.ping();
+    const version = /^redis_version:(.*)$/m.exec(await node.info("server").catch(() => ""))?.[1]?.trim();
+    const slot = isCluster(redis)
+      ? ` (slot ${MODELSWAP_SLOT} on ${node.options.host}:${node.options.port})`
+      : "";
     const rows = [
       pass(
         TARGET,
         "reachable",
-        `${where}: PONG in ${Date.now() - started} ms${version === undefined ? "" : `, Redis ${version}`}`,
+        `${where}${slot}: PONG in ${Date.now() - started} ms${version === undefined ? "" : `, Redis ${version}`}`,
       ),
     ];
     const policy = await readRedisPolicy(redis);
@@ -74,4 +78,12 @@ export async function checkRedis(env: RedisEnv, timeoutMs: number): Promise<Doct
   } finally {
     redis.disconnect();
   }
+}
+
+function unreachableFix(env: RedisEnv): string {
+  if (env.REDIS_CLUSTER_NODES !== undefined)
+    return "check REDIS_CLUSTER_NODES and REDIS_PASSWORD, and that the cluster answers CLUSTER INFO with cluster_state:ok; see docs/redis.md";
+  if (env.REDIS_SENTINELS !== undefined)
+    return "check REDIS_SENTINELS, REDIS_SENTINEL_MASTER and the passwords, and that the sentinels know a master; see docs/redis.md";
+  return "start Redis, or set REDIS_URL to where it listens (and REDIS_PASSWORD if it has one); see docs/redis.md";
 }

@@ -24,7 +24,8 @@ export interface Engine extends SanityEngine, BenchEngine, EngineSetup {
   readonly healthLabel: string;
   /**
    * A command that prints the HTTP status of the engine's generating health request on `port` of the
-   * host's loopback (`000` when nothing answered), and exits with curl's exit code.
+   * host's loopback (`000` when nothing answered), and exits with curl's exit code for what happened
+   * (asked by bash itself when it can, http-status.ts: the monitor runs it on every host every interval).
    */
   healthProbe(port: number, timeoutSeconds: number): ShellCommand;
   /** The failing health answer, for people, from the HTTP status or curl's exit code. */

@@ -11,6 +11,11 @@ export interface FatalLine {
   /** The line an operator should read first (for a traceback: its exception line). */
   line: string;
   kind: FatalKind;
+  /**
+   * A traceback whose exception line is not in the excerpt yet: journald receives it line by line, so a
+   * read can land mid-traceback. Its cause is still coming; the caller may read again before reporting.
+   */
+  unended?: true;
 }
 
 interface Finding extends FatalLine {
@@ -46,15 +51,15 @@ function message(line: string): string {
 export function findFatalLine(journalLines: readonly string[]): FatalLine | undefined {
   const lines = journalLines.map(message);
   const findings: Finding[] = [];
-  const add = (index: number, line: string, kind: FatalKind, rank: number) =>
-    findings.push({ index, line, kind, rank });
+  const add = (index: number, line: string, kind: FatalKind, rank: number, unended?: true) =>
+    findings.push({ index, line, kind, rank, ...(unended ? { unended } : {}) });
 
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
     if (line.includes("Traceback (most recent call last)")) {
       const end = tracebackEnd(lines, i);
       const exception = end === undefined ? undefined : lines[end];
-      if (exception === undefined) add(i, line, "traceback", 3);
+      if (exception === undefined) add(i, line, "traceback", 3, true);
       else add(i, exception, OOM.test(exception) ? "oom" : "traceback", OOM.test(exception) ? 5 : 4);
       if (end !== undefined) i = end;
       continue;
@@ -72,7 +77,9 @@ export function findFatalLine(journalLines: readonly string[]): FatalLine | unde
   }
   let best: Finding | undefined;
   for (const f of findings) if (best === undefined || f.rank > best.rank) best = f;
-  return best === undefined ? undefined : { line: best.line, kind: best.kind };
+  if (best === undefined) return undefined;
+  const { line, kind, unended } = best;
+  return unended ? { line, kind, unended } : { line, kind };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { benchCommand, parseBenchSummary } from "./bench-serving.ts";
-import { curlStatus, type Engine } from "./engine.ts";
+import type { Engine } from "./engine.ts";
 import { findFatalLine } from "./fatal-lines.ts";
+import { httpStatus } from "./http-status.ts";
 import { generateBody, generateCommand, judge } from "./sanity.ts";
 import { SERVING_HEALTH_PATH, servingHealthFailure } from "./serving-health.ts";
 import { sglangSetup } from "./sglang-setup.ts";
@@ -15,8 +16,7 @@ export const sglangEngine: Engine = {
   kind: "sglang",
   name: "SGLang",
   healthLabel: SERVING_HEALTH_PATH,
-  healthProbe: (port, timeoutSeconds) =>
-    curlStatus(`http://127.0.0.1:${port}${SERVING_HEALTH_PATH}`, timeoutSeconds),
+  healthProbe: (port, timeoutSeconds) => httpStatus(port, SERVING_HEALTH_PATH, timeoutSeconds),
   healthFailure: servingHealthFailure,
   // /get_model_info: model_path is the --model-path it was started with
   modelInfoPath: "/get_model_info",

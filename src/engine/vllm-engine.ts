@@ -1,7 +1,8 @@
 import { sh } from "../host/shell-quote.ts";
 import { parseBenchSummary } from "./bench-serving.ts";
-import { curlStatus, type Engine } from "./engine.ts";
+import type { Engine } from "./engine.ts";
 import { findFatalLine } from "./fatal-lines.ts";
+import { httpStatus } from "./http-status.ts";
 import {
   judgeHttpAnswer,
   MAX_NEW_TOKENS,
@@ -49,8 +50,7 @@ export const vllmEngine: Engine = {
   kind: "vllm",
   name: "vLLM",
   healthLabel: HEALTH_LABEL,
-  healthProbe: (port, timeoutSeconds) =>
-    curlStatus(`http://127.0.0.1:${port}/v1/completions`, timeoutSeconds, HEALTH_BODY),
+  healthProbe: (port, timeoutSeconds) => httpStatus(port, "/v1/completions", timeoutSeconds, HEALTH_BODY),
   healthFailure: (status, curlExit, timeoutSeconds) =>
     healthFailureOf(HEALTH_LABEL, status, curlExit, timeoutSeconds),
   // /v1/models: each model card's `root` is the path the server loaded (vllm/entrypoints/openai/serving_models.py)

@@ -75,12 +75,27 @@ export class OutputBuffer {
 
 /** A command that had to succeed and did not: HOST_COMMAND_FAILED, with the last line it printed. */
 export function commandFailed(hostName: string, what: string, result: ExecResult): CodedError {
-  const said = (result.stderr.trim() || result.stdout.trim()).split("\n").at(-1) ?? "";
+  const said = tellingLine(result.stderr.trim() || result.stdout.trim());
   return new CodedError(
     "HOST_COMMAND_FAILED",
     `${what} failed on ${hostName} (exit ${result.code ?? result.signal}): ${said}`,
     "the swap's thread has the output; fix the cause on the host and start the swap again",
   );
+}
+
+/**
+ * The line of a failed command's output that says why: the last one, unless it only points elsewhere.
+ * systemctl ends with `See "systemctl status x.service" and "journalctl -xeu x.service" for details.`
+ * (systemd's src/systemctl/systemctl-start-unit.c), after the line that says what failed:
+ * `Job for x.service failed because the control process exited with error code.`
+ */
+function tellingLine(output: string): string {
+  const lines = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "");
+  const telling = lines.filter((line) => !/^(See |Hint: )/.test(line));
+  return telling.at(-1) ?? lines.at(-1) ?? "";
 }
 
 /** The error of a command that outlived its time limit, the same for every transport. */

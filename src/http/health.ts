@@ -1,8 +1,8 @@
 import type { Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import { type RedisClient, requireSlotOwner } from "../queue/redis-client.ts";
 import { withTimeout } from "../with-timeout.ts";
 
-export type WorkerState = "running" | "closing" | "stopped";
+export type WorkerState = "running" | "closing" | "stopped" | "stalled";
 
 /** What `/healthz` answers: 200 when `ok`, 503 with the `problems` otherwise. */
 export interface HealthReport {
@@ -23,13 +23,15 @@ export function workerState(worker: Worker): WorkerState {
 
 /**
  * The bot's own health: Redis answers a PING within `timeoutMs`, and each of this process's workers is
- * running (not stopped, not closing). A process in shutdown therefore answers 503, so a load balancer or
- * orchestrator stops sending it work before it exits.
+ * running (not stopped, not closing, not stalled: `stalled` says why one takes no jobs while they wait,
+ * worker-stall.ts). A process in shutdown therefore answers 503, so a load balancer or orchestrator stops
+ * sending it work before it exits.
  */
 export async function checkBotHealth(
-  redis: Redis,
+  redis: RedisClient,
   workers: readonly Worker[],
   timeoutMs = 1000,
+  stalled: (worker: string) => string | undefined = () => undefined,
 ): Promise<HealthReport> {
   const problems: string[] = [];
   let redisState = "ok";
@@ -39,13 +41,17 @@ export async function checkBotHealth(
     // ioredis's own words for a dropped connection are about its offline queue: say what it means
     const why = redis.status === "ready" ? (error as Error).message : `not connected, ${redis.status}`;
     redisState = `unreachable: ${why}`;
-    problems.push(`Redis does not answer (${why}): check REDIS_URL and the redis-server`);
+    problems.push(
+      `Redis does not answer (${why}): check REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) and the redis-server`,
+    );
   }
   const states: Record<string, WorkerState> = {};
   for (const worker of workers) {
     const state = workerState(worker);
-    states[worker.name] = state;
-    if (state !== "running") problems.push(`the ${worker.name} worker is ${state}`);
+    const stuck = state === "running" ? stalled(worker.name) : undefined;
+    states[worker.name] = stuck === undefined ? state : "stalled";
+    if (stuck !== undefined) problems.push(stuck);
+    else if (state !== "running") problems.push(`the ${worker.name} worker is ${state}`);
   }
   return {
     ok: problems.length === 0,
@@ -55,9 +61,10 @@ export async function checkBotHealth(
   };
 }
 
-async function ping(redis: Redis, timeoutMs: number): Promise<void> {
+async function ping(redis: RedisClient, timeoutMs: number): Promise<void> {
+  // on a Cluster, the node that holds modelswap's keys: another node answering proves nothing
   const answer = await withTimeout(
-    redis.ping(),
+    requireSlotOwner(redis).then((node) => node.ping()),
     timeoutMs,
     () => new Error(`no answer to PING within ${timeoutMs} ms`),
   );

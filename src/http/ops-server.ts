@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue, type Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import type { Config } from "../config/load-config.ts";
 import { type Logger, redactSecrets, redactSecretsInJson } from "../log.ts";
@@ -9,9 +8,11 @@ import { MetricsCollector } from "../metrics/collect.ts";
 import { SlackCallMetrics } from "../metrics/slack-calls.ts";
 import { COMMAND_QUEUE } from "../queue/command-queue.ts";
 import { MONITOR_QUEUE } from "../queue/monitor-queue.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { createRedis } from "../queue/redis-connection.ts";
 import { REPORT_QUEUE } from "../queue/report-queue.ts";
 import { SWAP_QUEUE } from "../queue/swap-queue.ts";
+import type { WorkerStallWatch } from "../queue/worker-stall.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
 import { createDashboard, DASHBOARD_PATH } from "./dashboard.ts";
 import { checkBotHealth } from "./health.ts";
@@ -46,10 +47,11 @@ export class OpsEndpoints {
   /** This process's own counters (everything else is read from Redis at scrape time). */
   readonly registry = new Registry();
   readonly slackCalls = new SlackCallMetrics(this.registry);
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly queues: Queue[];
   private readonly collector: MetricsCollector;
   private readonly workers: Worker[] = [];
+  private stalled: (worker: string) => string | undefined = () => undefined;
   private readonly dashboard: Handler | undefined;
   private server: Server | undefined;
   private redisWasUp = true;
@@ -80,9 +82,13 @@ export class OpsEndpoints {
           });
   }
 
-  /** The BullMQ workers of this process, reported (and required to run) by /healthz. */
-  watch(...workers: Worker[]): void {
+  /**
+   * The BullMQ workers of this process, reported (and required to run) by /healthz; `stalls` says which
+   * of them takes no jobs while jobs wait (worker-stall.ts).
+   */
+  watch(workers: readonly Worker[], stalls?: Pick<WorkerStallWatch, "stalled">): void {
     this.workers.push(...workers);
+    if (stalls !== undefined) this.stalled = (name) => stalls.stalled(name);
   }
 
   /**
@@ -177,7 +183,7 @@ export class OpsEndpoints {
   }
 
   private health(res: ServerResponse): void {
-    void checkBotHealth(this.redis, this.workers)
+    void checkBotHealth(this.redis, this.workers, undefined, this.stalled)
       .then((report) => {
         const body = redactSecretsInJson(JSON.stringify(report), this.options.secrets);
         res.writeHead(report.ok ? 200 : 503, {
@@ -205,11 +211,11 @@ export class OpsEndpoints {
     const up = error === undefined;
     if (up === this.redisWasUp) return;
     this.redisWasUp = up;
-    if (up) this.options.log.info("metrics: Redis answers again; scrapes are complete");
+    if (up) this.options.log.info("metrics: RedisClient answers again; scrapes are complete");
     else
       this.options.log.warn(
         { err: redactSecrets(error, this.options.secrets) },
-        "metrics: Redis did not answer; scrapes carry only this process's counters and modelswap_redis_up 0",
+        "metrics: RedisClient did not answer; scrapes carry only this process's counters and modelswap_redis_up 0",
       );
   }
 

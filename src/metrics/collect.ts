@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { Gauge, Registry } from "prom-client";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { bullmqRegistry } from "./bullmq-metrics.ts";
 import { registerHostMetrics } from "./host-metrics.ts";
@@ -12,7 +12,7 @@ export interface CollectDeps {
   /** This process's own metrics (its Slack calls); modelswap_redis_up is added to it. */
   registry: Registry;
   /** A fail-fast connection: a scrape while Redis is down answers at once, without the Redis families. */
-  redis: Redis;
+  redis: RedisClient;
   /** The queues whose job counts BullMQ exports. */
   queues: readonly Queue[];
   /** The configured hosts. */

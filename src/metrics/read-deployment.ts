@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { type CheckLateness, type HostHealthState, readLateness } from "../store/incidents.ts";
 import { Store } from "../store/store.ts";
 import { readSwapTally, type SwapTally } from "../store/swap-tally.ts";
@@ -29,7 +29,7 @@ export interface DeploymentState {
  * host (its lock and record), and BullMQ's job counts per queue, read concurrently.
  */
 export async function readDeployment(
-  redis: Redis,
+  redis: RedisClient,
   queues: readonly Queue[],
   hosts: readonly string[],
   log?: Logger,

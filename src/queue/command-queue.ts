@@ -1,9 +1,9 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
 import { withTimeout } from "../with-timeout.ts";
+import type { RedisClient } from "./redis-client.ts";
 
 export const COMMAND_QUEUE = "commands";
 
@@ -43,7 +43,7 @@ const ENQUEUE_TIMEOUT_MS = 1500;
 export class CommandQueue {
   private readonly queue: Queue;
 
-  constructor(connection: Redis) {
+  constructor(connection: RedisClient) {
     this.queue = new Queue(COMMAND_QUEUE, {
       connection,
       prefix: QUEUE_PREFIX,
@@ -83,7 +83,7 @@ async function enqueueWithin<T>(work: Promise<T>): Promise<T> {
     throw new CodedError(
       "QUEUE_UNAVAILABLE",
       `the job queue is unavailable (${(error as Error).message})`,
-      "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; the command was not queued, try again once it is back",
+      "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) and the redis-server; the command was not queued, try again once it is back",
       { cause: error },
     );
   }

@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
+import { type RedisClient, slotOwner } from "./redis-client.ts";
 
 /** The two Redis settings modelswap depends on, as the server reports them. */
 export interface RedisPolicy {
@@ -16,7 +16,11 @@ const AOF_FIX =
   "set appendonly yes and appendfsync everysec in redis.conf (or `redis-cli CONFIG SET appendonly yes` and `CONFIG REWRITE`); see docs/redis.md";
 
 /** Reads maxmemory-policy and appendonly, or says why the server would not tell (CONFIG and INFO refused). */
-export async function readRedisPolicy(redis: Redis): Promise<RedisPolicy | { refused: string }> {
+export async function readRedisPolicy(client: RedisClient): Promise<RedisPolicy | { refused: string }> {
+  // on a Cluster, CONFIG and INFO go to a random node: read the one that holds modelswap's keys
+  const redis = await slotOwner(client);
+  if (redis === undefined)
+    return { refused: "the Redis Cluster does not know which node holds modelswap's slot yet" };
   try {
     const pairs = (await redis.config("GET", "maxmemory-policy", "appendonly")) as string[];
     const value = (name: string) => pairs[pairs.indexOf(name) + 1];
@@ -94,7 +98,7 @@ export function redisPolicyProblems(policy: RedisPolicy | { refused: string }): 
  * Returns what it found.
  */
 export async function checkRedisPolicy(
-  redis: Redis,
+  redis: RedisClient,
   log: Logger,
 ): Promise<RedisPolicy | { refused: string }> {
   const policy = await readRedisPolicy(redis);
@@ -124,7 +128,7 @@ export async function checkRedisPolicy(
  * Checks at every (re)connect: a Redis restarted without its config file comes back with eviction
  * allowed and AOF off, and that deserves the same warning as a bad start.
  */
-export function watchRedisPolicy(redis: Redis, log: Logger): void {
+export function watchRedisPolicy(redis: RedisClient, log: Logger): void {
   const check = () => {
     checkRedisPolicy(redis, log).catch((error: unknown) => {
       if (redis.status === "end") return; // stopped while checking: nothing to say

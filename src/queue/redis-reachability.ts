@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "./redis-client.ts";
 
 export interface RedisReachabilityOptions {
   /** Where Redis is, for the lines (describeRedis: never a password). */
@@ -21,12 +21,13 @@ export interface RedisReachabilityOptions {
  * lost lock) and is logged as it is, or a late echo of the outage (a connection error) and goes to debug.
  */
 export class RedisReachability {
-  private readonly connections: Redis[] = [];
+  private readonly connections: RedisClient[] = [];
   private readonly where: string | undefined;
   private readonly summaryEveryMs: number;
   private readonly now: () => number;
   private down: { since: number; errors: number; last: string; source: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(
     private readonly log: Logger,
@@ -38,11 +39,26 @@ export class RedisReachability {
   }
 
   /** Follows a connection: its errors count, its being ready again may end the outage. */
-  watch(connection: Redis, source: string): this {
+  watch(connection: RedisClient, source: string): this {
     this.connections.push(connection);
     connection.on("error", (error: Error) => this.error(source, error));
     connection.on("ready", () => this.ready());
+    // a connection ends only when told to, or when ioredis gives up on it: then nothing reconnects it, and
+    // every job that needs it waits for ever; that must not go unsaid
+    connection.on("end", () => {
+      if (this.stopped) return;
+      this.log.error(
+        { code: "REDIS_CONNECTION_ENDED", redis: this.where, source },
+        `the ${source} to Redis ended and will not reconnect: this process can do no more work. Fix: restart it (modelswap start, or its worker role); if it happens again, the log lines before this one say why`,
+      );
+    });
     return this;
+  }
+
+  /** The process is stopping: its connections end now, as they should. */
+  stop(): void {
+    this.stopped = true;
+    this.close();
   }
 
   /** An 'error' event of a BullMQ worker (or queue) that uses the watched connections. */

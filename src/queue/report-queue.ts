@@ -1,11 +1,29 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { QUEUE_PREFIX } from "../store/keys.ts";
+import type { RedisClient } from "./redis-client.ts";
 
 export const REPORT_QUEUE = "reports";
 
-/** Job names: a look asked for by a save or a decision, a retry after Slack refused, a paced card edit, a sweep. */
-export const REPORT_JOBS = { report: "report", retry: "retry", card: "card", sweep: "sweep" } as const;
+/**
+ * Job names: a look asked for by a save or a decision, a retry after Slack refused, a paced card edit, the
+ * rest of a thread after a run gave its reporter back in a busy channel, a sweep.
+ */
+export const REPORT_JOBS = {
+  report: "report",
+  retry: "retry",
+  card: "card",
+  turn: "turn",
+  sweep: "sweep",
+} as const;
+
+/**
+ * BullMQ runs jobs without a priority before any with one: looks that someone is waiting for (a new swap's
+ * card, a decision on a plan, a swap that has ended) carry none; every other look carries this one, so
+ * with many swaps at once a free reporter goes to them first.
+ */
+const ROUTINE = 10;
+/** The rest of an ended swap's thread: after the looks someone waits for, before running swaps' progress. */
+const ENDED_THREAD = 5;
 
 /**
  * The reporter's queue. Every save of a swap asks for a look (`soon`); a look that Slack refused is
@@ -16,7 +34,7 @@ export const REPORT_JOBS = { report: "report", retry: "retry", card: "card", swe
 export class ReportQueue {
   readonly queue: Queue;
 
-  constructor(connection: Redis) {
+  constructor(connection: RedisClient) {
     this.queue = new Queue(REPORT_QUEUE, {
       connection,
       prefix: QUEUE_PREFIX,
@@ -30,9 +48,21 @@ export class ReportQueue {
     this.queue.on("error", () => undefined);
   }
 
-  /** A look at the swap as soon as a reporter is free. */
-  async soon(swapId: string): Promise<void> {
-    await this.queue.add(REPORT_JOBS.report, { swapId });
+  /** A look at the swap as soon as a reporter is free; `urgent`, ahead of the routine ones. */
+  async soon(swapId: string, urgent = false): Promise<void> {
+    await this.queue.add(REPORT_JOBS.report, { swapId }, urgent ? {} : { priority: ROUTINE });
+  }
+
+  /**
+   * The rest of a swap's thread, once a reporter is free and the looks someone waits for have had theirs
+   * (one such job per swap: the run that took it gives it back itself, see the report worker).
+   */
+  async turn(swapId: string, ended: boolean): Promise<void> {
+    await this.queue.add(
+      REPORT_JOBS.turn,
+      { swapId },
+      { jobId: `turn-${swapId}`, removeOnFail: true, priority: ended ? ENDED_THREAD : ROUTINE },
+    );
   }
 
   /** One delayed look per swap and kind (a second one while the first waits is the same job). */
@@ -40,7 +70,12 @@ export class ReportQueue {
     await this.queue.add(
       kind,
       { swapId },
-      { jobId: `${kind}-${swapId}`, delay: Math.max(0, Math.round(ms)), removeOnFail: true },
+      {
+        jobId: `${kind}-${swapId}`,
+        delay: Math.max(0, Math.round(ms)),
+        removeOnFail: true,
+        priority: ROUTINE,
+      },
     );
   }
 

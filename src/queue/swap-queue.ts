@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { CodedError } from "../errors.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
+import type { RedisClient } from "./redis-client.ts";
 
 export const SWAP_QUEUE = "swaps";
 
@@ -13,7 +13,7 @@ export const SWAP_QUEUE = "swaps";
 export class SwapQueue {
   private readonly queue: Queue;
 
-  constructor(connection: Redis) {
+  constructor(connection: RedisClient) {
     this.queue = new Queue(SWAP_QUEUE, {
       connection,
       prefix: QUEUE_PREFIX,
@@ -33,7 +33,7 @@ export class SwapQueue {
       throw new CodedError(
         "QUEUE_UNAVAILABLE",
         `the job queue is unavailable (${(error as Error).message})`,
-        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; nothing was started, try again once it is back",
+        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) and the redis-server; nothing was started, try again once it is back",
         { cause: error },
       );
     }
@@ -53,7 +53,7 @@ export class SwapQueue {
       throw new CodedError(
         "QUEUE_UNAVAILABLE",
         `the job queue is unavailable (${(error as Error).message})`,
-        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server, then try again",
+        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) and the redis-server, then try again",
         { cause: error },
       );
     }

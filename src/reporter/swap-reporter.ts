@@ -21,7 +21,19 @@ import { threadReply } from "./thread-messages.ts";
 
 export interface ReporterDeps {
   store: Pick<Store, "swaps" | "reports" | "approvals">;
-  poster: Pick<SlackPoster, "post" | "update" | "react" | "unreact" | "upload" | "read">;
+  poster: Pick<
+    SlackPoster,
+    | "post"
+    | "update"
+    | "react"
+    | "unreact"
+    | "upload"
+    | "read"
+    | "postBacklog"
+    | "updateBacklog"
+    | "unreactBacklog"
+    | "hurry"
+  >;
   /** At most one progress edit of a card per this many seconds (a stage change is shown at once). */
   cardUpdateSeconds: number;
   /** Who may approve, as mentions (approversMention), for the plan's first line. */
@@ -30,8 +42,15 @@ export interface ReporterDeps {
   clock: Clock;
 }
 
-/** Done for now, or look again in `ms` (Slack refused: back off; or the card's next edit is due then). */
-export type ReportResult = { kind: "done" } | { kind: "later"; ms: number; why: "slack" | "card" };
+/**
+ * Done for now, or look again: in `ms` (Slack refused: back off; or the card's next edit is due then), or
+ * at once but after the looks someone waits for (`turn`: the run posted once in a busy channel and gave
+ * its reporter back; `ended` says whether it was an ended swap's, whose turns go before running swaps').
+ */
+export type ReportResult =
+  | { kind: "done" }
+  | { kind: "later"; ms: number; why: "slack" | "card" }
+  | { kind: "turn"; ended: boolean };
 
 /** The metadata event type of every message the reporter posts (its payload names the swap and the post). */
 export const REPORT_EVENT_TYPE = "modelswap_report";
@@ -40,18 +59,44 @@ export const REPORT_EVENT_TYPE = "modelswap_report";
 const MAX_BACKOFF_MS = 30_000;
 
 /**
+ * A channel takes about one post a second. With this many of the bot's posts already waiting there, a
+ * running swap's progress is not added to the queue: its card (edited, not posted) shows where it is,
+ * and the thread gets the progress later, folded into one message. Plans and everything an ended swap
+ * has to say still go (first).
+ */
+export const DEFER_AT_BACKLOG = 5;
+/** Progress messages folded into one post at most (each is a block or two; Slack allows 50). */
+const MAX_FOLD = 12;
+
+/**
  * Brings one swap's Slack up to date with its record and events: the card (posted once; edited as the
  * record changes, paced; posted again when someone deleted it), then every event not yet shown, in order,
  * into the card's thread. Only Slack's acceptance advances the reporter's cursor, so after an outage the
  * thread catches up in order and without duplicates. Reporting never decides anything about the swap: a
  * Slack failure is logged and retried later, and the swap goes on regardless.
  */
-export async function reportSwap(swapId: string, deps: ReporterDeps): Promise<ReportResult> {
+export async function reportSwap(
+  swapId: string,
+  deps: ReporterDeps,
+  /** Which job asked, and how long it waited for a reporter: said in the debug line of the run. */
+  asked?: { job: string; queuedMs?: number },
+): Promise<ReportResult> {
   const { store } = deps;
   const state = await store.reports.get(swapId);
   const run = new ReportRun(swapId, state, deps);
+  const startedAt = Date.now();
   try {
     const result = await run.go();
+    // where an ended swap's outcome waits before its card says it (docs/benchmarks.md, "concurrent"): for
+    // a free reporter (queuedMs), then in this run, at Slack's pace (ms)
+    run.log.debug(
+      {
+        ...asked,
+        ms: Date.now() - startedAt,
+        result: result.kind === "later" ? `later ${result.why} ${result.ms} ms` : result.kind,
+      },
+      "report run",
+    );
     if (state.failures > 0) {
       run.log.info({ failures: state.failures }, "Slack answers again: the swap's thread caught up");
     }
@@ -143,19 +188,46 @@ class ReportRun {
     await this.settleInFlight();
     // a new card (the first, or one after a deletion) starts its thread from the first event: read again
     if (await this.ensureCard()) return await this.once();
-    for (const event of events) {
-      await this.withCard(() => this.show(event));
-      this.state.cursor += 1;
+    // When other posts wait in the channel, an ended swap's card says how it ended before its thread
+    // catches up: the channel takes about one post a second, and the card is an edit, which that does not
+    // hold. In a quiet channel the thread goes first, so a card that reads as the end has the story under it.
+    if (this.ended() && events.length > 0 && this.deps.poster.postBacklog(this.record.channel) > 0)
+      await this.withCard(() => this.refreshCard());
+    for (let i = 0; i < events.length; ) {
+      const event = events[i]!;
+      if (this.deferred(event)) return await this.deferProgress();
+      // In a busy channel a run posts once and gives its reporter back: each post waits its turn at the
+      // channel, and a run that posted a whole thread so would hold its reporter for the whole queue while
+      // a swap that has just ended waits for one to edit its card (docs/benchmarks.md, "concurrent").
+      if (i > 0 && this.channelBusy()) return { kind: "turn", ended: this.ended() };
+      const count = this.foldable(event) ? this.foldCount(events.slice(i)) : 1;
+      if (count > 1) await this.withCard(() => this.showFolded(events.slice(i, i + count)));
+      else await this.withCard(() => this.show(event));
+      i += count;
+      this.state.cursor += count;
       this.state.posts = {};
+      delete this.state.foldTo;
       await this.save();
     }
     // then the card: when it reads as the end, the thread already tells how it got there
     const later = await this.withCard(() => this.refreshCard());
     if (later !== undefined) return later;
+    if (this.ended()) await this.unreactLeftOver();
     if (this.record.outcome !== undefined && this.state.cursor >= (await store.swaps.eventCount(id))) {
       await store.reports.caughtUp(id);
     }
     return { kind: "done" };
+  }
+
+  /** The bot's ✅/❌ left on decided plans while reactions.remove had a queue (ReportState.unreacts). */
+  private async unreactLeftOver(): Promise<void> {
+    const { channel } = this.record;
+    while (this.state.unreacts.length > 0) {
+      const { ts, name } = this.state.unreacts[0]!;
+      await this.deps.poster.unreact(channel, ts, name);
+      this.state.unreacts.shift();
+      await this.save();
+    }
   }
 
   private async save(): Promise<void> {
@@ -182,6 +254,7 @@ class ReportRun {
         ...options,
         urgent: options.urgent ?? this.ended(),
         metadata: this.metadata(key),
+        tag: this.swapId,
       });
     } catch (error) {
       // Slack said no: nothing was posted (a timeout or a 5xx may have posted it: that one is looked for)
@@ -308,6 +381,71 @@ class ReportRun {
     });
   }
 
+  /**
+   * A running swap's next thread message waits while the channel's queue is long (DEFER_AT_BACKLOG):
+   * posting it would only hold this reporter (and its slot) at the pacer behind other swaps. Plans are
+   * never held: someone must approve them.
+   */
+  private deferred(event: StoredSwapEvent): boolean {
+    if (this.ended() || (!this.foldable(event) && event.type !== "benchmarked")) return false;
+    return this.channelBusy();
+  }
+
+  /** The bot's posts queued in the swap's channel have reached DEFER_AT_BACKLOG. */
+  private channelBusy(): boolean {
+    return this.deps.poster.postBacklog(this.record.channel) >= DEFER_AT_BACKLOG;
+  }
+
+  /** The card shows the progress meanwhile; the thread is looked at again once the queue is about drained. */
+  private async deferProgress(): Promise<ReportResult> {
+    const backlog = this.deps.poster.postBacklog(this.record.channel);
+    const cardDue = await this.withCard(() => this.refreshCard());
+    const ms = Math.min(MAX_BACKOFF_MS, Math.max(1000, backlog * 1000));
+    this.log.debug({ backlog, ms }, "the channel is busy: progress waits, the card shows it");
+    const cardMs = cardDue?.kind === "later" ? cardDue.ms : ms;
+    return { kind: "later", ms: Math.min(ms, cardMs), why: "card" };
+  }
+
+  /** A progress line (a thread reply that is not the outcome): several in a row may share one post. */
+  private foldable(event: StoredSwapEvent): boolean {
+    if (isApprovalEvent(event) || event.type === "benchmarked" || event.type === "finished") return false;
+    const reply = threadReply(event, this.record);
+    return reply !== undefined && reply.broadcast !== true;
+  }
+
+  /**
+   * How many events from the cursor go into one post: those already chosen by a run that posted them
+   * (state.foldTo), else the progress lines in a row that have piled up (at most MAX_FOLD).
+   */
+  private foldCount(pending: readonly StoredSwapEvent[]): number {
+    if (this.state.foldTo !== undefined)
+      return Math.min(pending.length, this.state.foldTo - this.state.cursor + 1);
+    let count = 1;
+    while (count < Math.min(pending.length, MAX_FOLD) && this.foldable(pending[count]!)) count += 1;
+    if (count > 1) this.state.foldTo = this.state.cursor + count - 1; // saved with the post's in-flight note
+    return count;
+  }
+
+  /** Progress lines that piled up while the channel was busy, in order, as one thread message. */
+  private async showFolded(events: readonly StoredSwapEvent[]): Promise<void> {
+    const replies = events.flatMap((event) => threadReply(event, this.record) ?? []);
+    const folded = message(
+      replies.map((r) => r.message.text).join("\n"),
+      replies.flatMap((r) => r.message.blocks ?? []),
+    );
+    try {
+      await this.reply("message", folded);
+    } catch (error) {
+      if (!isSlackApiError(error) || !error.badRequest) throw error;
+      this.log.error(
+        { events: events.map((e) => e.type), err: error.slackError },
+        "Slack refused a thread message",
+      );
+      const text = `⚠️ (${events.length} progress messages could not be shown: Slack said ${error.slackError})`;
+      await this.reply("refused", message(text, [context(text)]));
+    }
+  }
+
   /** The swap has its outcome: what is left to say is how it ended, and nobody should wait for it. */
   private ended(): boolean {
     return this.record.outcome !== undefined;
@@ -354,7 +492,15 @@ class ReportRun {
         }
       },
       react: (ts, name) => poster.react(channel, ts, name, true),
-      unreact: (ts, name) => poster.unreact(channel, ts, name, true),
+      unreact: async (ts, name) => {
+        // cosmetic (the plan's text says it was decided): not worth holding a running swap's reporter
+        if (!this.ended() && poster.unreactBacklog() > 0) {
+          this.state.unreacts.push({ ts, name });
+          await this.save();
+          return;
+        }
+        await poster.unreact(channel, ts, name, true);
+      },
       index: async (ts, planHash) => {
         const ttl = store.swaps.ttlMs({ outcome: "succeeded" }) ?? 86_400_000;
         await store.approvals.indexPlanMessage(channel, ts, { swapId: id, planHash }, ttl);
@@ -388,7 +534,7 @@ class ReportRun {
       const file = await this.deps.poster.upload(
         record.channel,
         { bytes: chart.png, filename: chart.filename, title: chart.title, altText: chart.altText },
-        { threadTs, comment, urgent: this.ended() },
+        { threadTs, comment, urgent: this.ended(), tag: this.swapId },
       );
       this.log.info({ file, bytes: chart.png.length }, "benchmark chart uploaded");
     } catch (error) {
@@ -411,7 +557,16 @@ class ReportRun {
     if (stages === this.state.cardStages && !due && this.record.outcome === undefined) {
       return { kind: "later", ms: this.state.cardAt! + paceMs - now, why: "card" };
     }
-    await this.deps.poster.update(this.record.channel, this.state.cardTs!, card, { urgent: this.ended() });
+    // Slack takes about 50 edits a minute: with the queue long, a running swap's card waits its next look
+    // instead of holding a reporter at the pacer (an ended swap's edit goes ahead of the queue)
+    const queued = this.deps.poster.updateBacklog();
+    if (this.record.outcome === undefined && queued >= DEFER_AT_BACKLOG) {
+      return { kind: "later", ms: Math.min(MAX_BACKOFF_MS, Math.round(queued * 1200)), why: "card" };
+    }
+    await this.deps.poster.update(this.record.channel, this.state.cardTs!, card, {
+      urgent: this.ended(),
+      tag: this.swapId,
+    });
     this.state.cardHash = cardHash;
     this.state.cardAt = now;
     this.state.cardStages = stages;

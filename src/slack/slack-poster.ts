@@ -1,6 +1,5 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { CodedError } from "../errors.ts";
-import { Semaphore } from "../host/semaphore.ts";
 import type { Logger } from "../log.ts";
 import { redactStrings } from "../log.ts";
 import type { SlackMessage } from "../reporter/message.ts";
@@ -15,6 +14,8 @@ export interface PostOptions {
   metadata?: PostMetadata;
   /** Ahead of every call that is not (a plan to approve, an ended swap's outcome): see Pacer. */
   urgent?: boolean;
+  /** Whose call this is (a swap's id): `hurry(tag)` makes its waiting and later calls urgent. */
+  tag?: string;
 }
 
 /** What modelswap marks its reports with (https://docs.slack.dev/messaging/message-metadata). */
@@ -44,6 +45,8 @@ export interface UploadOptions {
   /** The message the file is shared with. */
   comment?: string;
   urgent?: boolean;
+  /** As PostOptions.tag. */
+  tag?: string;
 }
 
 /**
@@ -53,7 +56,8 @@ export interface UploadOptions {
  */
 export class SlackPoster {
   private readonly pacers = new Map<string, Pacer>();
-  private readonly lanes = new Map<string, Semaphore>();
+  /** Tags hurried (see hurry), until when. */
+  private readonly hurried = new Map<string, number>();
 
   constructor(
     private readonly client: WebClient,
@@ -70,9 +74,8 @@ export class SlackPoster {
       unfurl_links: false,
       unfurl_media: false,
     };
-    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel, options.urgent);
     const metadata = options.metadata === undefined ? {} : { metadata: options.metadata };
-    const result = await this.oneAtATime(channel, () =>
+    const result = await this.postTurn(channel, options, () =>
       this.call("chat.postMessage", () =>
         options.threadTs === undefined
           ? this.client.chat.postMessage({ ...base, ...metadata })
@@ -137,10 +140,10 @@ export class SlackPoster {
     channel: string,
     ts: string,
     msg: SlackMessage,
-    options: { urgent?: boolean } = {},
+    options: { urgent?: boolean; tag?: string } = {},
   ): Promise<void> {
     const clean = this.redact(msg);
-    await this.pace("chat.update", LIMITS.tier3, options.urgent);
+    await this.pace("chat.update", LIMITS.tier3, this.urgent(options), options.tag);
     await this.call("chat.update", () =>
       this.client.chat.update({ channel, ts, text: clean.text, blocks: clean.blocks }),
     );
@@ -168,10 +171,8 @@ export class SlackPoster {
       altText: file.altText ?? "",
       comment: options.comment ?? "",
     });
-    await this.pace("files.getUploadURLExternal", LIMITS.tier4, options.urgent);
-    await this.pace("files.completeUploadExternal", LIMITS.tier4, options.urgent);
-    // the completed upload posts a message in the channel: it takes its turn with the other posts there
-    await this.pace(`post:${channel}`, LIMITS.postMessagePerChannel, options.urgent);
+    await this.pace("files.getUploadURLExternal", LIMITS.tier4, this.urgent(options), options.tag);
+    await this.pace("files.completeUploadExternal", LIMITS.tier4, this.urgent(options), options.tag);
     const base = {
       channel_id: channel,
       file: file.bytes,
@@ -180,7 +181,8 @@ export class SlackPoster {
       ...(words.altText === "" ? {} : { alt_text: words.altText }),
       ...(words.comment === "" ? {} : { initial_comment: words.comment }),
     };
-    const result = await this.oneAtATime(channel, () =>
+    // the completed upload posts a message in the channel: it takes its turn with the other posts there
+    const result = await this.postTurn(channel, options, () =>
       this.call("files.uploadV2", () =>
         this.client.files.uploadV2(
           options.threadTs === undefined ? base : { ...base, thread_ts: options.threadTs },
@@ -214,32 +216,71 @@ export class SlackPoster {
     }
   }
 
+  /** Card edits (chat.update) waiting for their turn now (this process's): Slack takes about 50 a minute. */
+  updateBacklog(): number {
+    return this.pacers.get("chat.update")?.backlog ?? 0;
+  }
+
+  /** Reactions taken back (reactions.remove, Tier 2) waiting for their turn now (this process's). */
+  unreactBacklog(): number {
+    return this.pacers.get("reactions.remove")?.backlog ?? 0;
+  }
+
+  /** Posts waiting for their turn in a channel now (this process's): about one leaves a second. */
+  postBacklog(channel: string): number {
+    return this.pacers.get(`post:${channel}`)?.backlog ?? 0;
+  }
+
   /**
-   * One post at a time per channel. The pacer spaces the calls as they leave; with many calls in flight
-   * (25 swaps' reporters) some are held up on their way (sockets, a busy event loop) and reach Slack
-   * bunched, over its per-channel allowance: the bench's 25 swaps got 11 × 429 so. Waiting for the
-   * previous post's answer keeps them spaced where Slack counts them.
+   * A post in `channel`, at its turn: about one a second (Slack's per-channel allowance), urgent ones
+   * first, and one at a time. The next leaves only once the previous was answered: with many calls in
+   * flight (25 swaps' reporters) some were held up on their way (sockets, a busy event loop) and reached
+   * Slack bunched, over its allowance (11 × 429 in the bench once). Turns given out before the call could
+   * leave (a turn, then a wait for the previous answer) bunched them too: 4–6 × 429 in some 25-swap runs.
    */
-  private async oneAtATime<T>(channel: string, call: () => Promise<T>): Promise<T> {
-    let lane = this.lanes.get(channel);
-    if (lane === undefined) {
-      lane = new Semaphore(1);
-      this.lanes.set(channel, lane);
-    }
-    return await lane.run(call);
+  private async postTurn<T>(
+    channel: string,
+    options: { urgent?: boolean; tag?: string },
+    call: () => Promise<T>,
+  ): Promise<T> {
+    const pacer = this.pacer(`post:${channel}`, LIMITS.postMessagePerChannel, 1);
+    return await pacer.run(call, this.urgent(options), options.tag);
   }
 
   private async pace(
     key: string,
-    [perSecond, burst]: readonly [number, number],
+    limits: readonly [number, number],
     urgent = false,
+    tag?: string,
   ): Promise<void> {
+    await this.pacer(key, limits).take(urgent, tag);
+  }
+
+  /**
+   * From now on (for ten minutes) the calls tagged `tag` are urgent, those already waiting too: a swap
+   * that has ended while its reporter's post waited behind other swaps' urgent ones (that reporter holds
+   * the swap, so the outcome waits for it).
+   */
+  hurry(tag: string): void {
+    const now = Date.now();
+    for (const [t, until] of this.hurried) if (until < now) this.hurried.delete(t);
+    this.hurried.set(tag, now + HURRIED_MS);
+    for (const pacer of this.pacers.values()) pacer.hurry(tag);
+  }
+
+  private urgent(options: { urgent?: boolean; tag?: string }): boolean {
+    if (options.urgent === true) return true;
+    return options.tag !== undefined && (this.hurried.get(options.tag) ?? 0) >= Date.now();
+  }
+
+  /** The pacer of `key`, made on first use with its limits (and how many calls may be in flight). */
+  private pacer(key: string, [perSecond, burst]: readonly [number, number], maxInFlight?: number): Pacer {
     let pacer = this.pacers.get(key);
     if (pacer === undefined) {
-      pacer = new Pacer(perSecond, burst);
+      pacer = new Pacer(perSecond, burst, maxInFlight);
       this.pacers.set(key, pacer);
     }
-    await pacer.take(urgent);
+    return pacer;
   }
 
   private redactStrings<T extends Record<string, string>>(strings: T): T {
@@ -318,6 +359,9 @@ export function isSlackApiError(error: unknown): error is SlackApiError {
  * 100 a minute, per workspace. Kept as
  * [calls per second, burst].
  */
+/** How long a hurried tag stays urgent: longer than any swap's remaining thread takes to post. */
+const HURRIED_MS = 10 * 60_000;
+
 const LIMITS = {
   postMessagePerChannel: [1, 2],
   tier2: [20 / 60, 3],

@@ -21,7 +21,7 @@ export interface CommandDeps {
   /** Swap records, host locks, the audit stream (requests are written to it). */
   store: Store;
   /** Asks the reporter to post a new swap's card now, whether or not a worker has taken the swap yet. */
-  reports: { soon(swapId: string): Promise<void> };
+  reports: { soon(swapId: string, urgent?: boolean): Promise<void> };
 }
 
 /**

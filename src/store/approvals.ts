@@ -1,10 +1,11 @@
-import type { Redis } from "ioredis";
 import { z } from "zod";
 import { redactSecretsInJson } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import { type Decision, decisionSchema } from "../swap/swap-record.ts";
 import type { AuditEvent, AuditLog } from "./audit-log.ts";
 import { keys } from "./keys.ts";
+import type { ReplicaAck } from "./replica-ack.ts";
 import { parseStored } from "./swap-records.ts";
 
 /**
@@ -35,9 +36,10 @@ const cancelSchema = z.object({ by: z.string(), at: z.string() });
  */
 export class ApprovalState {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly audit: AuditLog,
     private readonly secrets: readonly string[],
+    private readonly replicas?: ReplicaAck,
   ) {}
 
   /**
@@ -65,7 +67,11 @@ export class ApprovalState {
       String(this.audit.maxEntries),
       ...this.audit.fields(audit),
     )) as string | null;
-    if (existing === null) return { recorded: true, decision };
+    if (existing === null) {
+      // the approver was told it counted: on a replica before that answer goes back
+      await this.replicas?.confirm(`the decision on swap ${swapId}`);
+      return { recorded: true, decision };
+    }
     return { recorded: false, decision: parseStored(decisionSchema, existing, "decision on", swapId) };
   }
 

@@ -1,6 +1,7 @@
-import type { ChainableCommander, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import { z } from "zod";
 import { type Logger, redactSecrets } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
 
@@ -102,7 +103,7 @@ export class AuditLog {
   private readonly log: Logger;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     options: AuditLogOptions = {},
   ) {
     this.maxEntries = options.maxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES;

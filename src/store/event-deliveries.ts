@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { keys } from "./keys.ts";
 
 /** How long a claimed delivery may take before a retry may handle it after all (a crash mid-handling). */
@@ -14,7 +14,7 @@ const key = keys.delivery;
  * time, also when the first delivery did arrive and is being, or was, handled.
  */
 export class EventDeliveries {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   /** True for the first delivery of this event; false while another is handled or once one was. */
   async claim(eventId: string): Promise<boolean> {

@@ -1,6 +1,7 @@
-import type { ChainableCommander, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import { z } from "zod";
 import { ENGINE_KINDS } from "../engine/engine-kind.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { swapRecordSchema } from "../swap/swap-record.ts";
 import { keys } from "./keys.ts";
 import { parseStored } from "./swap-records.ts";
@@ -40,7 +41,7 @@ export type LastBenchmark = z.infer<typeof lastBenchmarkSchema>;
 
 /** What each host serves and its last benchmark, as the swaps that changed them recorded. */
 export class HostState {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async serving(host: string): Promise<ServingState | undefined> {
     const raw = await this.redis.get(keys.serving(host));

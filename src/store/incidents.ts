@@ -1,6 +1,6 @@
-import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
 
@@ -196,7 +196,7 @@ export class IncidentTracker {
   private readonly log: Logger;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly thresholds: Thresholds,
     log?: Logger,
   ) {
@@ -350,7 +350,7 @@ export function latenessBound(seconds: number): string {
 }
 
 /** The fleet's lateness histogram; a field that does not parse is left out (it was changed by hand). */
-export async function readLateness(redis: Pick<Redis, "hgetall">): Promise<CheckLateness> {
+export async function readLateness(redis: Pick<RedisClient, "hgetall">): Promise<CheckLateness> {
   const raw = await redis.hgetall(keys.monitorLateness);
   const number = (value: string | undefined) => {
     const n = Number(value);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
+import { type RedisClient, requireSlotOwner } from "../queue/redis-client.ts";
 import { SWAP_OUTCOMES, type SwapOutcome, swapRecordSchema } from "../swap/swap-record.ts";
 import { keys, STORE_VERSION, swapKeys } from "./keys.ts";
 import type { Store } from "./store.ts";
@@ -214,7 +214,7 @@ function retention(store: Store, id: string, record: Record<string, unknown>): R
 
 /** What a host serves gains `previous` (what `/llm rollback` goes back to), from the swap that put it there. */
 async function migrateServing(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   host: string,
   result: MigrationResult,
@@ -231,11 +231,12 @@ async function migrateServing(
   result.migrated += 1;
 }
 
-async function scan(redis: Redis, pattern: string): Promise<string[]> {
+async function scan(redis: RedisClient, pattern: string): Promise<string[]> {
   const found: string[] = [];
   let cursor = "0";
   do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    // on a Cluster, SCAN goes to a random node: ask the one that holds modelswap's slot
+    const [next, batch] = await (await requireSlotOwner(redis)).scan(cursor, "MATCH", pattern, "COUNT", 1000);
     found.push(...batch);
     cursor = next;
   } while (cursor !== "0");

@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import { z } from "zod";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { keys } from "./keys.ts";
 import { RELEASE_IF_HELD, RENEW_IF_HELD } from "./swap-locks.ts";
 import { parseStored } from "./swap-records.ts";
@@ -15,6 +15,11 @@ export const reportStateSchema = z.object({
   /** The messages posted for the event at `cursor` so far (post key → ts): a retry posts only the rest. */
   posts: z.record(z.string(), z.string()).default({}),
   /**
+   * Progress events from `cursor` up to this index are being posted as one message (folded): kept until
+   * that message is posted, so a reporter that died after posting it moves past the same events.
+   */
+  foldTo: z.number().int().optional(),
+  /**
    * A post sent whose answer is not recorded yet. Found set at the next run, it means a reporter died
    * in between: Slack is asked (by the post's metadata) whether the message is there before it is sent again.
    */
@@ -25,6 +30,12 @@ export const reportStateSchema = z.object({
   cardHash: z.string().optional(),
   cardAt: z.number().optional(),
   cardStages: z.string().optional(),
+  /**
+   * The bot's own ✅/❌ on decided plans, left for later: reactions.remove is Tier 2 (about 20 a minute),
+   * and with many swaps deciding at once a run waiting for it would hold the swap's reporter (and its
+   * outcome) for a minute. Taken back once the swap has ended, or at once when nothing waits for it.
+   */
+  unreacts: z.array(z.object({ ts: z.string(), name: z.string() })).default([]),
   /** Slack refused: since when, how often in a row, and when to try again. */
   failingSince: z.number().optional(),
   failures: z.number().int().default(0),
@@ -38,7 +49,7 @@ export type ReportState = z.infer<typeof reportStateSchema>;
  * lock (one reporter at a time per swap), and the set of swaps it has not caught up with.
  */
 export class ReportStates {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async get(swapId: string): Promise<ReportState> {
     const raw = await this.redis.get(keys.swapReport(swapId));

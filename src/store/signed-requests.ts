@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import { CodedError } from "../errors.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { keys } from "./keys.ts";
 
 /**
@@ -9,7 +9,7 @@ import { keys } from "./keys.ts";
  * anew, its retries included, so it never sends one signature twice).
  */
 export class SignedRequests {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   /**
    * True the first time this signature is seen; false for every later delivery of it. Throws
@@ -22,8 +22,8 @@ export class SignedRequests {
     } catch (error) {
       throw new CodedError(
         "QUEUE_UNAVAILABLE",
-        `the job queue is unavailable (Redis could not record the request: ${(error as Error).message})`,
-        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS) and the redis-server; nothing was done, try again once it is back",
+        `the job queue is unavailable (RedisClient could not record the request: ${(error as Error).message})`,
+        "Redis is down or unreachable: check REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) and the redis-server; nothing was done, try again once it is back",
         { cause: error },
       );
     }

@@ -1,10 +1,11 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { ApprovalState } from "./approvals.ts";
 import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from "./audit-log.ts";
 import { EventDeliveries } from "./event-deliveries.ts";
 import { HostState } from "./host-state.ts";
 import { IncidentTracker, type Thresholds } from "./incidents.ts";
+import { ReplicaAck } from "./replica-ack.ts";
 import { ReportStates } from "./report-state.ts";
 import { SignedRequests } from "./signed-requests.ts";
 import { SwapLocks } from "./swap-locks.ts";
@@ -43,20 +44,29 @@ export class Store {
   readonly incidents: IncidentTracker;
   readonly deliveries: EventDeliveries;
   readonly signedRequests: SignedRequests;
+  /** Asks a replica to confirm the writes that decide who touches a host (see ReplicaAck). */
+  readonly replicas: ReplicaAck;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     options: StoreOptions = {},
   ) {
     const secrets = options.secrets ?? [];
+    this.replicas = new ReplicaAck(redis, options.log);
     this.audit = new AuditLog(redis, {
       maxEntries: options.auditMaxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES,
       secrets,
       ...(options.log === undefined ? {} : { log: options.log }),
     });
-    this.swaps = new SwapRecords(redis, this.audit, secrets, options.retention ?? DEFAULT_RETENTION);
-    this.locks = new SwapLocks(redis);
-    this.approvals = new ApprovalState(redis, this.audit, secrets);
+    this.swaps = new SwapRecords(
+      redis,
+      this.audit,
+      secrets,
+      options.retention ?? DEFAULT_RETENTION,
+      this.replicas,
+    );
+    this.locks = new SwapLocks(redis, this.replicas);
+    this.approvals = new ApprovalState(redis, this.audit, secrets, this.replicas);
     this.hosts = new HostState(redis);
     this.reports = new ReportStates(redis);
     // thresholds only matter when recording checks: reading a host's health needs none

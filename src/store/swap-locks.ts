@@ -1,5 +1,7 @@
-import type { ChainableCommander, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { keys } from "./keys.ts";
+import type { ReplicaAck } from "./replica-ack.ts";
 
 const RELEASE_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 const RENEW_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -13,12 +15,21 @@ const RENEW_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redi
  * the lease makes the late one stop instead of overwriting the record the run that took over wrote.
  */
 export class SwapLocks {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly replicas?: ReplicaAck,
+  ) {}
 
-  /** Takes the host for this swap; returns the swap that holds it when it is busy. */
+  /**
+   * Takes the host for this swap; returns the swap that holds it when it is busy. A lock a failover lost
+   * would let a second swap take the host: it is confirmed by a replica before the swap goes on.
+   */
   async lockHost(host: string, swapId: string): Promise<{ ok: true } | { ok: false; holder: string }> {
     for (;;) {
-      if ((await this.redis.set(keys.hostLock(host), swapId, "NX")) === "OK") return { ok: true };
+      if ((await this.redis.set(keys.hostLock(host), swapId, "NX")) === "OK") {
+        await this.replicas?.confirm(`the lock of ${host} for swap ${swapId}`);
+        return { ok: true };
+      }
       const holder = await this.redis.get(keys.hostLock(host));
       if (holder !== null) return { ok: false, holder };
     }
@@ -40,7 +51,10 @@ export class SwapLocks {
 
   /** Taken for `ms`, renewed by its holder, given back at the end of each advance. */
   async takeLease(swapId: string, token: string, ms: number): Promise<boolean> {
-    return (await this.redis.set(keys.swapLease(swapId), token, "PX", ms, "NX")) === "OK";
+    if ((await this.redis.set(keys.swapLease(swapId), token, "PX", ms, "NX")) !== "OK") return false;
+    // a lease lost in a failover would let a second run advance the swap beside this one
+    await this.replicas?.confirm(`the lease of swap ${swapId}`);
+    return true;
   }
 
   /** Extends the lease if `token` still holds it; false when it was lost. */

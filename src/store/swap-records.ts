@@ -1,12 +1,14 @@
-import type { ChainableCommander, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import type { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { redactSecretsInJson } from "../log.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { type StoredSwapEvent, storedSwapEventSchema } from "../swap/swap-events.ts";
 import { type SwapRecord, swapRecordSchema } from "../swap/swap-record.ts";
 import type { AuditEvent, AuditLog } from "./audit-log.ts";
 import { invalidRecord } from "./corrupt-value.ts";
 import { keys, swapKeys } from "./keys.ts";
+import type { ReplicaAck } from "./replica-ack.ts";
 import { tallyInTransaction } from "./swap-tally.ts";
 
 /** How long finished swaps are kept (`records:` in the config). */
@@ -61,10 +63,11 @@ export function parseStored<T>(schema: z.ZodType<T>, raw: string, what: string, 
  */
 export class SwapRecords {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly audit: AuditLog,
     private readonly secrets: readonly string[],
     private readonly retention: Retention,
+    private readonly replicas?: ReplicaAck,
   ) {}
 
   /** The record, parsed; undefined when there is none; STORE_RECORD_INVALID when it does not parse. */
@@ -109,6 +112,8 @@ export class SwapRecords {
       );
     }
     await tx.exec();
+    // the saved step is what the next run trusts about the host: on a replica before the host is touched
+    await this.replicas?.confirm(`swap ${record.id}'s record (step ${record.step})`);
   }
 
   /** How long a record is kept from now: undefined while the swap runs. */

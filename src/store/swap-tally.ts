@@ -1,7 +1,8 @@
-import type { ChainableCommander, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import { z } from "zod";
 import type { Logger } from "../log.ts";
 import { DURATION_BUCKETS } from "../metrics/duration-buckets.ts";
+import type { RedisClient } from "../queue/redis-client.ts";
 import { STAGES, type SwapRecord } from "../swap/swap-record.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
@@ -123,7 +124,7 @@ export interface SwapTally {
  * The tally, parsed: a field or value that does not parse (changed by hand) is reported
  * (STORE_RECORD_INVALID) and left out, never counted; the others are still read.
  */
-export async function readSwapTally(redis: Redis, log?: Logger): Promise<SwapTally> {
+export async function readSwapTally(redis: RedisClient, log?: Logger): Promise<SwapTally> {
   const raw = await redis.hgetall(SWAP_TALLY_KEY);
   const tally: SwapTally = {
     swaps: [],

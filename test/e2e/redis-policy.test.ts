@@ -1,11 +1,10 @@
-import { Writable } from "node:stream";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.ts";
 import { checkRedisPolicy } from "../../src/queue/redis-policy.ts";
 import { type Bench, startBench } from "../../testbench/bench.ts";
 import { logLines } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
+import { captureLog } from "../support/log-capture.ts";
 
 /**
  * The bot checks at start that Redis will keep what it writes (maxmemory-policy noeviction, AOF on) and
@@ -122,20 +121,11 @@ describe("the Redis settings check at start", () => {
       "-info",
     );
     const limited = new Redis(bench.redis.url, { username: "locked-down", password: "locked-down-pw" });
-    const out: string[] = [];
-    const log = createLogger({
-      level: "debug",
-      destination: new Writable({
-        write(chunk, _encoding, done) {
-          out.push(String(chunk));
-          done();
-        },
-      }),
-    });
+    const { log, lines: logged } = captureLog<LogLine>();
     try {
       const result = await checkRedisPolicy(limited, log);
       expect(result).toHaveProperty("refused");
-      const lines = parse(out.join(""));
+      const lines = logged();
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatchObject({ level: 30, code: "REDIS_POLICY_UNCHECKED" });
       expect(lines[0]?.msg).toContain(

@@ -1,16 +1,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.ts";
+import type { RedisClient } from "../../src/queue/redis-client.ts";
 import { createRedis } from "../../src/queue/redis-connection.ts";
 import { RedisReachability } from "../../src/queue/redis-reachability.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import { until } from "../../testbench/until.ts";
+import { captureLog } from "../support/log-capture.ts";
 
 /**
  * RedisReachability against a real redis-server that goes away and comes back, fed by a real ioredis
@@ -37,27 +36,13 @@ interface Line {
   err?: string;
 }
 
-function capture() {
-  const out: string[] = [];
-  const log = createLogger({
-    level: "debug",
-    destination: new Writable({
-      write(chunk, _encoding, done) {
-        out.push(...String(chunk).split("\n").filter(Boolean));
-        done();
-      },
-    }),
-  });
-  return { log, lines: () => out.map((l) => JSON.parse(l) as Line) };
-}
-
 async function connected(): Promise<{
-  redis: Redis;
+  redis: RedisClient;
   worker: Worker;
   reachability: RedisReachability;
   lines: () => Line[];
 }> {
-  const { log, lines } = capture();
+  const { log, lines } = captureLog<Line>();
   const redis = createRedis({ REDIS_URL: server.url }, "worker");
   const reachability = new RedisReachability(log, { summaryEveryMs: 1000 }).watch(redis, "worker connection");
   const worker = new Worker(`reachability-${Date.now()}`, async () => undefined, {
@@ -100,7 +85,7 @@ describe("RedisReachability", () => {
           .filter((l) => l.level >= 40),
       ).toEqual([]);
     } finally {
-      reachability.close();
+      reachability.stop();
       await worker.close();
       redis.disconnect();
     }
@@ -118,9 +103,32 @@ describe("RedisReachability", () => {
         ["test worker error", "Missing lock for job 8. moveToFinished"],
       ]);
     } finally {
-      reachability.close();
+      reachability.stop();
       await worker.close();
       redis.disconnect();
     }
+  });
+
+  it("says REDIS_CONNECTION_ENDED when a connection ends for good while the process runs, and nothing once it stops", async () => {
+    const { redis, worker, reachability, lines } = await connected();
+    await worker.close();
+    redis.disconnect(); // ended, as ioredis ends a connection it has given up on: nothing reconnects it
+    await until(async () => lines().some((l) => l.code === "REDIS_CONNECTION_ENDED"), {
+      what: "the REDIS_CONNECTION_ENDED line",
+    });
+    const ended = lines().filter((l) => l.code === "REDIS_CONNECTION_ENDED");
+    expect(ended).toHaveLength(1);
+    expect(ended[0]?.level).toBe(50);
+    expect(ended[0]?.msg).toMatch(
+      /^the worker connection to Redis ended and will not reconnect.*Fix: restart it/,
+    );
+
+    const second = await connected();
+    second.reachability.stop();
+    await second.worker.close();
+    second.redis.disconnect();
+    await sleep(200);
+    expect(second.lines().filter((l) => l.code === "REDIS_CONNECTION_ENDED")).toEqual([]);
+    reachability.stop();
   });
 });

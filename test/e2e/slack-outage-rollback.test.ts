@@ -72,14 +72,16 @@ async function swapWithFaults(
   },
 ): Promise<{ id: string; cardTs: string }> {
   const { sim, servingPort, unit } = bench.host(host);
-  const stageHold = failed === "sanity" ? `127.0.0.1:${servingPort}/generate` : "/health_generate";
-  await sim.hold("curl", stageHold);
+  // the sanity prompts run curl; the health wait's poll reads the unit's journal (its probe is bash's own)
+  const [stageCommand, stageHold] =
+    failed === "sanity" ? ["curl", `127.0.0.1:${servingPort}/generate`] : ["journalctl", " -n 200 "];
+  await sim.hold(stageCommand, stageHold);
   await sim.hold("systemctl", ` enable --now ${unit}`);
   const card = await swaps.request(models[failed], host);
   const id = swaps.swapId(card.ts);
   await swaps.approve(card.ts);
   for (const [command, step, fault] of [
-    ["curl", failed, faults.atStage],
+    [stageCommand, failed, faults.atStage],
     ["systemctl", "rollback", faults.inRollback],
   ] as const) {
     await sim.waitHeld(command, 90_000);

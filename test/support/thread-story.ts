@@ -41,12 +41,19 @@ const SIDE_BY_SIDE = [["the download", "the engine build"]] as const;
 
 /**
  * The thread's messages that are milestones of the story, as the story's names, in thread order (but for
- * milestones of work that ran side by side, which are put in the story's order).
+ * milestones of work that ran side by side, which are put in the story's order). A message that folds
+ * several progress lines tells each of them.
  */
 export function storyOf(thread: readonly SlackMessage[], story = SUCCEEDED_STORY): string[] {
-  const told = thread.flatMap((m) =>
-    story.filter(([, pattern]) => pattern.test(m.text)).map(([name]) => name),
-  );
+  // a busy channel folds progress lines into one message (src/reporter/swap-reporter.ts): each line is
+  // read as a milestone of its own, in order; a milestone told twice in one message counts once
+  const told = thread.flatMap((m) => [
+    ...new Set(
+      m.text
+        .split("\n")
+        .flatMap((line) => story.filter(([, pattern]) => pattern.test(line)).map(([name]) => name)),
+    ),
+  ]);
   for (const [first, second] of SIDE_BY_SIDE) {
     const a = told.indexOf(first);
     const b = told.indexOf(second);

@@ -130,7 +130,11 @@ describe("findFatalLine", () => {
 
   it("keeps the Traceback line when the excerpt ends before the exception", () => {
     const journal = [...STARTUP, "Traceback (most recent call last):", '  File "x.py", line 1, in <module>'];
-    expect(findFatalLine(journal)).toEqual({ kind: "traceback", line: "Traceback (most recent call last):" });
+    expect(findFatalLine(journal)).toEqual({
+      kind: "traceback",
+      line: "Traceback (most recent call last):",
+      unended: true,
+    });
   });
 
   it("detects NaN logits while serving", () => {

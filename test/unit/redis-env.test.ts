@@ -104,6 +104,43 @@ describe("Redis in the environment", () => {
     expect(found.REDIS_SENTINELS?.fix).toContain("10.0.0.1:26379,10.0.0.2:26379");
   });
 
+  it("reads a Cluster's nodes: host:port, a host alone (port 6379), an IPv6 address in brackets", async () => {
+    const { env: parsed } = await loadConfig(
+      env({ REDIS_CLUSTER_NODES: "10.0.0.1:7000, redis-b.internal ,[fd00::3]:7002" }),
+    );
+    expect(parsed.REDIS_CLUSTER_NODES).toEqual([
+      { host: "10.0.0.1", port: 7000 },
+      { host: "redis-b.internal", port: 6379 },
+      { host: "fd00::3", port: 7002 },
+    ]);
+    expect(describeRedis(parsed)).toBe("Redis Cluster via 10.0.0.1:7000,redis-b.internal:6379,fd00::3:7002");
+  });
+
+  it("refuses REDIS_CLUSTER_NODES with REDIS_URL or with Sentinel, and a malformed node list, each with its fix", async () => {
+    const withUrl = await problems({
+      REDIS_CLUSTER_NODES: "10.0.0.1:7000",
+      REDIS_URL: "redis://10.0.0.9:6379",
+    });
+    expect(Object.keys(withUrl)).toEqual(["REDIS_URL"]);
+    expect(withUrl.REDIS_URL?.what).toBe("REDIS_URL and REDIS_CLUSTER_NODES are both set");
+    expect(withUrl.REDIS_URL?.fix).toMatch(/unset REDIS_URL/);
+
+    const withSentinel = await problems({
+      REDIS_CLUSTER_NODES: "10.0.0.1:7000",
+      REDIS_SENTINELS: "10.0.0.1",
+      REDIS_SENTINEL_MASTER: "mymaster",
+    });
+    expect(Object.keys(withSentinel)).toEqual(["REDIS_CLUSTER_NODES"]);
+    expect(withSentinel.REDIS_CLUSTER_NODES?.fix).toMatch(/fails over by itself/);
+
+    const malformed = await problems({ REDIS_CLUSTER_NODES: "redis://10.0.0.1:7000" });
+    expect(Object.keys(malformed)).toEqual(["REDIS_CLUSTER_NODES"]);
+    expect(malformed.REDIS_CLUSTER_NODES?.what).toContain(
+      'has "redis://10.0.0.1:7000", which is not host:port',
+    );
+    expect(malformed.REDIS_CLUSTER_NODES?.fix).toContain("10.0.0.1:6379,10.0.0.2:6379");
+  });
+
   it("treats an empty variable as unset, as docker compose passes an unset one", async () => {
     const { env: parsed } = await loadConfig(
       env({
@@ -111,12 +148,14 @@ describe("Redis in the environment", () => {
         REDIS_SENTINEL_MASTER: "",
         REDIS_PASSWORD: "",
         REDIS_SENTINEL_PASSWORD: "",
+        REDIS_CLUSTER_NODES: "",
         // docker-compose.yml passes these so when the operator leaves them unset
         SLACK_APP_TOKEN: "",
         HF_TOKEN: "",
       }),
     );
     expect(parsed.REDIS_SENTINELS).toBeUndefined();
+    expect(parsed.REDIS_CLUSTER_NODES).toBeUndefined();
     expect(parsed.REDIS_PASSWORD).toBeUndefined();
     expect(parsed.SLACK_APP_TOKEN).toBeUndefined();
     expect(parsed.HF_TOKEN).toBeUndefined();

@@ -123,6 +123,7 @@ function recordingDeps(): { deps: CommandDeps; admitted: Admitted[] } {
       },
     },
     approvals: { requestCancel: async () => true },
+    replicas: { confirm: async () => ({ replicas: 0, acked: 0 }) },
   };
   const deps: CommandDeps = {
     config,

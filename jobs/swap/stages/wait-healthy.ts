@@ -22,6 +22,8 @@ export async function waitHealthy(
   // The outage lasts until this notices the server is up: look twice a second at most (a cheap command on
   // an open connection), faster when pollSeconds says so.
   const pollMs = Math.max(200, Math.min(500, ctx.settings.pollSeconds * 1000));
+  // when a poll first read a traceback that has not reached its exception line yet
+  let unendedSince: number | undefined;
   for (;;) {
     const result = await ctx.host.exec(sh`
       systemctl is-active ${unit} || true
@@ -37,11 +39,20 @@ export async function waitHealthy(
     const journal = journalSince(log.split("\n").filter((l) => l !== "" && l !== "-- No entries --"));
     if (code === "200" && state === "active") return { healthy: true };
     const fatal = ctx.engine.findFatalLine(journal);
+    const elapsed = (ctx.clock.now() - since) / 1000;
+    // A traceback read before its exception line says the engine is going down but not why: the why is
+    // the line an operator needs, and it follows within moments. Read again, for a few seconds at most.
+    if (fatal?.unended && elapsed <= timeoutSeconds) {
+      unendedSince ??= ctx.clock.now();
+      if (ctx.clock.now() - unendedSince < UNENDED_TRACEBACK_GRACE_MS) {
+        await ctx.clock.sleep(pollMs, ctx.signal);
+        continue;
+      }
+    }
     if (state === "failed")
       return { healthy: false, why: `${unit} failed${fatal ? `: ${fatal.line}` : ""}`, journal };
     if (fatal !== undefined)
       return { healthy: false, why: `fatal line in the journal: ${fatal.line}`, journal };
-    const elapsed = (ctx.clock.now() - since) / 1000;
     if (elapsed > timeoutSeconds) {
       return {
         healthy: false,
@@ -53,6 +64,12 @@ export async function waitHealthy(
     await ctx.clock.sleep(pollMs, ctx.signal);
   }
 }
+
+/**
+ * How long a traceback may stay without its exception line before the wait reports it as it stands. Python
+ * writes a whole traceback at once; the seconds cover journald and a loaded host, not a slow writer.
+ */
+const UNENDED_TRACEBACK_GRACE_MS = 5000;
 
 /** The journal lines since the unit's last start (earlier runs' crashes are not this run's). */
 function journalSince(lines: string[]): string[] {

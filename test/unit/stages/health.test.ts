@@ -388,6 +388,40 @@ describe("waitHealthy", () => {
     expect(fake.clock.now() - T0).toBe(1500);
   });
 
+  it("waits for a traceback still being written, and reports its exception, not its first line", async () => {
+    // journald gets a traceback line by line; a poll can land between its first line and its exception
+    // (one CI run reported "fatal line in the journal: Traceback (most recent call last):" so)
+    const crash = oomJournal(NEW_UNIT);
+    const start = crash.findIndex((l) => l.includes("Traceback"));
+    const fake = switched();
+    const poll = polls(fake, NEW_UNIT, [
+      healthAnswer("active", "000", crash.slice(0, start + 3)),
+      healthAnswer("active", "000", crash.slice(0, start + 5)),
+      healthAnswer("failed", "000", crash),
+    ]);
+
+    const result = await waitHealthy(fake.ctx, NEW_UNIT, 60);
+
+    expect(result).toMatchObject({ healthy: false, why: `${NEW_UNIT} failed: ${OOM_LINE}` });
+    expect(poll.count()).toBe(3);
+  });
+
+  it("reports an unended traceback once it has stopped growing for its grace, not for ever", async () => {
+    const crash = oomJournal(NEW_UNIT);
+    const start = crash.findIndex((l) => l.includes("Traceback"));
+    const fake = switched();
+    polls(fake, NEW_UNIT, [healthAnswer("active", "000", crash.slice(0, start + 3))]);
+
+    const result = await waitHealthy(fake.ctx, NEW_UNIT, 600);
+
+    expect(result).toMatchObject({
+      healthy: false,
+      why: expect.stringContaining("Traceback (most recent call last)"),
+    });
+    expect(fake.clock.now() - T0).toBeGreaterThanOrEqual(5000);
+    expect(fake.clock.now() - T0).toBeLessThanOrEqual(6000);
+  });
+
   it("ignores journalctl's '-- No entries --' and reports a unit that failed with nothing in its journal", async () => {
     const fake = switched();
     polls(fake, NEW_UNIT, [healthAnswer("failed", "000", ["-- No entries --"])]);
