@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
@@ -11,6 +11,7 @@ import { useSwapBench } from "../support/swap-bench.ts";
  */
 const LOCK_SECONDS = 20; // long on purpose: a hand-over must not wait for the lock to expire
 const GRACE_SECONDS = 3;
+const LOAD_SECONDS = 30;
 let bench: Bench;
 let swaps: SwapDriver;
 
@@ -35,14 +36,23 @@ const addModel = (name: string) => addSimModel(bench, name);
 const sim = () => bench.host("gpu-1").sim;
 
 describe("SIGTERM", () => {
+  // A failed test must not leave its bots running the swap into the next test.
+  afterEach(() => bench.killChildren());
+
   it("during the health wait: the process exits at once and another worker resumes the wait without waiting for the lock", async () => {
-    await sim().setFault("sglang", { models: { "term-in-health": { loadSeconds: 10 } } });
+    // The load outlasts starting the second bot, which took 14 s on a loaded CI machine: with a 10 s load
+    // the first process had finished the wait before the SIGTERM, and there was nothing to hand over.
+    await sim().setFault("sglang", { models: { "term-in-health": { loadSeconds: LOAD_SECONDS } } });
     const first = await bench.spawnBot();
     const card = await swaps.request(addModel("term-in-health"), "gpu-1");
     const swapId = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
     const inHealth = await swaps.untilRecord(swapId, (r) => r.step === "health", { what: "the health wait" });
     const second = await bench.spawnBot();
+    expect(
+      (await swaps.record(swapId))?.healthyAt,
+      "precondition: still loading at the SIGTERM",
+    ).toBeUndefined();
     const signalled = Date.now();
     await first.kill("SIGTERM");
     const exitedAfter = Date.now() - signalled;
@@ -57,7 +67,9 @@ describe("SIGTERM", () => {
     const record = await swaps.record(swapId);
     expect(await swaps.startsOf("gpu-1", unitOf(record))).toBe(1);
     // the wait went on on the unit's clock: healthy about loadSeconds after the start, not after the hand-over
-    expect(Date.parse(record!.healthyAt!) - Date.parse(inHealth.switch!.newStartedAt!)).toBeLessThan(25_000);
+    expect(Date.parse(record!.healthyAt!) - Date.parse(inHealth.switch!.newStartedAt!)).toBeLessThan(
+      (LOAD_SECONDS + 15) * 1000,
+    );
     await bench.killChildren();
   }, 120_000);
 
