@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { describeError } from "../src/errors.ts";
+import { keepRenewed } from "../src/keep-renewed.ts";
 import { holdingLock, stepJobLockOptions } from "../src/queue/job-lock.ts";
 import type { RedisClient } from "../src/queue/redis-client.ts";
 import { REPORT_JOBS, REPORT_QUEUE, type ReportQueue } from "../src/queue/report-queue.ts";
@@ -67,10 +68,10 @@ export function createReportWorker(
         await job.moveToDelayed(Date.now() + 250, token);
         throw new DelayedError();
       }
-      const renew = setInterval(() => {
-        deps.store.reports.renewLock(swapId, lockToken, LOCK_MS).catch(() => undefined);
-      }, LOCK_MS / 3);
-      renew.unref();
+      const stopRenewing = keepRenewed(
+        () => deps.store.reports.renewLock(swapId, lockToken, LOCK_MS),
+        LOCK_MS / 3,
+      );
       let result: ReportResult;
       try {
         if (job.name === REPORT_JOBS.report || job.name === REPORT_JOBS.turn) {
@@ -84,7 +85,7 @@ export function createReportWorker(
           reportSwap(swapId, deps, { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) }),
         );
       } finally {
-        clearInterval(renew);
+        stopRenewing();
         await deps.store.reports.unlock(swapId, lockToken).catch(() => undefined);
       }
       if (result.kind === "done") return;

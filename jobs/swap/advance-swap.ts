@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { systemClock } from "../../src/clock.ts";
 import { asCodedError, CodedError, isHostUnreachable } from "../../src/errors.ts";
+import { keepRenewed } from "../../src/keep-renewed.ts";
 import { inStage } from "../../src/metrics/stage-scope.ts";
 import { formatGB } from "../../src/plan/byte-units.ts";
 import { pastFlipBack } from "../../src/swap/flip-back.ts";
@@ -45,15 +46,13 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
   // Another advance of this swap is running (a step re-run while its first run still goes on): look later.
   if (!(await locks.takeLease(swapId, token, leaseMs))) return { done: false, waitMs: 1000 };
   let lost = false;
-  const renew = setInterval(() => {
-    locks.renewLease(swapId, token, leaseMs).then(
-      (held) => {
-        if (!held) lost = true;
-      },
-      () => undefined, // Redis away: the next save finds out
-    );
-  }, leaseMs / 3);
-  renew.unref();
+  const stopRenewing = keepRenewed(
+    () => locks.renewLease(swapId, token, leaseMs),
+    leaseMs / 3,
+    () => {
+      lost = true;
+    },
+  );
   try {
     const run = await openRun(swapId, deps, async () => {
       if (lost || !(await locks.holdsLease(swapId, token))) {
@@ -69,7 +68,7 @@ export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<Advan
     if (hostLost !== undefined) return await failSwap(run, deps, hostLost, false);
     return await advanceHeld(run, deps);
   } finally {
-    clearInterval(renew);
+    stopRenewing();
     await locks.releaseLease(swapId, token).catch(() => undefined);
   }
 }
@@ -207,17 +206,16 @@ export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): 
   const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
   const { locks } = deps.store;
   const held = await locks.takeLease(swapId, token, leaseMs).catch(() => false);
-  const renew = setInterval(() => {
-    void locks.renewLease(swapId, token, leaseMs).catch(() => undefined);
-  }, leaseMs / 3);
-  renew.unref();
+  const stopRenewing = held
+    ? keepRenewed(() => locks.renewLease(swapId, token, leaseMs), leaseMs / 3)
+    : () => {};
   try {
     const run = await openRun(swapId, deps, async () => undefined);
     if (run === undefined) return;
     const { record } = run.swap;
     await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
   } finally {
-    clearInterval(renew);
+    stopRenewing();
     if (held) await locks.releaseLease(swapId, token).catch(() => undefined);
   }
 }

@@ -1,4 +1,5 @@
 import type { Job } from "bullmq";
+import { keepRenewed } from "../keep-renewed.ts";
 import type { Logger } from "../log.ts";
 
 /**
@@ -31,33 +32,18 @@ export async function holdingLock<T>(
   work: () => Promise<T>,
 ): Promise<T> {
   if (token === undefined) return await work();
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const renew = async () => {
-    try {
-      const held = await job.extendLock(token, lockMs);
-      if (stopped) return;
-      if (held !== 1) {
-        log.warn(
-          { code: "JOB_LOCK_LOST", job: job.id, name: job.name, lockMs },
-          `a running job's queue lock is gone (this process was held up for longer than its ${lockMs / 1000} s lock): another worker may run it too. Fix: see docs/operations.md (JOB_LOCK_LOST)`,
-        );
-        return;
-      }
-    } catch {
-      // Redis away: try again at the next turn; the lock outlives a short outage
-    }
-    if (!stopped) schedule();
-  };
-  const schedule = () => {
-    timer = setTimeout(renew, lockMs / 4);
-    timer.unref();
-  };
-  schedule();
+  const stop = keepRenewed(
+    async () => (await job.extendLock(token, lockMs)) === 1,
+    lockMs / 4,
+    () =>
+      log.warn(
+        { code: "JOB_LOCK_LOST", job: job.id, name: job.name, lockMs },
+        `a running job's queue lock is gone (this process was held up for longer than its ${lockMs / 1000} s lock): another worker may run it too. Fix: see docs/operations.md (JOB_LOCK_LOST)`,
+      ),
+  );
   try {
     return await work();
   } finally {
-    stopped = true;
-    clearTimeout(timer);
+    stop();
   }
 }
