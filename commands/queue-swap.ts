@@ -34,5 +34,5 @@ export async function queueSwap(
   }
   // the card, at once (a worker's first save would ask too); not waited for: the ack goes out first, and
   // the reporter's sweep is behind it should this ask be lost
-  void reports.soon(record.id, true).catch(() => undefined);
+  void reports.soon(record.id, "urgent").catch(() => undefined);
 }

@@ -50,61 +50,63 @@ export function createReportWorker(
 ): Worker {
   const worker = new Worker(
     REPORT_QUEUE,
-    watch.inFlight.track(REPORT_QUEUE, async (job: Job<{ swapId?: string }>, token?: string) => {
-      if (job.name === REPORT_JOBS.sweep) {
-        for (const swapId of await deps.store.reports.pending(SWEEP_EVERY_MS / 3))
-          await deps.queue.soon(swapId);
-        return;
-      }
-      const swapId = job.data.swapId;
-      if (swapId === undefined) return;
-      const lockToken = randomBytes(8).toString("hex");
-      if (!(await deps.store.reports.lock(swapId, lockToken, LOCK_MS))) {
-        // Another reporter is on this swap: look again right after it (it may not have seen what this job is
-        // for). When the swap has ended, that reporter's calls (if it is this process's) stop waiting behind
-        // other swaps' urgent ones: its run began before the end, and the outcome waits for it.
-        if (job.name === REPORT_JOBS.report && !job.opts.priority && (await ended(swapId, deps)))
-          deps.poster.hurry(swapId);
-        await job.moveToDelayed(Date.now() + 250, token);
-        throw new DelayedError();
-      }
-      const stopRenewing = keepRenewed(
-        () => deps.store.reports.renewLock(swapId, lockToken, LOCK_MS),
-        LOCK_MS / 3,
-      );
-      let result: ReportResult;
-      try {
-        if (job.name === REPORT_JOBS.report || job.name === REPORT_JOBS.turn) {
-          // Slack refused lately: the one retry job looks at its time; looks in between would only hammer Slack
-          const { retryAt } = await deps.store.reports.get(swapId);
-          if (retryAt !== undefined && retryAt > Date.now()) return;
+    watch.inFlight.track(
+      REPORT_QUEUE,
+      async (job: Job<{ swapId?: string; ended?: boolean }>, token?: string) => {
+        if (job.name === REPORT_JOBS.sweep) {
+          for (const swapId of await deps.store.reports.pending(SWEEP_EVERY_MS / 3))
+            await deps.queue.soon(swapId);
+          return;
         }
-        // how long the look waited for a free reporter (a delayed job's own delay is not counted)
-        const queuedMs = job.name === REPORT_JOBS.report ? Date.now() - job.timestamp : undefined;
-        result = await holdingLock(job, token, JOB_LOCK_MS, deps.log, () =>
-          reportSwap(swapId, deps, { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) }),
-        );
-      } finally {
-        stopRenewing();
-        await deps.store.reports.unlock(swapId, lockToken).catch(() => undefined);
-      }
-      if (result.kind === "done") return;
-      if (result.kind === "turn") {
-        // the same job again when this is the swap's turn job (a second one with its id would be dropped)
-        if (job.name === REPORT_JOBS.turn) {
-          await job.moveToDelayed(Date.now(), token);
+        const swapId = job.data.swapId;
+        if (swapId === undefined) return;
+        const lockToken = randomBytes(8).toString("hex");
+        if (!(await deps.store.reports.lock(swapId, lockToken, LOCK_MS))) {
+          // Another reporter is on this swap: look again right after it (it may not have seen what this job is
+          // for). When the swap has ended, that reporter's calls (if it is this process's) stop waiting behind
+          // other swaps' urgent ones: its run began before the end, and the outcome waits for it.
+          if (job.name === REPORT_JOBS.report && job.data.ended === true) deps.poster.hurry(swapId);
+          await job.moveToDelayed(Date.now() + 250, token);
           throw new DelayedError();
         }
-        await deps.queue.turn(swapId, result.ended);
-        return;
-      }
-      const kind = result.why === "slack" ? REPORT_JOBS.retry : REPORT_JOBS.card;
-      if (job.name === kind) {
-        await job.moveToDelayed(Date.now() + result.ms, token);
-        throw new DelayedError();
-      }
-      await deps.queue.later(swapId, kind, result.ms);
-    }),
+        const stopRenewing = keepRenewed(
+          () => deps.store.reports.renewLock(swapId, lockToken, LOCK_MS),
+          LOCK_MS / 3,
+        );
+        let result: ReportResult;
+        try {
+          if (job.name === REPORT_JOBS.report || job.name === REPORT_JOBS.turn) {
+            // Slack refused lately: the one retry job looks at its time; looks in between would only hammer Slack
+            const { retryAt } = await deps.store.reports.get(swapId);
+            if (retryAt !== undefined && retryAt > Date.now()) return;
+          }
+          // how long the look waited for a free reporter (a delayed job's own delay is not counted)
+          const queuedMs = job.name === REPORT_JOBS.report ? Date.now() - job.timestamp : undefined;
+          result = await holdingLock(job, token, JOB_LOCK_MS, deps.log, () =>
+            reportSwap(swapId, deps, { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) }),
+          );
+        } finally {
+          stopRenewing();
+          await deps.store.reports.unlock(swapId, lockToken).catch(() => undefined);
+        }
+        if (result.kind === "done") return;
+        if (result.kind === "turn") {
+          // the same job again when this is the swap's turn job (a second one with its id would be dropped)
+          if (job.name === REPORT_JOBS.turn) {
+            await job.moveToDelayed(Date.now(), token);
+            throw new DelayedError();
+          }
+          await deps.queue.turn(swapId, result.ended);
+          return;
+        }
+        const kind = result.why === "slack" ? REPORT_JOBS.retry : REPORT_JOBS.card;
+        if (job.name === kind) {
+          await job.moveToDelayed(Date.now() + result.ms, token);
+          throw new DelayedError();
+        }
+        await deps.queue.later(swapId, kind, result.ms);
+      },
+    ),
     // it parks itself (moveToDelayed) and runs again: its lock is renewed by the run (src/queue/job-lock.ts)
     {
       connection,
@@ -122,10 +124,4 @@ export function createReportWorker(
   });
   worker.on("error", (error) => watch.reachability.error("report worker", error));
   return worker;
-}
-
-/** Whether the swap has its outcome (a record that cannot be read is not hurried: the reporter says why). */
-async function ended(swapId: string, deps: ReportWorkerDeps): Promise<boolean> {
-  const record = await deps.store.swaps.get(swapId).catch(() => undefined);
-  return record?.outcome !== undefined;
 }

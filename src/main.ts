@@ -203,7 +203,7 @@ export async function startModelswap({
         isApprover: (user) => access.isApprover(user, { fresh: true }),
         allowSelfApproval: config.file.approvals.allowSelfApproval,
         wake: (id) => swapQueue.wake(id),
-        reportSoon: (id) => reportQueue.soon(id, true),
+        reportSoon: (id) => reportQueue.soon(id, "urgent"),
         tell: (user, text) => poster.ephemeral(config.file.slack.channel, user, reply(text)),
         log,
         clock: systemClock,

@@ -102,7 +102,9 @@ async function openRun(swapId: string, deps: SwapDeps, guard: () => Promise<void
       throw error;
     }
     // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway
-    await deps.reports.soon(swap.record.id, swap.record.outcome !== undefined).catch(() => undefined);
+    await deps.reports
+      .soon(swap.record.id, swap.record.outcome === undefined ? "routine" : "ended")
+      .catch(() => undefined);
   };
   const { ctx, swap } = createStageContext(record, deps, (s) => save(s));
   return { ctx, swap, save: (finished) => save(swap, finished) };

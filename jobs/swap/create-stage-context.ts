@@ -9,6 +9,7 @@ import { commandFailed } from "../../src/host/transport.ts";
 import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { Recipe } from "../../src/plan/recipes.ts";
+import type { ReportQueue } from "../../src/queue/report-queue.ts";
 import type { Store } from "../../src/store/store.ts";
 import type { HostPort, StageContext } from "../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
@@ -21,7 +22,7 @@ export interface SwapDeps {
   hosts: HostRegistry;
   hub: Pick<HubClient, "resolve">;
   /** Asks the reporter to look at a swap soon (after each save); never waited on for Slack. */
-  reports: { soon(swapId: string, urgent?: boolean): Promise<void> };
+  reports: Pick<ReportQueue, "soon">;
   log: Logger;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly Recipe[];

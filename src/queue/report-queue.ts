@@ -31,6 +31,9 @@ const ENDED_THREAD = 5;
  * outage or a busy card never piles up jobs. A sweep every half minute looks at every swap the reporter
  * has not caught up with, in case a look was asked for by a process that died before it could.
  */
+/** Why a look goes ahead of routine ones: someone waits for it (a decision, a new card), or the swap ended. */
+export type LookUrgency = "routine" | "urgent" | "ended";
+
 export class ReportQueue {
   readonly queue: Queue;
 
@@ -48,9 +51,17 @@ export class ReportQueue {
     this.queue.on("error", () => undefined);
   }
 
-  /** A look at the swap as soon as a reporter is free; `urgent`, ahead of the routine ones. */
-  async soon(swapId: string, urgent = false): Promise<void> {
-    await this.queue.add(REPORT_JOBS.report, { swapId }, urgent ? {} : { priority: ROUTINE });
+  /**
+   * A look at the swap as soon as a reporter is free: `urgent` and `ended` ahead of the routine ones.
+   * `ended` (the swap's outcome is saved) travels with the job, so a reporter that finds another run on
+   * the swap knows to hurry that run without reading the record.
+   */
+  async soon(swapId: string, urgency: LookUrgency = "routine"): Promise<void> {
+    await this.queue.add(
+      REPORT_JOBS.report,
+      urgency === "ended" ? { swapId, ended: true } : { swapId },
+      urgency === "routine" ? { priority: ROUTINE } : {},
+    );
   }
 
   /**

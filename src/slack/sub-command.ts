@@ -1,5 +1,6 @@
 import type { Config } from "../config/load-config.ts";
 import type { CommandQueue } from "../queue/command-queue.ts";
+import type { ReportQueue } from "../queue/report-queue.ts";
 import type { SwapQueue } from "../queue/swap-queue.ts";
 import type { SlackMessage } from "../reporter/message.ts";
 import type { Store } from "../store/store.ts";
@@ -21,7 +22,7 @@ export interface CommandDeps {
   /** Swap records, host locks, the audit stream (requests are written to it). */
   store: Store;
   /** Asks the reporter to post a new swap's card now, whether or not a worker has taken the swap yet. */
-  reports: { soon(swapId: string, urgent?: boolean): Promise<void> };
+  reports: Pick<ReportQueue, "soon">;
 }
 
 /**

@@ -1,9 +1,16 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { WebClient } from "@slack/web-api";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createReportWorker } from "../../jobs/report-worker.ts";
 import { systemClock } from "../../src/clock.ts";
 import { createLogger } from "../../src/log.ts";
+import { InFlight } from "../../src/queue/in-flight.ts";
+import { REPORT_QUEUE, ReportQueue } from "../../src/queue/report-queue.ts";
 import { DEFER_AT_BACKLOG, reportSwap } from "../../src/reporter/swap-reporter.ts";
 import { SlackPoster } from "../../src/slack/slack-poster.ts";
+import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
 import type { SwapEvent } from "../../src/swap/swap-events.ts";
 import { type SlackEmulator, startSlackEmulator } from "../../testbench/slack/slack-emulator.ts";
@@ -24,8 +31,11 @@ let store: Store;
 let slack: SlackEmulator;
 let poster: SlackPoster;
 
-useRedisServer((client) => {
+let workerRedis: Redis;
+useRedisServer((client, server) => {
   store = new Store(client);
+  // BullMQ's workers block on their connection: a connection of their own, retrying for good
+  workerRedis = new Redis(server.url, { maxRetriesPerRequest: null });
 });
 
 beforeAll(async () => {
@@ -34,6 +44,7 @@ beforeAll(async () => {
   poster = new SlackPoster(client, [], createLogger({ level: "silent" }));
 });
 afterAll(async () => {
+  workerRedis?.disconnect();
   await slack?.stop();
 });
 
@@ -165,6 +176,58 @@ describe("a busy channel", () => {
     expect(await reportSwap(record.id, deps())).toEqual({ kind: "done" });
     expect((await store.reports.get(record.id)).unreacts).toEqual([]);
     expect((await planNow())?.reactions).toEqual([]);
+  }, 60_000);
+
+  it("hurries the reporter that holds a swap when the swap ends: its waiting post goes before urgent posts queued after the end", async () => {
+    const record = await runningSwap();
+    // the channel is busy; a reporter of this process holds the swap (its lock), its post waits as routine
+    const before = Promise.all(
+      Array.from({ length: 3 }, (_, i) =>
+        poster.post(CHANNEL, { text: `an earlier plan ${i}`, blocks: [] }, { urgent: true }),
+      ),
+    );
+    expect(await store.reports.lock(record.id, "a-running-reporter", 30_000)).toBe(true);
+    const held = poster.post(
+      CHANNEL,
+      { text: "the running swap's progress", blocks: [] },
+      { tag: record.id },
+    );
+    // the swap ends: its outcome saved, then advance-swap asks for an ended look, which finds the reporter busy
+    const at = new Date().toISOString();
+    await store.swaps.save({ ...record, step: "done", outcome: "succeeded", finishedAt: at });
+    const queue = new ReportQueue(workerRedis);
+    const jobs = new Queue(REPORT_QUEUE, { connection: workerRedis, prefix: QUEUE_PREFIX });
+    const worker = createReportWorker(
+      workerRedis,
+      { ...deps(), queue },
+      { reachability: { error: () => undefined }, inFlight: new InFlight() },
+      1,
+    );
+    try {
+      await queue.soon(record.id, "ended");
+      // the look ran, found the lock taken and parked itself to look again
+      const deadline = Date.now() + 20_000;
+      while ((await jobs.getDelayedCount()) === 0) {
+        if (Date.now() > deadline) throw new Error("the ended look did not run within 20 s");
+        await sleep(50);
+      }
+      const after = Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          poster.post(CHANNEL, { text: `a later plan ${i}`, blocks: [] }, { urgent: true }),
+        ),
+      );
+      await Promise.all([before, held, after]);
+      const order = slack.messages(CHANNEL).map((m) => m.text);
+      const mine = order.indexOf("the running swap's progress");
+      // routine behind urgent, it would have gone after all four later plans
+      expect(mine).toBeGreaterThanOrEqual(0);
+      expect(mine).toBeLessThan(order.indexOf("a later plan 0"));
+    } finally {
+      await worker.close(true);
+      await jobs.close();
+      await queue.close();
+      await store.reports.unlock(record.id, "a-running-reporter");
+    }
   }, 60_000);
 
   it("posts each progress message alone when the channel is quiet", async () => {
