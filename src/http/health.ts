@@ -30,8 +30,10 @@ export function workerState(worker: Worker): WorkerState {
 export async function checkBotHealth(
   redis: RedisClient,
   workers: readonly Worker[],
-  timeoutMs = 1000,
-  stalled: (worker: string) => string | undefined = () => undefined,
+  {
+    timeoutMs = 1000,
+    stalled = () => undefined,
+  }: { timeoutMs?: number; stalled?: (worker: string) => string | undefined } = {},
 ): Promise<HealthReport> {
   const problems: string[] = [];
   let redisState = "ok";

@@ -183,7 +183,7 @@ export class OpsEndpoints {
   }
 
   private health(res: ServerResponse): void {
-    void checkBotHealth(this.redis, this.workers, undefined, this.stalled)
+    void checkBotHealth(this.redis, this.workers, { stalled: this.stalled })
       .then((report) => {
         const body = redactSecretsInJson(JSON.stringify(report), this.options.secrets);
         res.writeHead(report.ok ? 200 : 503, {

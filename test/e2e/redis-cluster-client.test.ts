@@ -45,7 +45,7 @@ describe("the bot on a Redis Cluster", () => {
     await old.kill();
     // written while the slot has no master: retried until the replica takes over, not failed
     const during = worker.set("{modelswap}:test:during", "2");
-    const down = await checkBotHealth(producer, [], 3000);
+    const down = await checkBotHealth(producer, [], { timeoutMs: 3000 });
     expect(down.ok).toBe(false);
     expect(down.problems?.[0]).toMatch(/^Redis does not answer/);
 

@@ -72,7 +72,7 @@ it("a worker that takes no jobs while they wait is logged once and fails /health
     expect(stalled[0]?.msg).toMatch(/started no job for \d+ s while 3 wait .*Fix: restart this process/);
     expect(done).toEqual(["first"]);
 
-    const health = await checkBotHealth(redis, [worker], 1000, (w) => watch.stalled(w));
+    const health = await checkBotHealth(redis, [worker], { stalled: (w) => watch.stalled(w) });
     expect(health.ok).toBe(false);
     expect(health.workers).toEqual({ [name]: "stalled" });
     expect(health.problems?.[0]).toMatch(
@@ -88,7 +88,7 @@ it("a worker that takes no jobs while they wait is logged once and fails /health
       what: "the watch to say the worker takes jobs again",
       timeoutMs: 10_000,
     });
-    expect(await checkBotHealth(redis, [worker], 1000, (w) => watch.stalled(w))).toMatchObject({
+    expect(await checkBotHealth(redis, [worker], { stalled: (w) => watch.stalled(w) })).toMatchObject({
       ok: true,
       workers: { [name]: "running" },
     });
