@@ -17,7 +17,7 @@ import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
 import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
-import { probeHost } from "../src/status/probe-host.ts";
+import { type HostStatus, probeHost } from "../src/status/probe-host.ts";
 import { checkHostLock, isStuck } from "../src/store/host-lock-check.ts";
 import type { Store } from "../src/store/store.ts";
 import { servingPortOf } from "../src/swap/unit-ports.ts";
@@ -29,6 +29,20 @@ export interface StatusJobDeps {
   /** The state of a swap's BullMQ job (SwapQueue.jobState): tells a live swap from a stuck lock. */
   swapJobs: { jobState(swapId: string): Promise<string | undefined> };
   log: Logger;
+  /**
+   * How old the health monitor's last passed check of a host may be for a fleet summary to count the
+   * host healthy from it, without probing it (two intervals and a check's time limit); unset, every host
+   * is probed.
+   */
+  monitorFreshMs?: number;
+}
+
+/**
+ * How old a passed health check may be to stand for a probe in a fleet summary: two of the monitor's
+ * intervals and one check's time limit, so one late or lost check does not send the host to be probed.
+ */
+export function monitorFreshMs(health: { intervalSeconds: number; checkTimeoutSeconds: number }): number {
+  return (2 * health.intervalSeconds + health.checkTimeoutSeconds) * 1000;
 }
 
 /** Hosts probed at once by one `/llm status`: each probe is bounded by its command timeout. */
@@ -39,17 +53,20 @@ export const PROBES_AT_ONCE = 16;
  * answers in time — and answers in the channel the command came from, to the person who asked alone (an
  * ephemeral: `status.visibility: private`, the default) or to everyone (`channel`, or `--share`): the
  * detailed view of one host (with the swap running there), or, for `/llm status` without a host, one
- * compact table of the fleet. A lock
- * whose swap can never run again is shown as stuck, with the command that clears it; status clears nothing.
+ * compact table of the fleet (`--all`: every host's line over as many messages as it takes). Past 25
+ * hosts the answer is a summary, and a host the health monitor saw healthy within `monitorFreshMs` (and
+ * that no swap holds) is counted from that check, not probed: the summary names only the others, and a
+ * thousand hosts answer in the time their unhealthy few take. A lock whose swap can never run again is
+ * shown as stuck, with the command that clears it; status clears nothing.
  */
 export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<void> {
   const { poster, store, log } = deps;
   // a bounded number at a time: a thousand hosts at once is a thousand SSH handshakes and shells at once
   const probes = new Semaphore(PROBES_AT_ONCE);
+  const summary = job.fleet === true && job.all !== true && job.hosts.length > FLEET_TABLE_ROWS;
+  const started = Date.now();
   const rows = await Promise.all(
     job.hosts.map(async (name): Promise<FleetRow> => {
-      const status = await probes.run(() => probe(name, deps));
-      log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
       const lock = await checkHostLock(name, {
         store,
         jobState: (id) => deps.swapJobs.jobState(id),
@@ -57,12 +74,21 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
         log.warn({ host: name, err: describeError(error) }, "could not check the host lock");
         return undefined;
       });
+      // A summary counts the hosts the monitor has just seen healthy, and probes the rest: those it shows
+      const seen =
+        summary && lock !== undefined && lock.holder === undefined
+          ? await seenHealthy(name, deps)
+          : undefined;
+      const status = seen ?? (await probes.run(() => probe(name, deps)));
+      if (seen === undefined)
+        log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
       const running = lock?.holder === undefined ? undefined : lock.record;
       const [last] = (await store.swaps.history({ host: name, limit: 5 })).records.filter(
         (r) => r.outcome !== undefined,
       );
       return {
         status,
+        ...(seen === undefined ? {} : { fromMonitor: true }),
         ...(lock !== undefined && isStuck(lock) ? { stuck: stuckLockLine(lock) } : {}),
         ...(running === undefined || running.outcome !== undefined || (lock !== undefined && isStuck(lock))
           ? {}
@@ -73,6 +99,15 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       };
     }),
   );
+  if (job.fleet === true)
+    log.info(
+      {
+        hosts: rows.length,
+        probed: rows.filter((r) => r.fromMonitor !== true).length,
+        ms: Date.now() - started,
+      },
+      "fleet status read",
+    );
   // An ephemeral can never be edited or found again later: each answer is one message, sent once.
   const answer = (msg: SlackMessage) =>
     job.answer === "private" ? poster.ephemeral(job.channel, job.user, msg) : poster.post(job.channel, msg);
@@ -111,6 +146,37 @@ async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<stri
     const coded = asCodedError(error);
     return frontDoorLine(fd.door.backend, { error: coded.message, code: coded.code });
   }
+}
+
+/**
+ * The host as the health monitor last saw it, when that was a passed check within `monitorFreshMs` with
+ * no failure since (the same question as a probe's: the unit's engine answers its health probe): a
+ * healthy status dated by that check. Undefined when the monitor has no such check, or is not consulted.
+ */
+async function seenHealthy(name: string, deps: StatusJobDeps): Promise<HostStatus | undefined> {
+  const { monitorFreshMs, store, hosts } = deps;
+  if (monitorFreshMs === undefined) return undefined;
+  const health = await store.incidents.state(name).catch(() => undefined);
+  if (health?.lastResult !== "pass" || health.failures > 0 || health.incident !== undefined) return undefined;
+  if (health.lastCheck === undefined || Date.now() - health.lastCheck.getTime() > monitorFreshMs)
+    return undefined;
+  const host = hosts.config(name);
+  const serving = await store.hosts.serving(name);
+  return {
+    host: name,
+    unitName: serving?.unit ?? host.currentUnit,
+    port: servingPortOf(serving, host.servingPort),
+    healthLabel: engineFor(serving?.engine ?? host.engine).healthLabel,
+    checkedAt: health.lastCheck,
+    durationMs: 0,
+    verdict: "healthy",
+    connection: undefined,
+    unit: undefined,
+    gpus: [],
+    gpuProblem: undefined,
+    server: undefined,
+    journalTail: [],
+  };
 }
 
 async function probe(name: string, { hosts, store }: StatusJobDeps) {

@@ -3,6 +3,7 @@ import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
 import { createReportWorker, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
+import { monitorFreshMs } from "../jobs/status-job.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
 import { benchScaleWarning } from "./config/file-schema.ts";
@@ -124,7 +125,18 @@ export async function startModelswap({
     // /llm status asks BullMQ whether the swap that holds a host lock still has a job
     workerSwaps = new SwapQueue(connection);
     workers.push(
-      createCommandWorker(connection, { hosts, poster, store, swapJobs: workerSwaps, log: workerLog }, watch),
+      createCommandWorker(
+        connection,
+        {
+          hosts,
+          poster,
+          store,
+          swapJobs: workerSwaps,
+          log: workerLog,
+          monitorFreshMs: monitorFreshMs(config.file.health),
+        },
+        watch,
+      ),
       createSwapWorker(
         connection,
         {

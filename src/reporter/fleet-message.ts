@@ -20,6 +20,8 @@ export interface FleetRow {
   stuck?: string;
   /** The host's last finished swap. */
   last?: { outcome: string; repo: string };
+  /** Healthy as the health monitor's last check saw it (`status.checkedAt`), not probed for this answer. */
+  fromMonitor?: true;
 }
 
 const STATE: Record<HostStatus["verdict"], string> = {
@@ -83,6 +85,19 @@ function fleetTitle(rows: readonly FleetRow[]): string {
 /** When the fleet was probed, for the context line. */
 function checked(now: Date): string {
   return `checked ${now.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/**
+ * Which rows were not probed for this answer: counted healthy from the health monitor's last check, and
+ * how old the oldest of those checks is ("" when every host was probed).
+ */
+function monitorNote(rows: readonly FleetRow[], now: Date): string {
+  const seen = rows.filter((r) => r.fromMonitor === true);
+  if (seen.length === 0) return "";
+  const oldest = Math.min(...seen.map((r) => r.status.checkedAt.getTime()));
+  const age = Math.max(0, Math.round((now.getTime() - oldest) / 1000));
+  const probed = rows.length - seen.length;
+  return ` (${seen.length} healthy host${seen.length === 1 ? "" : "s"} as the health monitor saw ${seen.length === 1 ? "it" : "them"} in the last ${age} s; ${probed === 0 ? "none" : probed} probed now)`;
 }
 
 /** The first five stuck locks' lines, as one section (none when no lock is stuck). */
@@ -193,7 +208,9 @@ export function renderFleetSummary(rows: readonly FleetRow[], now = new Date()):
     blocks.push(...stuckSection(wanting));
   }
   blocks.push(
-    context(`${checked(now)} · \`/llm status --all\` for every host · \`/llm status <host>\` for one`),
+    context(
+      `${checked(now)}${monitorNote(rows, now)} · \`/llm status --all\` for every host · \`/llm status <host>\` for one`,
+    ),
   );
   return message(fallback(title, rows), blocks);
 }

@@ -1,6 +1,9 @@
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keys } from "../../src/store/keys.ts";
 import { type Bench, type BenchHostSpec, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import type { EphemeralMessage } from "../../testbench/slack/index.ts";
+import { until } from "../../testbench/until.ts";
 
 /**
  * `/llm status` of a fleet past 25 hosts (issue #16), through the whole bot: 60 hosts behind the bench's
@@ -9,6 +12,7 @@ import type { EphemeralMessage } from "../../testbench/slack/index.ts";
  * every host's line; an unknown host's reply names the closest host and the count, not 60 names.
  */
 const HOSTS = 60;
+const MONITOR_SECONDS = 20;
 let bench: Bench;
 
 beforeAll(async () => {
@@ -20,7 +24,13 @@ beforeAll(async () => {
   ];
   // the production default connect timeout (the bench's 3 s is for tests of unreachable hosts): 60
   // handshakes on a loaded 2-core machine take longer than 3 s
-  bench = await startBench({ hosts, connectTimeoutSeconds: 10 });
+  // the monitor checks each host every 20 s (3 checks a second here) and never alerts: the summary
+  // counts the hosts it has just seen healthy instead of probing them
+  bench = await startBench({
+    hosts,
+    connectTimeoutSeconds: 10,
+    health: { intervalSeconds: MONITOR_SECONDS, failureThreshold: 100 },
+  });
   await bench.startBot();
 }, 120_000);
 
@@ -56,6 +66,38 @@ describe("/llm status of a 60-host fleet", () => {
     expect(body).toContain("/llm status --all");
     expect(summary!.blocks!.length).toBeLessThanOrEqual(50);
   }, 90_000);
+
+  it("counts the hosts the health monitor has just seen healthy without probing them, and probes the rest", async () => {
+    const redis = new Redis(bench.redis.url);
+    try {
+      // every host checked once (each has its own moment in the interval)
+      const names = [
+        ...Array.from({ length: 50 }, (_, i) => `up-${i}`),
+        ...Array.from({ length: 10 }, (_, i) => `down-${i}`),
+      ];
+      await until(
+        async () => {
+          const checked = await Promise.all(names.map((n) => redis.hget(keys.health(n), "lastCheck")));
+          return checked.every((c) => c !== null);
+        },
+        { timeoutMs: (MONITOR_SECONDS + 20) * 1000, what: "the monitor's first check of every host" },
+      );
+    } finally {
+      redis.disconnect();
+    }
+    const probes = async (sandbox: string) =>
+      (await bench.host(sandbox).sim.calls()).filter((c) => c.cmd === "nvidia-smi").length;
+    const [upBefore, downBefore] = [await probes("up-0"), await probes("down-0")];
+    const [summary] = await ask("");
+    const body = JSON.stringify(summary!.blocks);
+    expect(summary!.text, body).toMatch(/^Fleet: 60 hosts, 50 healthy/);
+    expect(body).toContain("🟢 healthy *50*");
+    for (let i = 0; i < 10; i += 1) expect(body).toContain(`down-${i}`);
+    // the healthy ones were not asked again; each down one was, and its line says why it is down
+    expect(await probes("up-0")).toBe(upBefore);
+    expect(await probes("down-0")).toBe(downBefore + 10);
+    expect(body).toMatch(/50 healthy hosts as the health monitor saw them in the last \d+ s; 10 probed now/);
+  }, 120_000);
 
   it("--all: every host's line", async () => {
     const answers = await ask(" --all");

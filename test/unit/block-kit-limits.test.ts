@@ -382,6 +382,26 @@ describe("Block Kit limits: a fleet of a thousand hosts (issue #16)", () => {
     if (pages.length > 1) expect(allText(pages[0]!)).toContain(`(part 1 of ${pages.length})`);
   });
 
+  it("says which hosts were counted from the health monitor's last check, and how old the oldest is", () => {
+    const seen = fleet.map((r, i) =>
+      r.status.verdict === "healthy" && r.active === undefined
+        ? {
+            ...r,
+            status: { ...r.status, checkedAt: new Date(NOW.getTime() - (i % 40) * 1000) },
+            fromMonitor: true as const,
+          }
+        : r,
+    );
+    const counted = seen.filter((r) => r.fromMonitor === true).length;
+    const msg = renderFleetSummary(seen, NOW);
+    expectAccepted(msg, "fleet summary from the monitor");
+    expect(allText(msg)).toContain(
+      `(${counted} healthy hosts as the health monitor saw them in the last 39 s; ${1000 - counted} probed now)`,
+    );
+    // every host probed: nothing to say
+    expect(allText(renderFleetSummary(fleet, NOW))).not.toContain("health monitor");
+  });
+
   it("a summary of an all-healthy fleet says so", () => {
     const healthy = fleet.map((r) => ({ status: { ...r.status, verdict: "healthy" as const } }));
     expect(allText(renderFleetSummary(healthy, NOW))).toContain(
