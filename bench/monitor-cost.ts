@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { Redis } from "ioredis";
 import { type CheckLateness, readLateness } from "../src/store/incidents.ts";
 import { keys } from "../src/store/keys.ts";
-import { type BenchHostSpec, CHANNEL, startBench } from "../testbench/bench.ts";
+import { type BenchHostSpec, CHANNEL, startBench, USERS } from "../testbench/bench.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
 import { machineBusySeconds, sampleProcess } from "./proc-stats.ts";
@@ -30,6 +30,8 @@ export interface MonitorFigures {
   /** One SSH handshake's CPU, both ends (ms), against one command on a kept connection. */
   ssh_handshake_cpu_ms: number;
   ssh_exec_cpu_ms: number;
+  /** `/llm status` of the whole fleet, asked once the window is over: from the command to its answer. */
+  status_s: number;
 }
 
 /** Names per real sandbox: the rest of the fleet are light hosts that share one (own name, key, connection). */
@@ -91,6 +93,7 @@ export async function benchMonitor(
     const done = (await checks(bench)) - checksBefore;
     const lateness = await readLateness(redis);
     redis.disconnect();
+    const status = await timeFleetStatus(bench, bot.pid, options.hosts);
     const alerts = bench.slack.messages(CHANNEL).filter((m) => m.text.startsWith("🚨")).length;
     await stopBot(bot);
     const expected = Math.floor((options.hosts * seconds) / options.intervalSeconds);
@@ -105,11 +108,13 @@ export async function benchMonitor(
         checks_per_interval: round((done * options.intervalSeconds) / seconds, 0),
         ssh_handshake_cpu_ms: ssh.handshake_cpu_ms,
         ssh_exec_cpu_ms: ssh.exec_cpu_ms,
+        status_s: status.seconds,
       },
       details: [
         `monitor: an SSH handshake costs ${ssh.handshake_cpu_ms} CPU ms (both ends) and ${ssh.handshake_ms} ms; a command on a kept connection ${ssh.exec_cpu_ms} CPU ms and ${ssh.exec_ms} ms`,
         `monitor: ${done} checks in ${round(seconds, 0)} s (about ${expected} due), ${round(end.cpuSeconds - start.cpuSeconds, 2)} CPU s; ${alerts} alerts`,
         `monitor: the whole machine (bot, sshd, the simulated hosts, Redis) was busy ${round(machineCores, 2)} of ${availableParallelism()} cores in the window`,
+        `monitor: /llm status of the ${options.hosts} hosts answered in ${status.seconds} s (${status.tally}); the bot used ${status.cpuSeconds} CPU s for it`,
         `monitor: warm-up (connecting to ${options.hosts} hosts, first checks) ${round((warm.cpuSeconds - warmStart.cpuSeconds) / warmSeconds, 3)} of a core for ${round(warmSeconds, 0)} s`,
         `monitor: lateness in the window: mean ${round(
           (lateness.sumSeconds - latenessBefore.sumSeconds) /
@@ -121,6 +126,41 @@ export async function benchMonitor(
   } finally {
     await bench.stop();
   }
+}
+
+/**
+ * `/llm status` without a host, as alice types it, while the monitor goes on: the time until its answer
+ * (an ephemeral: `status.visibility` is private) reaches Slack, and the bot's CPU meanwhile. The answer
+ * must account for every host (the summary's tally, or the table's rows for 25 hosts or fewer).
+ */
+async function timeFleetStatus(
+  bench: Awaited<ReturnType<typeof startBench>>,
+  botPid: number,
+  hosts: number,
+): Promise<{ seconds: number; cpuSeconds: number; tally: string }> {
+  const before = bench.slack.ephemerals(CHANNEL, USERS.alice).length;
+  const cpu = sampleProcess(botPid);
+  const asked = Date.now();
+  const ack = await bench.slack.command(USERS.alice, "status", { channel: CHANNEL });
+  if (ack.status !== 200) throw new Error(`bench: /llm status was answered ${ack.status}`);
+  const answer = await bench.slack.waitFor(
+    () =>
+      bench.slack
+        .ephemerals(CHANNEL, USERS.alice)
+        .slice(before)
+        .find((e) => e.from === "bot" && e.source === "api"),
+    { timeoutMs: 15 * 60_000, intervalMs: 100, what: `the answer to /llm status of ${hosts} hosts` },
+  );
+  const seconds = round((Date.now() - asked) / 1000, 1);
+  const cpuSeconds = round(sampleProcess(botPid).cpuSeconds - cpu.cpuSeconds, 2);
+  const text = JSON.stringify(answer.blocks ?? answer.text);
+  const counted = [...text.matchAll(/\*(\d+)\*/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  if (hosts > 25 && counted < hosts)
+    throw new Error(
+      `bench: /llm status accounted for ${counted} of ${hosts} hosts: ${answer.text.slice(0, 300)}`,
+    );
+  const tally = /(🟢[^"\\]*)/.exec(text)?.[1] ?? answer.text.slice(0, 80);
+  return { seconds, cpuSeconds, tally };
 }
 
 /** Health checks so far: each runs `systemctl is-active` in its host's sandbox. */

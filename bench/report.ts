@@ -50,6 +50,7 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "checks_per_interval",
     "ssh_handshake_cpu_ms",
     "ssh_exec_cpu_ms",
+    "status_s",
   ],
   resume: ["bytes_total", "bytes_refetched"],
   frontdoor: [
@@ -224,6 +225,7 @@ export function renderTable(results: Partial<BenchResults>): string {
         "≥ 0.98 × hosts",
         monitor.checks_per_interval >= 0.98 * monitor.hosts,
       ),
+      row("", "/llm status answered", `${monitor.status_s} s`, `${monitor.hosts} hosts`, "", undefined),
     );
   }
   if (resume !== undefined) {
