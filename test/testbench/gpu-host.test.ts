@@ -343,6 +343,33 @@ WantedBy=multi-user.target
     );
   });
 
+  it("stops a unit once the process that made the sandbox is gone (an interrupted bench leaves no engine running)", async () => {
+    // the sandbox's owner is a process this test kills, as Ctrl-C or a SIGKILL ends a bench
+    const owner = spawn("sleep", ["300"], { stdio: "ignore" });
+    const configFile = join(host.root, "state", "config.json");
+    const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+    await writeFile(configFile, JSON.stringify({ ...config, ownerPid: owner.pid }));
+    try {
+      await host.installUnit("orphan", longRunning());
+      expect((await host.systemctl("start", "orphan")).code).toBe(0);
+      const { mainPid } = await host.unitState("orphan");
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(isAlive(mainPid)).toBe(true); // the owner lives: the unit runs on
+      owner.kill("SIGKILL");
+      await until(async () => !isAlive(mainPid), {
+        what: "the orphaned unit's process to stop",
+        timeoutMs: 15_000,
+      });
+      await until(async () => (await host.unitState("orphan")).activeState === "inactive", {
+        what: "the orphaned unit to be inactive",
+        timeoutMs: 5000,
+      });
+    } finally {
+      owner.kill("SIGKILL");
+      await writeFile(configFile, JSON.stringify({ ...config, ownerPid: process.pid }));
+    }
+  });
+
   it("marks a unit whose process exits 1 as failed (Result=exit-code)", async () => {
     await host.installUnit("crasher", `[Service]\nExecStart=/bin/sh -c "echo boom; exit 1"\n`);
     expect((await host.systemctl("start", "crasher")).code).toBe(0);

@@ -93,6 +93,12 @@ export interface SimHostConfig {
   gpus: GpuSetName;
   hubUrl?: string;
   hostMemGiB?: number;
+  /**
+   * The process that made (or last re-opened) this host: the bench. Its simulated units stop by
+   * themselves once it is gone without stopping them (unit-supervisor.mjs), so an interrupted bench or
+   * a killed test process never leaves simulated engines running.
+   */
+  ownerPid?: number;
 }
 
 function normalizeUnitName(name: string): string {
@@ -456,7 +462,7 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   ]) {
     await mkdir(dir, { recursive: true });
   }
-  const config: SimHostConfig = { name: opts.name, gpus: opts.gpus };
+  const config: SimHostConfig = { name: opts.name, gpus: opts.gpus, ownerPid: process.pid };
   if (opts.hubUrl !== undefined) config.hubUrl = opts.hubUrl;
   if (opts.hostMemGiB !== undefined) config.hostMemGiB = opts.hostMemGiB;
   writeJsonAtomic(paths.configFile, config);

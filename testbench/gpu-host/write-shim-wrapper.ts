@@ -59,13 +59,14 @@ export async function writePassthroughWrapper(
 /**
  * The hold: while `state/holds/<command name>` exists and the call's arguments contain its text, the call
  * waits before it runs, after creating `state/held/<name>` — so a test knows the bot is inside that
- * command and can kill the bot there (SimGpuHost.hold / waitHeld / release).
+ * command and can kill the bot there (SimGpuHost.hold / waitHeld / release). A hold ends with the process
+ * that wrote the wrapper (the bench): an interrupted bench leaves no call waiting for good.
  */
 function holdPrologue(sandboxRoot: string): string {
   const root = shQuote(resolve(sandboxRoot));
   return [
     `n=\${0##*/}; h=${root}/state/holds/$n`,
-    `if [ -e "$h" ]; then p=$(cat "$h"); case " $* " in *"$p"*) : > ${root}/state/held/$n; while [ -e "$h" ]; do sleep 0.05; done;; esac; fi`,
+    `if [ -e "$h" ]; then p=$(cat "$h"); case " $* " in *"$p"*) : > ${root}/state/held/$n; while [ -e "$h" ] && kill -0 ${process.pid} 2>/dev/null; do sleep 0.05; done;; esac; fi`,
     "",
   ].join("\n");
 }

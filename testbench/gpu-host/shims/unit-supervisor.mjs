@@ -14,7 +14,16 @@ import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { basename, isAbsolute, join } from "node:path";
 import { createInterface } from "node:readline";
-import { appendJournal, findOnPath, processGroupAlive, readFaults, sleep } from "./sandbox.mjs";
+import {
+  appendJournal,
+  findOnPath,
+  isAlive,
+  processGroupAlive,
+  readFaults,
+  readJsonFile,
+  sandboxPaths,
+  sleep,
+} from "./sandbox.mjs";
 import {
   emptyUnitState,
   formatExitStatus,
@@ -320,6 +329,20 @@ function onStopSignal() {
 process.on("SIGTERM", onStopSignal);
 process.on("SIGINT", () => {});
 process.on("SIGHUP", () => {});
+
+// Not systemd's: the bench process that made this sandbox (config.json's ownerPid). Once it is gone
+// without stopping the host (Ctrl-C on `npm run bench` or the demo, a test process killed), nothing
+// would ever stop this unit, and a simulated engine would run on for good: stop it as `systemctl stop`
+// does.
+const ownerPid = readJsonFile(sandboxPaths(root).configFile, {}).ownerPid;
+if (Number.isInteger(ownerPid)) {
+  const ownerWatch = setInterval(() => {
+    if (isAlive(ownerPid)) return;
+    clearInterval(ownerWatch);
+    onStopSignal();
+  }, 2000);
+  ownerWatch.unref();
+}
 
 async function main() {
   if (unit === null || unit.execStart === null) {
