@@ -159,7 +159,9 @@ async function timeFleetStatus(
     throw new Error(
       `bench: /llm status accounted for ${counted} of ${hosts} hosts: ${answer.text.slice(0, 300)}`,
     );
-  const tally = /(🟢[^"\\]*)/.exec(text)?.[1] ?? answer.text.slice(0, 80);
+  // past 25 hosts a summary, its counts by state; up to 25 a table of every host
+  const tally =
+    hosts > 25 ? (/(🟢[^"\\]*)/.exec(text)?.[1] ?? answer.text.slice(0, 80)) : `a table of ${hosts} hosts`;
   return { seconds, cpuSeconds, tally };
 }
 
