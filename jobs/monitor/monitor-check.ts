@@ -89,7 +89,16 @@ export async function runMonitorCheck(
       result.checkedAt.getTime(),
       dueAt === undefined ? undefined : startedAt - dueAt,
     );
-    log.debug({ ok: result.ok, failure: result.failure, transition: transition.kind }, "health checked");
+    log.debug(
+      {
+        ok: result.ok,
+        failure: result.failure,
+        transition: transition.kind,
+        ...(dueAt === undefined ? {} : { lateMs: startedAt - dueAt }),
+        ms: Date.now() - startedAt,
+      },
+      "health checked",
+    );
     if (transition.kind === "alert") {
       await postAlert(
         host,
