@@ -38,6 +38,26 @@ describe("redactSecrets", () => {
     );
   });
 
+  it("hides two secrets that overlap in a text, both whole", () => {
+    const a = "secretAAAA-1234";
+    const b = "1234-secretBBBB";
+    expect(redactSecrets(`x secretAAAA-1234-secretBBBB y`, [a, b])).toBe("x [redacted] y");
+    expect(redactSecretsInJson(JSON.stringify({ msg: "secretAAAA-1234-secretBBBB" }), [a, b])).toBe(
+      '{"msg":"[redacted]"}',
+    );
+  });
+
+  it("hides any of a thousand hosts' key paths in a log line, and leaves the rest of the line as it was", () => {
+    const paths = Array.from({ length: 1000 }, (_, i) => `/srv/keys/fleet-${i}/id_ed25519`);
+    const lines: string[] = [];
+    const log = createLogger({ secrets: paths, destination: { write: (l: string) => lines.push(l) } });
+    for (const i of [0, 7, 499, 999]) log.warn({ host: `fleet-${i}` }, `cannot read ${paths[i]}: EACCES`);
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual(Array(4).fill("cannot read [redacted]: EACCES"));
+    // a path cut short for Slack, and one whose start is only a shared prefix of every path: that stays
+    expect(redactSecrets(`cannot read ${paths[42]!.slice(0, 20)}…`, paths)).toBe("cannot read [redacted]…");
+    expect(redactSecrets("under /srv/keys/ there are keys", paths)).toBe("under /srv/keys/ there are keys");
+  });
+
   it("finds secrets in JSON as JSON writes them", () => {
     const odd = 'pa"ss\\word-12345';
     expect(redactSecretsInJson(JSON.stringify({ error: `bad ${odd}` }), [odd])).toBe(
