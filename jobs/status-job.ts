@@ -17,7 +17,7 @@ import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
 import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
-import { type HostStatus, probeHost } from "../src/status/probe-host.ts";
+import { type HostStatus, healthyStatus, type ProbeTarget, probeHost } from "../src/status/probe-host.ts";
 import { checkHostLock, isStuck } from "../src/store/host-lock-check.ts";
 import type { Store } from "../src/store/store.ts";
 import { servingPortOf } from "../src/swap/unit-ports.ts";
@@ -154,45 +154,34 @@ async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<stri
  * healthy status dated by that check. Undefined when the monitor has no such check, or is not consulted.
  */
 async function seenHealthy(name: string, deps: StatusJobDeps): Promise<HostStatus | undefined> {
-  const { monitorFreshMs, store, hosts } = deps;
+  const { monitorFreshMs, store } = deps;
   if (monitorFreshMs === undefined) return undefined;
   const health = await store.incidents.state(name).catch(() => undefined);
   if (health?.lastResult !== "pass" || health.failures > 0 || health.incident !== undefined) return undefined;
   if (health.lastCheck === undefined || Date.now() - health.lastCheck.getTime() > monitorFreshMs)
     return undefined;
-  const host = hosts.config(name);
-  const serving = await store.hosts.serving(name);
-  return {
-    host: name,
-    unitName: serving?.unit ?? host.currentUnit,
-    port: servingPortOf(serving, host.servingPort),
-    healthLabel: engineFor(serving?.engine ?? host.engine).healthLabel,
-    checkedAt: health.lastCheck,
-    durationMs: 0,
-    verdict: "healthy",
-    connection: undefined,
-    unit: undefined,
-    gpus: [],
-    gpuProblem: undefined,
-    server: undefined,
-    journalTail: [],
-  };
+  return healthyStatus(await probeTarget(name, deps), health.lastCheck);
 }
 
-async function probe(name: string, { hosts, store }: StatusJobDeps) {
+/** What a probe of the host asks about: the unit it serves now, on its port, with its engine. */
+async function probeTarget(name: string, { hosts, store }: StatusJobDeps): Promise<ProbeTarget> {
   const host = hosts.config(name);
   // After a swap the host serves another unit than the config's first one.
   const serving = await store.hosts.serving(name);
-  const unit = serving?.unit ?? host.currentUnit;
-  return await probeHost(
-    hosts.transport(name),
+  return {
+    name,
+    unit: serving?.unit ?? host.currentUnit,
     // a blue/green swap may have moved the serving unit to the standby slot's port
-    {
-      name,
-      unit,
-      port: servingPortOf(serving, host.servingPort),
-      engine: engineFor(serving?.engine ?? host.engine),
-    },
+    port: servingPortOf(serving, host.servingPort),
+    engine: engineFor(serving?.engine ?? host.engine),
+  };
+}
+
+async function probe(name: string, deps: StatusJobDeps) {
+  const host = deps.hosts.config(name);
+  return await probeHost(
+    deps.hosts.transport(name),
+    await probeTarget(name, deps),
     host.commandTimeoutSeconds * 1000,
   );
 }

@@ -67,21 +67,7 @@ export async function probeHost(
   timeoutMs: number,
 ): Promise<HostStatus> {
   const started = Date.now();
-  const status: HostStatus = {
-    host: target.name,
-    unitName: target.unit,
-    port: target.port,
-    healthLabel: target.engine.healthLabel,
-    checkedAt: new Date(started),
-    durationMs: 0,
-    verdict: "healthy",
-    connection: undefined,
-    unit: undefined,
-    gpus: [],
-    gpuProblem: undefined,
-    server: undefined,
-    journalTail: [],
-  };
+  const status = healthyStatus(target, new Date(started));
   const [unit, gpus, server] = await Promise.allSettled([
     readUnit(transport, target.unit, timeoutMs),
     readGpus(transport, { timeoutMs }),
@@ -108,6 +94,28 @@ export async function probeHost(
   if (status.verdict !== "healthy") status.journalTail = await readJournal(transport, target.unit, timeoutMs);
   status.durationMs = Date.now() - started;
   return status;
+}
+
+/**
+ * A healthy status of `target` as of `checkedAt`, with nothing read yet: where a probe starts, and what
+ * a fleet summary shows for a host the health monitor has just seen healthy.
+ */
+export function healthyStatus(target: ProbeTarget, checkedAt: Date): HostStatus {
+  return {
+    host: target.name,
+    unitName: target.unit,
+    port: target.port,
+    healthLabel: target.engine.healthLabel,
+    checkedAt,
+    durationMs: 0,
+    verdict: "healthy",
+    connection: undefined,
+    unit: undefined,
+    gpus: [],
+    gpuProblem: undefined,
+    server: undefined,
+    journalTail: [],
+  };
 }
 
 function verdictOf(status: HostStatus): HostVerdict {
