@@ -8,6 +8,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY commands ./commands
 COPY jobs ./jobs
+COPY scripts/copy-assets.mjs ./scripts/
 RUN npm run build
 
 # deps: only the runtime dependencies (no tsx, no TypeScript compiler, no test tools). npm ci here picks

@@ -5,7 +5,7 @@ import type { Bench, ChildBot, SpawnBotOptions } from "../testbench/bench.ts";
  * The config's own `swaps:` defaults (what an operator gets without writing any): the bench measures
  * the bot as shipped, not the test bench's faster polling.
  */
-export function shippedSwapSettings(): Record<string, number | string | boolean> {
+export function shippedSwapSettings(): Record<string, number | string | boolean | string[]> {
   return { ...fileSchema.shape.swaps.parse(undefined) };
 }
 

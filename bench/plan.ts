@@ -3,6 +3,7 @@ import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
 import type { ConcurrentOptions } from "./concurrent-swaps.ts";
 import type { FailoverOptions } from "./failover.ts";
+import type { FaultsOptions } from "./faults.ts";
 import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
@@ -20,6 +21,7 @@ export interface BenchPlan {
   resume: ResumeOptions;
   frontdoor: FrontDoorOptions;
   failover: FailoverOptions;
+  faults: FaultsOptions;
 }
 
 /** The figures of the issues: 500 acks, a 40 s / 30 s / 10 s swap, 25 swaps at once in one channel, 1,000 hosts every 15 s for 2 minutes. */
@@ -35,6 +37,8 @@ export const FULL: BenchPlan = {
   resume: { downloadSeconds: 10, speed: SHIPPED },
   frontdoor: { loadSeconds: 10, everyMs: 100, speed: SHIPPED },
   failover: { speed: SHIPPED },
+  // the campaign's own speed (a 1 s load, a 4 s flip-back window): 210 swaps (≥ 200 judged) in about 35 min
+  faults: { runs: 210, hostsPerMode: 1, deadlineSeconds: 180 },
 };
 
 const FAST: Speed = {
@@ -53,4 +57,5 @@ export const QUICK: BenchPlan = {
   resume: { downloadSeconds: 2, speed: FAST },
   frontdoor: { loadSeconds: 1, everyMs: 200, speed: FAST },
   failover: { speed: FAST },
+  faults: { runs: 3, hostsPerMode: 1, deadlineSeconds: 120 },
 };

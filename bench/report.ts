@@ -2,6 +2,7 @@ import type { AckFigures } from "./ack.ts";
 import type { AlertFigures } from "./alert-latency.ts";
 import type { ConcurrentFigures } from "./concurrent-swaps.ts";
 import type { FailoverFigures } from "./failover.ts";
+import type { FaultsFigures } from "./faults.ts";
 import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
@@ -20,6 +21,7 @@ export interface BenchResults {
   resume: ResumeFigures;
   frontdoor: FrontDoorFigures;
   failover: FailoverFigures;
+  faults: FaultsFigures;
 }
 
 export type SectionName = keyof BenchResults;
@@ -74,6 +76,28 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "cluster.duplicates",
     "cluster.failover_s",
   ],
+  faults: [
+    "seed",
+    "runs",
+    "lies",
+    "outages_by_bot",
+    "unfinished",
+    "stale",
+    "invariant_breaks",
+    "not_played",
+    "wall_s",
+    "by_mode.cold",
+    "by_mode.door",
+    "by_mode.bluegreen",
+    "by_fault.unit_kill",
+    "by_fault.unit_crash_loop",
+    "by_fault.nan",
+    "by_fault.worker_stop",
+    "by_fault.worker_kill",
+    "by_fault.ssh_drop",
+    "by_fault.slack_refuse",
+    "by_fault.redis_restart",
+  ],
 };
 
 /** The figures that are words, not numbers: a swap's outcome ("swapped", "rolled back", "failed", "none"). */
@@ -122,7 +146,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover } = results;
+  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover, faults } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -302,6 +326,17 @@ export function renderTable(results: Partial<BenchResults>): string {
         row("", `${kind}: duplicate side effects`, String(f.duplicates), "", "= 0", f.duplicates === 0),
       );
     }
+  }
+  if (faults !== undefined) {
+    const f = faults;
+    const modes = `cold ${f.by_mode.cold} · door ${f.by_mode.door} · blue/green ${f.by_mode.bluegreen}`;
+    rows.push(
+      row("faults", "schedules played", String(f.runs), modes, "≥ 200", f.runs >= 200),
+      row("", "lies (thread or ledger vs host)", String(f.lies), `seed ${f.seed}`, "= 0", f.lies === 0),
+      row("", "outages caused by the bot", String(f.outages_by_bot), "", "= 0", f.outages_by_bot === 0),
+      row("", "swaps that never ended", String(f.unfinished), "", "= 0", f.unfinished === 0),
+      row("", "wall", s(f.wall_s), `${f.not_played} not played`, "", undefined),
+    );
   }
   const head: Row = {
     section: "section",

@@ -5,6 +5,7 @@ import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
 import { benchConcurrent } from "./concurrent-swaps.ts";
 import { benchFailover } from "./failover.ts";
+import { benchFaults } from "./faults.ts";
 import { benchFrontDoor } from "./front-door.ts";
 import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
@@ -62,6 +63,11 @@ const SECTIONS: {
     what: () =>
       "a swap whose Redis master is SIGKILLed mid-switch: behind Sentinel, then as a three-master Cluster",
     run: (p, progress) => benchFailover(p.failover, progress),
+  },
+  faults: {
+    what: (p) =>
+      `a randomized fault campaign: ${p.faults.runs} swaps (cold, behind a front door, blue/green), each with one fault at one of its steps, checked against what the host serves`,
+    run: (p, progress) => benchFaults(p.faults, progress),
   },
 };
 

@@ -16,7 +16,7 @@ export interface SectionResult<F> {
  * The full run measures the bot as shipped; the quick run only has to finish soon.
  */
 export interface Speed {
-  swaps: Record<string, number | string | boolean>;
+  swaps: Record<string, number | string | boolean | string[]>;
   /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
   engine: Record<string, number>;
 }

@@ -1,7 +1,9 @@
 import { buildScript } from "../jobs/swap/stages/build-task.ts";
 import { downloadScript, verificationFiles } from "../jobs/swap/stages/download-task.ts";
-import { benchCommand, LOADED, SINGLE_STREAM } from "../src/engine/bench-serving.ts";
-import { generateBody, generateCommand, SANITY_PROMPTS } from "../src/engine/sanity.ts";
+import { LOADED, SINGLE_STREAM } from "../src/engine/bench-serving.ts";
+import { SANITY_PROMPTS } from "../src/engine/sanity.ts";
+import { benchCommand } from "../src/engine/sglang/bench-command.ts";
+import { generateBody, generateCommand } from "../src/engine/sglang/generate-judge.ts";
 import { quote, sh } from "../src/host/shell-quote.ts";
 import type { ModelInfo } from "../src/hub/types.ts";
 
@@ -48,6 +50,7 @@ export function sequentialScript(input: SequentialInput): string {
   const build = [
     sh`mkdir -p ${workDir}/build`.text,
     buildScript({
+      kind: "sglang",
       buildDir: engine.buildDir,
       venv: engine.venv,
       upstream: engine.upstream,

@@ -1,6 +1,7 @@
+import { by, person } from "../src/grammar/person.ts";
 import { isSwapId, SWAP_ID_EXAMPLE, swapIdTime } from "../src/grammar/swap-id.ts";
 import { clearedLockLine, deadReason, sinceWhen } from "../src/reporter/host-lock-message.ts";
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { accepted, echo, failure, NOT_A_MEMBER, refusal, reply } from "../src/slack/reply.ts";
 import type { CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
 import {
   checkHostLock,
@@ -27,9 +28,7 @@ export const cancelCommand: SubCommand = {
   summary: "stop a swap (before the switch: files kept; after it: rolled back); clears a stuck host lock",
   async handle(request, { config, access, store, swaps }) {
     if (!(await access.isMember(request.user))) {
-      return refusal(
-        "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
-      );
+      return refusal(NOT_A_MEMBER);
     }
     if (request.args.length > 1) return reply(`Usage: \`${cancelCommand.usage}\``);
     const active = (
@@ -79,21 +78,21 @@ export const cancelCommand: SubCommand = {
       const mayClear = requester === request.user || (await access.isApprover(request.user));
       if (!mayClear) {
         return refusal(
-          `Only ${requester === undefined ? "an approver" : `<@${requester}>, who requested swap \`${id}\`, or an approver`} may clear the lock of *${held.host}*.`,
+          `Only ${requester === undefined ? "an approver" : `${person(requester) ?? "its requester"}, who requested swap \`${id}\`, or an approver`} may clear the lock of *${held.host}*.`,
         );
       }
       const why = deadReason(held.liveness.why, held.liveness.job);
       try {
         const cleared = await clearStuckLock(
           held,
-          { by: request.user, outcome: "cancelled", reason: `cancelled by <@${request.user}>: it ${why}` },
+          { by: request.user, outcome: "cancelled", reason: `cancelled${by(request.user)}: it ${why}` },
           deps,
         );
         if (!cleared) return reply(`Swap \`${id}\` no longer holds *${held.host}*: nothing to clear.`);
       } catch (error) {
         return failure(error);
       }
-      return reply(clearedLockLine(held, "the swap marked cancelled"));
+      return accepted(clearedLockLine(held, "the swap marked cancelled"), id);
     }
     if (record === undefined) {
       return reply(
@@ -107,22 +106,22 @@ export const cancelCommand: SubCommand = {
     }
     if (record.requester !== request.user && !(await access.isApprover(request.user))) {
       return refusal(
-        `Only <@${record.requester}>, who requested swap \`${id}\`, or an approver may cancel it.`,
+        `Only ${person(record.requester) ?? "its requester"}, who requested swap \`${id}\`, or an approver may cancel it.`,
       );
     }
     try {
       const first = await store.approvals.requestCancel(id, request.user);
       await swaps.wake(id);
-      if (!first) return reply(`Swap \`${id}\` is already being cancelled.`);
+      if (!first) return accepted(`Swap \`${id}\` is already being cancelled.`, id);
     } catch (error) {
       return failure(error);
     }
     const after = inFlipBackWindow(record)
-      ? `: it flips back to \`${record.previous?.unit ?? "the old unit"}\`, still loaded, in about a second`
+      ? `: it flips back to \`${record.previous?.unit ?? "the old unit"}\`, still loaded, in about a second, once a check finds it still serves`
       : record.switch !== undefined
         ? ": the switch has happened, so the old service will be put back"
         : "; downloaded files are kept";
-    return reply(`✋ Cancelling swap \`${id}\` on *${record.host}*${after}. Follow its card.`);
+    return accepted(`✋ Cancelling swap \`${id}\` on *${record.host}*${after}. Follow its card.`, id);
   },
 };
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { optionWord } from "../src/grammar/option-word.ts";
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { echo, failure, NOT_A_MEMBER, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
 
@@ -59,9 +59,7 @@ export const historyCommand: SubCommand = {
   summary: `the ledger, newest first: who asked and approved, model and sha, outcome, downtime, benchmark (default ${DEFAULT_HISTORY_LIMIT}, at most ${MAX_HISTORY_LIMIT})`,
   async handle(request, { config, access, queue }) {
     if (!(await access.isMember(request.user))) {
-      return refusal(
-        "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
-      );
+      return refusal(NOT_A_MEMBER);
     }
     const known = knownHosts(config);
     const parsed = parseHistoryArgs(request.args);

@@ -1,5 +1,6 @@
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { cancelCommand } from "./cancel.ts";
+import { gcCommand } from "./gc.ts";
 import { helpCommand } from "./help.ts";
 import { historyCommand } from "./history.ts";
 import { rollbackCommand } from "./rollback.ts";
@@ -17,5 +18,6 @@ const COMMANDS: readonly SubCommand[] = [
   historyCommand,
   cancelCommand,
   rollbackCommand,
+  gcCommand,
   helpCommand(() => COMMANDS),
 ];

@@ -1,7 +1,8 @@
 import { utcTime } from "../src/format-duration.ts";
+import { person } from "../src/grammar/person.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
-import { failure, refusal, reply } from "../src/slack/reply.ts";
-import type { CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
+import { accepted, busy, failure, refusal, reply } from "../src/slack/reply.ts";
+import type { CommandAnswer, CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
 import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
@@ -56,7 +57,7 @@ export const rollbackCommand: SubCommand = {
     );
     const id = newSwapId();
     const taken = await takeHost(host, id, { store, swaps });
-    if (!taken.ok) return "error" in taken ? failure(taken.error) : reply(taken.busy);
+    if (!taken.ok) return "error" in taken ? failure(taken.error) : busy(taken.busy);
     const note = taken.note === undefined ? "" : `\n${taken.note}`;
     const record: SwapRecord = {
       id,
@@ -81,8 +82,9 @@ export const rollbackCommand: SubCommand = {
     } catch (error) {
       return failure(error);
     }
-    return reply(
+    return accepted(
       `↩️ Rollback queued: *${host}* back to \`${previous.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
+      id,
     );
   },
 };
@@ -96,17 +98,18 @@ async function flipBack(
   record: SwapRecord,
   user: string,
   { access, store, swaps }: Pick<CommandDeps, "access" | "store" | "swaps">,
-): Promise<ReturnType<typeof reply>> {
+): Promise<CommandAnswer> {
   const old = record.previous?.unit ?? "the old unit";
   if (record.requester !== user && !(await access.isApprover(user))) {
     return refusal(
-      `*${record.host}* is in the flip-back window of swap \`${record.id}\`: a rollback now flips it back to \`${old}\` at once, without approval, so only <@${record.requester}>, who requested it, or an approver may. Ask them, or an approver.`,
+      `*${record.host}* is in the flip-back window of swap \`${record.id}\`: a rollback now flips it back to \`${old}\` at once, without approval, so only ${person(record.requester) ?? "its requester"}, who requested it, or an approver may. Ask them, or an approver.`,
     );
   }
   try {
     const first = await store.approvals.requestCancel(record.id, user);
     await swaps.wake(record.id);
-    if (!first) return reply(`Swap \`${record.id}\` is already being cancelled: follow its card.`);
+    if (!first)
+      return accepted(`Swap \`${record.id}\` is already being cancelled: follow its card.`, record.id);
   } catch (error) {
     return failure(error);
   }
@@ -114,7 +117,8 @@ async function flipBack(
   const seconds = record.plan?.clients?.blueGreen?.flipBackSeconds;
   const until =
     seconds === undefined ? "" : ` (until ${utcTime(new Date(Date.parse(flip.flippedAt) + seconds * 1000))})`;
-  return reply(
-    `↩️ Flipping *${record.host}* back to \`${old}\`: swap \`${record.id}\` is in its flip-back window${until}, so the old model, still loaded, takes new requests again in about a second. No approval is needed: nothing new runs. Follow its card.`,
+  return accepted(
+    `↩️ Flipping *${record.host}* back to \`${old}\`: swap \`${record.id}\` is in its flip-back window${until}, so the old model, still loaded, takes new requests again in about a second, once a check finds it still serves (if it does not, the new model keeps serving and the card says why). No approval is needed: nothing new runs. Follow its card.`,
+    record.id,
   );
 }

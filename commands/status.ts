@@ -1,5 +1,5 @@
 import { optionWord } from "../src/grammar/option-word.ts";
-import { echo, failure, refusal, reply } from "../src/slack/reply.ts";
+import { echo, failure, NOT_A_MEMBER, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { knownHosts, knownHostsLine, NAMED_HOSTS, refuseUnknownHost } from "./host-arg.ts";
 
@@ -56,9 +56,7 @@ export const statusCommand: SubCommand = {
     "served model, service, health, GPUs and swap of a host; without one, the fleet: a table, or for more than 25 hosts a summary by state with the ones that want a look (--all: every host; --share: posted in the channel)",
   async handle(request, { config, access, queue }) {
     if (!(await access.isMember(request.user))) {
-      return refusal(
-        "You are not allowed to use modelswap. Ask an admin to add you to the requesters or approvers.",
-      );
+      return refusal(NOT_A_MEMBER);
     }
     const known = knownHosts(config);
     const parsed = parseStatusArgs(request.args);

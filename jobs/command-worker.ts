@@ -1,13 +1,20 @@
 import { type Job, Worker } from "bullmq";
-import { COMMAND_QUEUE, historyJobSchema, JOB_NAMES, statusJobSchema } from "../src/queue/command-queue.ts";
-import type { RedisClient } from "../src/queue/redis-client.ts";
+import {
+  COMMAND_QUEUE,
+  gcJobSchema,
+  historyJobSchema,
+  JOB_NAMES,
+  statusJobSchema,
+} from "../src/queue/command-queue.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../src/queue/worker-watch.ts";
+import type { RedisClient } from "../src/redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
+import { type GcJobDeps, runGcJob } from "./gc-job.ts";
 import { runHistoryJob } from "./history-job.ts";
 import { runStatusJob, type StatusJobDeps } from "./status-job.ts";
 
-export type CommandWorkerDeps = StatusJobDeps;
+export type CommandWorkerDeps = StatusJobDeps & Omit<GcJobDeps, keyof StatusJobDeps>;
 
 /** The worker for short command jobs (status now; history, cancel later). */
 export function createCommandWorker(
@@ -24,6 +31,8 @@ export function createCommandWorker(
           return await runStatusJob(statusJobSchema.parse(job.data), deps);
         case JOB_NAMES.history:
           return await runHistoryJob(historyJobSchema.parse(job.data), deps);
+        case JOB_NAMES.gc:
+          return await runGcJob(gcJobSchema.parse(job.data), deps);
         default:
           throw new Error(`unknown job ${job.name}`);
       }

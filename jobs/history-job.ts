@@ -1,6 +1,6 @@
 import type { Logger } from "../src/log.ts";
 import type { HistoryJob } from "../src/queue/command-queue.ts";
-import { historyRow, renderHistory } from "../src/reporter/history-message.ts";
+import { type HistoryRow, historyRow, renderHistory } from "../src/reporter/history-message.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
 import type { Store } from "../src/store/store.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
@@ -20,7 +20,10 @@ const LOOKBACK_PAGES = 10;
  * benchmark is compared with the previous succeeded swap on its host, which may lie beyond the rows
  * shown: the host's index is read further back until one is found (or a bounded number of records).
  */
-export async function runHistoryJob(job: HistoryJob, { poster, store, log }: HistoryJobDeps): Promise<void> {
+export async function runHistoryJob(
+  job: HistoryJob,
+  { poster, store, log }: HistoryJobDeps,
+): Promise<HistoryRow[] | undefined> {
   const { records, unreadable } = await store.swaps.history({
     ...(job.host === undefined ? {} : { host: job.host }),
     limit: job.limit,
@@ -30,6 +33,8 @@ export async function runHistoryJob(job: HistoryJob, { poster, store, log }: His
   const baselines = await findBaselines(store, records);
   const rows = records.map((record) => historyRow(record, baselines.get(record.id)));
   log.info({ host: job.host ?? "all", rows: rows.length }, "history read");
+  // the CLI and the HTTP API: the rows are the answer, nothing is posted
+  if (job.answer === "return") return rows;
   await poster.post(
     job.channel,
     renderHistory(rows, {
@@ -38,6 +43,7 @@ export async function runHistoryJob(job: HistoryJob, { poster, store, log }: His
       unreadable: unreadable.length,
     }),
   );
+  return undefined;
 }
 
 /** For each record, the previous succeeded swap on its host (the model it replaced), where one is known. */

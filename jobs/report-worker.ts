@@ -1,17 +1,30 @@
 import { randomBytes } from "node:crypto";
 import { DelayedError, type Job, Worker } from "bullmq";
+import type { FileConfig } from "../src/config/file-schema.ts";
 import { describeError } from "../src/errors.ts";
+import { principalsMention } from "../src/grammar/slack-ids.ts";
 import { keepRenewed } from "../src/keep-renewed.ts";
 import { holdingLock, stepJobLockOptions } from "../src/queue/job-lock.ts";
-import type { RedisClient } from "../src/queue/redis-client.ts";
 import { REPORT_JOBS, REPORT_QUEUE, type ReportQueue } from "../src/queue/report-queue.ts";
 import { WORKER_METRICS } from "../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../src/queue/worker-watch.ts";
-import { type ReporterDeps, type ReportResult, reportSwap } from "../src/reporter/swap-reporter.ts";
+import type { RedisClient } from "../src/redis/redis-client.ts";
+import type { ReporterDeps } from "../src/reporter/report-context.ts";
+import { type ReportResult, reportSwap } from "../src/reporter/swap-reporter.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
 
-export interface ReportWorkerDeps extends ReporterDeps {
+export interface ReportWorkerDeps extends Omit<ReporterDeps, "cardUpdateSeconds" | "approvers"> {
   queue: ReportQueue;
+  /** The card pace and the approvers, read again for each look (the config may be reloaded). */
+  settings: () => Pick<ReporterDeps, "cardUpdateSeconds" | "approvers">;
+}
+
+/** The reporter's settings in `file`: its card pace and who may approve (the plan's first line names them). */
+export function reporterSettings(file: FileConfig): Pick<ReporterDeps, "cardUpdateSeconds" | "approvers"> {
+  return {
+    cardUpdateSeconds: file.swaps.cardUpdateSeconds,
+    approvers: principalsMention(file.approvers.users, file.approvers.groups),
+  };
 }
 
 /**
@@ -83,7 +96,11 @@ export function createReportWorker(
           // how long the look waited for a free reporter (a delayed job's own delay is not counted)
           const queuedMs = job.name === REPORT_JOBS.report ? Date.now() - job.timestamp : undefined;
           result = await holdingLock(job, token, JOB_LOCK_MS, deps.log, () =>
-            reportSwap(swapId, deps, { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) }),
+            reportSwap(
+              swapId,
+              { ...deps, ...deps.settings() },
+              { job: job.name, ...(queuedMs === undefined ? {} : { queuedMs }) },
+            ),
           );
         } finally {
           stopRenewing();

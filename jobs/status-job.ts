@@ -1,5 +1,8 @@
+import type { HostConfig } from "../src/config/file-schema.ts";
+import { hostEngineKind } from "../src/config/host-engines.ts";
 import { engineFor } from "../src/engine/engines.ts";
-import { asCodedError, describeError } from "../src/errors.ts";
+import { asCodedError } from "../src/errors.ts";
+import { escapeMrkdwn } from "../src/escape-mrkdwn.ts";
 import { hostFrontDoor } from "../src/front-door/host-front-door.ts";
 import type { HostRegistry } from "../src/host/host-registry.ts";
 import { Semaphore } from "../src/host/semaphore.ts";
@@ -14,16 +17,17 @@ import {
 } from "../src/reporter/fleet-message.ts";
 import { frontDoorLine } from "../src/reporter/front-door-line.ts";
 import { stuckLockLine } from "../src/reporter/host-lock-message.ts";
-import { escapeMrkdwn, type SlackMessage, section } from "../src/reporter/message.ts";
 import { renderHostStatus } from "../src/reporter/status-message.ts";
+import { type SlackMessage, section } from "../src/slack/blocks.ts";
 import type { SlackPoster } from "../src/slack/slack-poster.ts";
+import { readHostSwaps } from "../src/status/host-swaps.ts";
+import { monitorView } from "../src/status/monitor-view.ts";
 import { type HostStatus, healthyStatus, type ProbeTarget, probeHost } from "../src/status/probe-host.ts";
-import { checkHostLock, isStuck } from "../src/store/host-lock-check.ts";
 import type { Store } from "../src/store/store.ts";
 import { servingPortOf } from "../src/swap/unit-ports.ts";
 
 export interface StatusJobDeps {
-  hosts: HostRegistry;
+  hosts: HostRegistry<HostConfig>;
   poster: SlackPoster;
   store: Store;
   /** The state of a swap's BullMQ job (SwapQueue.jobState): tells a live swap from a stuck lock. */
@@ -34,15 +38,7 @@ export interface StatusJobDeps {
    * host healthy from it, without probing it (two intervals and a check's time limit); unset, every host
    * is probed.
    */
-  monitorFreshMs?: number;
-}
-
-/**
- * How old a passed health check may be to stand for a probe in a fleet summary: two of the monitor's
- * intervals and one check's time limit, so one late or lost check does not send the host to be probed.
- */
-export function monitorFreshMs(health: { intervalSeconds: number; checkTimeoutSeconds: number }): number {
-  return (2 * health.intervalSeconds + health.checkTimeoutSeconds) * 1000;
+  monitorFreshMs?: () => number;
 }
 
 /** Hosts probed at once by one `/llm status`: each probe is bounded by its command timeout. */
@@ -59,7 +55,7 @@ export const PROBES_AT_ONCE = 16;
  * thousand hosts answer in the time their unhealthy few take. A lock whose swap can never run again is
  * shown as stuck, with the command that clears it; status clears nothing.
  */
-export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<void> {
+export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise<FleetRow[] | undefined> {
   const { poster, store, log } = deps;
   // a bounded number at a time: a thousand hosts at once is a thousand SSH handshakes and shells at once
   const probes = new Semaphore(PROBES_AT_ONCE);
@@ -67,32 +63,27 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
   const started = Date.now();
   const rows = await Promise.all(
     job.hosts.map(async (name): Promise<FleetRow> => {
-      const lock = await checkHostLock(name, {
+      const swaps = await readHostSwaps(name, {
         store,
         jobState: (id) => deps.swapJobs.jobState(id),
-      }).catch((error: unknown) => {
-        log.warn({ host: name, err: describeError(error) }, "could not check the host lock");
-        return undefined;
+        log,
       });
       // A summary counts the hosts the monitor has just seen healthy, and probes the rest: those it shows
       const seen =
-        summary && lock !== undefined && lock.holder === undefined
+        summary && swaps.lock !== undefined && swaps.lock.holder === undefined
           ? await seenHealthy(name, deps)
           : undefined;
       const status = seen ?? (await probes.run(() => probe(name, deps)));
       if (seen === undefined)
         log.info({ host: name, verdict: status.verdict, ms: status.durationMs }, "status probed");
-      const running = lock?.holder === undefined ? undefined : lock.record;
-      const [last] = (await store.swaps.history({ host: name, limit: 5 })).records.filter(
-        (r) => r.outcome !== undefined,
-      );
+      const { active, stuck, last } = swaps;
       return {
         status,
         ...(seen === undefined ? {} : { fromMonitor: true }),
-        ...(lock !== undefined && isStuck(lock) ? { stuck: stuckLockLine(lock) } : {}),
-        ...(running === undefined || running.outcome !== undefined || (lock !== undefined && isStuck(lock))
+        ...(stuck === undefined ? {} : { stuck: stuckLockLine(stuck) }),
+        ...(active === undefined
           ? {}
-          : { active: { id: running.id, step: running.step, repo: running.request.model.repo } }),
+          : { active: { id: active.id, step: active.step, repo: active.request.model.repo } }),
         ...(last?.outcome === undefined
           ? {}
           : { last: { outcome: last.outcome, repo: last.request.model.repo } }),
@@ -108,6 +99,8 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       },
       "fleet status read",
     );
+  // the CLI and the HTTP API: the rows are the answer (src/http/ops-api.ts), nothing is posted
+  if (job.answer === "return") return rows;
   // An ephemeral can never be edited or found again later: each answer is one message, sent once.
   const answer = (msg: SlackMessage) =>
     job.answer === "private" ? poster.ephemeral(job.channel, job.user, msg) : poster.post(job.channel, msg);
@@ -116,7 +109,7 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       // in order: each part after the one before it
       for (const page of renderFleetPages(rows)) await answer(page);
     } else await answer(rows.length > FLEET_TABLE_ROWS ? renderFleetSummary(rows) : renderFleet(rows));
-    return;
+    return undefined;
   }
   await Promise.all(
     rows.map(async (row) => {
@@ -134,6 +127,7 @@ export async function runStatusJob(job: StatusJob, deps: StatusJobDeps): Promise
       await answer(msg);
     }),
   );
+  return undefined;
 }
 
 /** The host's front door line, when it has one (a read that fails says why, never fails the answer). */
@@ -141,7 +135,7 @@ async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<stri
   const fd = hostFrontDoor(hosts.config(name), hosts.transport(name));
   if (fd === undefined) return undefined;
   try {
-    return frontDoorLine(fd.door.backend, { servers: await fd.door.servers() });
+    return frontDoorLine(fd.door.backend, { servers: await fd.door.servers() }, fd.hold);
   } catch (error) {
     const coded = asCodedError(error);
     return frontDoorLine(fd.door.backend, { error: coded.message, code: coded.code });
@@ -154,13 +148,14 @@ async function frontDoorOf(name: string, { hosts }: StatusJobDeps): Promise<stri
  * healthy status dated by that check. Undefined when the monitor has no such check, or is not consulted.
  */
 async function seenHealthy(name: string, deps: StatusJobDeps): Promise<HostStatus | undefined> {
-  const { monitorFreshMs, store } = deps;
-  if (monitorFreshMs === undefined) return undefined;
+  const { store } = deps;
+  const freshMs = deps.monitorFreshMs?.();
+  if (freshMs === undefined) return undefined;
   const health = await store.incidents.state(name).catch(() => undefined);
-  if (health?.lastResult !== "pass" || health.failures > 0 || health.incident !== undefined) return undefined;
-  if (health.lastCheck === undefined || Date.now() - health.lastCheck.getTime() > monitorFreshMs)
-    return undefined;
-  return healthyStatus(await probeTarget(name, deps), health.lastCheck);
+  if (health === undefined) return undefined;
+  const seen = monitorView(health, Date.now(), freshMs);
+  if (seen.verdict !== "healthy" || seen.checkedAt === undefined) return undefined;
+  return healthyStatus(await probeTarget(name, deps), seen.checkedAt);
 }
 
 /** What a probe of the host asks about: the unit it serves now, on its port, with its engine. */
@@ -173,7 +168,7 @@ async function probeTarget(name: string, { hosts, store }: StatusJobDeps): Promi
     unit: serving?.unit ?? host.currentUnit,
     // a blue/green swap may have moved the serving unit to the standby slot's port
     port: servingPortOf(serving, host.servingPort),
-    engine: engineFor(serving?.engine ?? host.engine),
+    engine: engineFor(serving?.engine ?? hostEngineKind(host)),
   };
 }
 

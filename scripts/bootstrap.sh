@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm run demo` need on a fresh Debian/Ubuntu machine, and nothing when it
 # is all there already: npm dependencies, and the real services the test bench starts (redis-server,
-# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat, vmtouch).
+# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat, vmtouch),
+# and Chromium, the headless browser the fleet page is tested in (test/e2e/fleet-page.test.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +28,10 @@ declare -A needed=(
   [/usr/sbin/haproxy]=haproxy
   [socat]=socat
   [vmtouch]=vmtouch
+  [chromium]=chromium
 )
+# a Chromium or Chrome of its own, named by CHROMIUM (testbench/headless-chromium.ts), stands for Debian's
+if [ -n "${CHROMIUM:-}" ] && command -v "$CHROMIUM" >/dev/null 2>&1; then unset 'needed[chromium]'; fi
 missing=()
 for cmd in "${!needed[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${needed[$cmd]}")
@@ -46,8 +50,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# npm dependencies: install when absent or when the lockfile changed since the last install.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# npm dependencies: install when absent or when the lockfile's content changed since the last install
+# (by content, not by time: a fresh checkout or a git worktree has a new lockfile with the same content,
+# and must not wipe a node_modules it shares).
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f node_modules/.package-lock.json ] || [ "$(cat node_modules/.modelswap-lock.sha256 2>/dev/null)" != "$lock_sum" ]; then
   echo "bootstrap: installing npm dependencies (npm ci)…"
   npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" > node_modules/.modelswap-lock.sha256
 fi

@@ -23,6 +23,7 @@ export type ErrorCode =
   | "HUB_GATED"
   | "HUB_TOKEN_INVALID"
   | "HUB_NO_SAFETENSORS"
+  | "HUB_TOO_MANY_FILES"
   | "HUB_UNAVAILABLE"
   | "HUB_BAD_RESPONSE"
   | "MODEL_CONFIG_UNSUPPORTED"
@@ -31,8 +32,19 @@ export type ErrorCode =
   | "PLAN_REFUSED"
   | "BENCH_FAILED"
   | "CHART_UNAVAILABLE"
+  | "API_TOKEN_MISSING"
+  | "API_TOKEN_INVALID"
+  | "API_SCOPE_MISSING"
+  | "COMMAND_FAILED"
+  | "COMMAND_NO_ANSWER"
+  | "DASHBOARD_UNAVAILABLE"
   | "SHUTTING_DOWN"
   | "SWAP_SUPERSEDED"
+  | "SWAP_ENDED"
+  | "FENCE_STALE"
+  | "FENCE_UNAVAILABLE"
+  | "GC_READ_FAILED"
+  | "GC_DELETE_FAILED"
   | "STORE_RECORD_INVALID"
   | "STORE_RECORD_TOO_LARGE"
   | "FRONT_DOOR_SOCKET_MISSING"
@@ -81,6 +93,26 @@ export function describeError(error: unknown): string {
 export function isHostUnreachable(error: unknown): boolean {
   const code = asCodedError(error).code;
   return code === "HOST_UNREACHABLE" || code === "HOST_CONNECTION_LOST" || code === "HOST_COMMAND_TIMEOUT";
+}
+
+/**
+ * Errors that say this run of a swap is over: another run holds its lease (SWAP_SUPERSEDED), the swap
+ * was ended meanwhile from outside (SWAP_ENDED: a stuck swap cleared), or a host refused its command
+ * because a later run had changed it (FENCE_STALE). Such a run stops where it is,
+ * without saving and without touching a host again; no stage may take one for a failure of its own.
+ */
+export function isRunOver(error: unknown): boolean {
+  const code = asCodedError(error).code;
+  return code === "SWAP_SUPERSEDED" || code === "SWAP_ENDED" || code === "FENCE_STALE";
+}
+
+/**
+ * Errors no stage takes for a failure of its own: the host away (the step runs again later), this run
+ * over (it stops), this process stopping (the step is handed over). A stage that turns errors into its
+ * result throws these on.
+ */
+export function passesThrough(error: unknown): boolean {
+  return isHostUnreachable(error) || isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN";
 }
 
 /** Thrown inside a long step when this process is stopping: the step is handed to another worker. */

@@ -2,36 +2,42 @@ import type { Worker } from "bullmq";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
-import { createReportWorker, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
-import { monitorFreshMs } from "../jobs/status-job.ts";
+import { createReportWorker, reporterSettings, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
 import { benchScaleWarning } from "./config/file-schema.ts";
+import { LiveConfig } from "./config/live-config.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
+import { samePerson } from "./config/operators-schema.ts";
 import { describeError } from "./errors.ts";
-import { principalsMention } from "./grammar/slack-ids.ts";
 import { HostRegistry } from "./host/host-registry.ts";
+import { createOpsApi } from "./http/ops-api.ts";
+import { operatorTokens } from "./http/ops-auth.ts";
 import { OpsEndpoints } from "./http/ops-server.ts";
 import { HubClient } from "./hub/hub-client.ts";
 import { createLogger, type Logger } from "./log.ts";
-import type { Recipe } from "./plan/recipes.ts";
+import type { CatalogueRecipe } from "./plan/catalogue-schema.ts";
 import { watchEventLoop } from "./process/event-loop-watch.ts";
 import { CommandQueue } from "./queue/command-queue.ts";
 import { InFlight } from "./queue/in-flight.ts";
-import type { RedisClient } from "./queue/redis-client.ts";
-import { createRedis, describeRedis, waitReady } from "./queue/redis-connection.ts";
-import { watchRedisPolicy } from "./queue/redis-policy.ts";
-import { RedisReachability } from "./queue/redis-reachability.ts";
 import { ReportQueue } from "./queue/report-queue.ts";
 import { SwapQueue } from "./queue/swap-queue.ts";
 import { lookForStalls, WorkerStallWatch } from "./queue/worker-stall.ts";
+import type { RedisClient } from "./redis/redis-client.ts";
+import { createRedis, describeRedis } from "./redis/redis-connection.ts";
+import { watchRedisPolicy } from "./redis/redis-policy.ts";
+import { RedisReachability } from "./redis/redis-reachability.ts";
+import { type ReloadResult, startConfigReload } from "./reload/start-config-reload.ts";
 import { AccessControl } from "./slack/access-control.ts";
 import { createSlackApp, type SlackApp, startSlackApp } from "./slack/create-slack-app.ts";
 import { MeteredWebClient } from "./slack/metered-web-client.ts";
 import { reply } from "./slack/reply.ts";
 import { SlackPoster } from "./slack/slack-poster.ts";
-import { migrateStore } from "./store/migrate.ts";
+import { type SlackLink, watchSocketLink } from "./slack/socket-link.ts";
+import { monitorFreshMs } from "./status/monitor-view.ts";
+import { migrateOnStart, ready } from "./store/start-store.ts";
 import { Store } from "./store/store.ts";
+import { Timers } from "./timers.ts";
 
 export interface Roles {
   /** Answers Slack: verifies, authorizes, acks, enqueues. */
@@ -44,8 +50,8 @@ export interface ModelswapOptions {
   config: Config;
   roles: Roles;
   log?: Logger;
-  /** The recipe table (default: src/plan/recipes.ts); tests inject a broken one. */
-  recipes?: readonly Recipe[];
+  /** The recipes to choose from (default: src/plan/catalogue.yaml, then recipes.own); tests inject a broken one. */
+  recipes?: readonly CatalogueRecipe[];
 }
 
 export interface RunningModelswap {
@@ -54,6 +60,8 @@ export interface RunningModelswap {
   /** The port of the ops server (/healthz, /metrics) when it has its own: worker role, or METRICS_PORT. */
   opsPort: number | undefined;
   log: Logger;
+  /** Reads the config file again and applies it if it is valid (SIGHUP; a change to the file does it by itself). */
+  reloadConfig(): Promise<ReloadResult>;
   stop(): Promise<void>;
 }
 
@@ -64,14 +72,18 @@ export async function startModelswap({
   log: given,
   recipes,
 }: ModelswapOptions): Promise<RunningModelswap> {
-  const secrets = configSecrets(config);
+  const secrets = [...configSecrets(config), ...operatorTokens(config.file.operators, process.env)];
   const log = given ?? createLogger({ level: config.env.LOG_LEVEL, secrets });
-  // /healthz, /metrics and the queue dashboard; it counts the Slack calls of the client below
+  // what follows the config file while the process runs reads it here (src/reload/)
+  const live = new LiveConfig(config);
+  // /healthz, /metrics, the fleet page and the queue dashboard; it counts the Slack calls of the client below
   const ops = new OpsEndpoints({
     config,
     log: log.child({ name: "ops" }),
-    hosts: config.file.hosts.map((h) => h.name),
+    hosts: () => live.current().file.hosts.map((h) => h.name),
     secrets,
+    operators: () => live.current().file.operators,
+    fleet: live,
   });
   const client = new MeteredWebClient(ops.slackCalls, config.env.SLACK_BOT_TOKEN, {
     slackApiUrl: config.env.SLACK_API_URL,
@@ -97,6 +109,8 @@ export async function startModelswap({
   let monitor: RunningMonitor | undefined;
   let stopLookingForStalls: (() => Promise<void>) | undefined;
   let port: number | undefined;
+  let slackLink: SlackLink | undefined;
+  let accessControl: AccessControl | undefined;
   // Aborted by stop(): long steps hand their swap over at the next safe point instead of holding on.
   const stopping = new AbortController();
   const stopWatchingLoop = watchEventLoop(log.child({ name: "process" }));
@@ -119,7 +133,7 @@ export async function startModelswap({
       log: workerLog,
     });
     const store = createStore(connection);
-    await migrateOnStart(store, workerLog);
+    await migrateOnStart(store, workerLog, config);
     reports = new ReportQueue(connection);
     const reportQueue = reports;
     // /llm status asks BullMQ whether the swap that holds a host lock still has a job
@@ -133,14 +147,16 @@ export async function startModelswap({
           store,
           swapJobs: workerSwaps,
           log: workerLog,
-          monitorFreshMs: monitorFreshMs(config.file.health),
+          monitorFreshMs: () => monitorFreshMs(live.current().file.health),
+          retention: () => live.current().file.retention,
+          leaseMs: () => live.current().file.swaps.lockSeconds * 1000,
         },
         watch,
       ),
       createSwapWorker(
         connection,
         {
-          config,
+          config: live,
           store,
           hosts,
           hub,
@@ -157,8 +173,7 @@ export async function startModelswap({
           store,
           poster,
           queue: reportQueue,
-          cardUpdateSeconds: config.file.swaps.cardUpdateSeconds,
-          approvers: principalsMention(config.file.approvers.users, config.file.approvers.groups),
+          settings: () => reporterSettings(live.current().file),
           log: log.child({ name: "reporter" }),
           clock: systemClock,
         },
@@ -174,7 +189,7 @@ export async function startModelswap({
     monitor = await startMonitor(
       connection,
       {
-        config,
+        config: live,
         hosts,
         store,
         poster,
@@ -201,19 +216,22 @@ export async function startModelswap({
     swaps = new SwapQueue(connection);
     const swapQueue = swaps;
     const store = createStore(connection);
-    if (!roles.worker) await migrateOnStart(store, log);
+    if (!roles.worker) await migrateOnStart(store, log, config);
     botReports = new ReportQueue(connection);
     const reportQueue = botReports;
     const access = new AccessControl(config.file.requesters, config.file.approvers, client, log, {
       groupStalenessMs: config.file.access.groupStalenessMinutes * 60_000,
     });
+    accessControl = access;
     app = createSlackApp({
-      deps: { config, access, queue, swaps, store, reports: reportQueue },
+      config: live,
+      deps: { access, queue, swaps, store, reports: reportQueue },
       decisions: {
         store,
         // who is an approver now, not when the plan was posted: Slack is asked again at each decision
         isApprover: (user) => access.isApprover(user, { fresh: true }),
-        allowSelfApproval: config.file.approvals.allowSelfApproval,
+        allowSelfApproval: () => live.current().file.approvals.allowSelfApproval,
+        sameAs: (a, b) => samePerson(live.current().file.operators, a, b),
         wake: (id) => swapQueue.wake(id),
         reportSoon: (id) => reportQueue.soon(id, "urgent"),
         tell: (user, text) => poster.ephemeral(config.file.slack.channel, user, reply(text)),
@@ -226,8 +244,35 @@ export async function startModelswap({
       routes: ops.boltRoutes(config.env.PORT),
       redact: (msg) => poster.redact(msg),
     });
+    // the CLI and the HTTP API: the same commands, queues and approval gate as Slack's (src/http/ops-api.ts)
+    ops.serveApi(
+      createOpsApi({
+        auth: ops.auth,
+        config: () => live.current(),
+        commands: allCommands(),
+        deps: { queue, swaps, store, reports: reportQueue },
+        clock: systemClock,
+        log: log.child({ name: "api" }),
+        secrets,
+      }),
+    );
     port = await startSlackApp(app, config.env);
+    // in Socket Mode, a link that stays down makes the bot deaf: /healthz says so, the log says why
+    slackLink = watchSocketLink(app, log.child({ name: "slack" }));
+    const link = slackLink;
+    if (link !== undefined) ops.watchSlack(() => link.problem());
   }
+  // the config file, watched, and read again on SIGHUP (runRoles) or a note from another process
+  const reload = await startConfigReload({
+    live,
+    roles,
+    hosts,
+    access: accessControl,
+    monitor,
+    store: createStore(redisConnections[0]!),
+    watchConnection: (connection, source) => reachability.watch(connection, source),
+    log,
+  });
   const opsPort = await ops.start(port);
   log.info(
     { roles, hosts: hosts.names(), port, opsPort, redis: describeRedis(config.env) },
@@ -240,12 +285,15 @@ export async function startModelswap({
     port,
     opsPort,
     log,
+    reloadConfig: () => reload.reload({ kind: "signal" }),
     async stop() {
-      const graceMs = config.file.swaps.shutdownGraceSeconds * 1000;
+      const graceMs = live.current().file.swaps.shutdownGraceSeconds * 1000;
       log.info({ graceSeconds: graceMs / 1000 }, "stopping: no new work; running steps reach a safe point");
       stopping.abort();
       stopWatchingLoop();
       reachability.stop();
+      await reload.stop();
+      slackLink?.stop();
       await stopLookingForStalls?.();
       await app?.stop();
       const closed = Promise.all(
@@ -298,36 +346,3 @@ export async function startModelswap({
 
 /** How long a stop with no step running waits for the workers to close (Redis answering: milliseconds). */
 const IDLE_CLOSE_MS = 1000;
-
-/** Timeouts that resolve to a value, all cleared at once when the race they were in is over. */
-class Timers {
-  private readonly pending: NodeJS.Timeout[] = [];
-
-  after<T>(ms: number, value: T): Promise<T> {
-    return new Promise((resolve) => this.pending.push(setTimeout(() => resolve(value), ms)));
-  }
-
-  clear(): void {
-    for (const timer of this.pending.splice(0)) clearTimeout(timer);
-  }
-}
-
-/**
- * Brings an older deployment's keys to this version's layout before anything reads them (several
- * processes starting at once: one migrates, the others wait for it). Redis being down is not fatal here:
- * nothing can be read then either, and the next start migrates.
- */
-async function migrateOnStart(store: Store, log: Logger): Promise<void> {
-  try {
-    const result = await migrateStore(store, log.child({ name: "migrate" }));
-    if (result.migrated > 0) log.info(result, "store migrated to this version's key layout");
-  } catch (error) {
-    log.error({ err: describeError(error) }, "could not migrate the store; old records stay where they were");
-  }
-}
-
-/** Waits (briefly) for a fail-fast connection to be up, so the first command does not race it. */
-async function ready(connection: RedisClient, log: Logger): Promise<void> {
-  if (!(await waitReady(connection, 5000)))
-    log.warn("Redis is not reachable yet: commands will answer that the queue is unavailable until it is");
-}

@@ -1,16 +1,16 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve as resolvePath } from "node:path";
 import { promisify } from "node:util";
 import { pino } from "pino";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { type Config, configSecrets, loadConfig } from "../src/config/load-config.ts";
 import { createLogger, type Logger } from "../src/log.ts";
 import { type Roles, type RunningModelswap, startModelswap } from "../src/main.ts";
-import type { Recipe } from "../src/plan/recipes.ts";
+import type { CatalogueRecipe } from "../src/plan/catalogue-schema.ts";
 import { freePort } from "./free-port.ts";
 import {
   createEngineUpstream,
@@ -85,11 +85,20 @@ export interface BenchHostSpec {
   reach?: "refused" | "silent" | "stale-key";
   /** Faults set before the serving unit starts (see gpu-host/README.md and SGLANG.md). */
   faults?: Record<string, unknown>;
+  /** More settings of the host's config entry, as written (e.g. `flags`, house flags; `engineRef`). */
+  config?: Record<string, unknown>;
   /**
    * What `df` reports available at the models dir (the sim's `diskFreeBytes`), e.g.
    * SEED_BOX_FREE_DISK_BYTES. Default: this machine's real free space.
    */
   diskFreeBytes?: number;
+  /**
+   * The size of the disk the host's sandbox is on (the sim's `diskSizeBytes`): `df` reports it less what
+   * the sandbox holds, so deleted files give their space back. Wins over `diskFreeBytes`.
+   */
+  diskSizeBytes?: number;
+  /** The host's RAM as `free` reports it (GiB; default 1024): with less, a big model is not preloaded. */
+  hostMemGiB?: number;
   /** Wait until the serving model answers /health (default true when serving). */
   waitHealthy?: boolean;
   /** The bot's per-command timeout for this host (s); default the bench's. */
@@ -136,7 +145,7 @@ export interface BenchOptions {
   /** Where the bot's pino log goes (default: a file in the bench directory). */
   logTo?: "file" | "silent";
   /** The config's `swaps:` section (polling, card throttling, timeouts). */
-  swaps?: Record<string, number | string | boolean>;
+  swaps?: Record<string, number | string | boolean | string[]>;
   /** The config's `approvals:` section. */
   approvals?: { allowSelfApproval?: boolean; ttlMinutes?: number };
   /**
@@ -169,6 +178,10 @@ export interface BenchOptions {
   enginePolicy?: Record<string, unknown>;
   /** The config's `hub:` section (allowPullRequests, remoteCodeOrgs). */
   hubPolicy?: Record<string, unknown>;
+  /** The config's `models:` section (per-model profiles: flags, tp, engine, engineRef). */
+  models?: Record<string, unknown>[];
+  /** The config's `recipes:` section (overrides, own). */
+  recipes?: Record<string, unknown>;
   /** The config's `status:` section (`visibility: private | channel`; the bot's default is private). */
   status?: { visibility?: "private" | "channel" };
   /**
@@ -190,6 +203,8 @@ export interface SpawnBotOptions {
   logLevel?: string;
   /** Flags for node itself, before the script (e.g. `--cpu-prof`, `--cpu-prof-dir=…`). */
   nodeArgs?: string[];
+  /** More environment for the child (e.g. `MODELSWAP_WATCH_CONFIG: "false"`). */
+  env?: Record<string, string>;
 }
 
 export interface ChildBot {
@@ -218,6 +233,7 @@ export class Bench {
   private bots: RunningModelswap[] = [];
   private children: ChildProcess[] = [];
   private childBots: ChildBot[] = [];
+  private spawned = 0;
   private silentServers: Server[] = [];
   private haproxies: BenchHaproxy[] = [];
   configPath = "";
@@ -251,10 +267,28 @@ export class Bench {
     return await loadConfig(this.env);
   }
 
+  /**
+   * Changes the config file as an editor saves it (`writeConfig`): `change` edits the parsed YAML in place.
+   * A host for it to add comes from `addHost(spec)`, which starts that host's simulation.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: a test edits the YAML as a person would, whatever its shape
+  async editConfig(change: (config: any) => void): Promise<void> {
+    const config: unknown = parse(await readFile(this.configPath, "utf8"));
+    change(config);
+    await this.writeConfig(stringify(config));
+  }
+
+  /** Replaces the config file's text as editors save: written beside it, then renamed over it. */
+  async writeConfig(text: string): Promise<void> {
+    const temp = join(dirname(this.configPath), `.modelswap.yaml.${randomBytes(4).toString("hex")}.tmp`);
+    await writeFile(temp, text);
+    await rename(temp, this.configPath);
+  }
+
   /** Starts the real bot in this process, pointed at the bench, and tells the Slack emulator where it is. */
   async startBot(
     roles: Roles = { bot: true, worker: true },
-    extra: { recipes?: readonly Recipe[] } = {},
+    extra: { recipes?: readonly CatalogueRecipe[] } = {},
   ): Promise<RunningModelswap> {
     const port = await freePort();
     this.env.PORT = String(port);
@@ -273,15 +307,22 @@ export class Bench {
    * (`bot` alone has no worker), the log level, and flags for node itself (e.g. `--cpu-prof`).
    */
   async spawnBot(options: SpawnBotOptions = {}): Promise<ChildBot> {
+    // numbered before anything is awaited: children spawned at once get logs of their own
+    const logPath = join(this.dir, `bot-${++this.spawned}.log`);
     const port = await freePort();
     const role = options.role ?? "start";
-    const logPath = join(this.dir, `bot-${this.children.length + 1}.log`);
     const out = await open(logPath, "a");
     const child = spawn(
       process.execPath,
       [...(options.nodeArgs ?? []), new URL("../bin/modelswap.js", import.meta.url).pathname, role],
       {
-        env: { ...process.env, ...this.env, PORT: String(port), LOG_LEVEL: options.logLevel ?? "debug" },
+        env: {
+          ...process.env,
+          ...this.env,
+          PORT: String(port),
+          LOG_LEVEL: options.logLevel ?? "debug",
+          ...options.env,
+        },
         stdio: ["ignore", out.fd, out.fd],
       },
     );
@@ -362,7 +403,10 @@ export class Bench {
     });
   }
 
-  /** @internal */
+  /**
+   * Starts a simulated host and returns its entry for the config's `hosts:` (startBench does this for
+   * each host it is given; a test adds one to a running bot's config with `editConfig`).
+   */
   async addHost(spec: BenchHostSpec): Promise<Record<string, unknown>> {
     if (spec.sandboxOf !== undefined) return await this.addLightHost(spec, this.host(spec.sandboxOf));
     const root = join(this.dir, "hosts", spec.name);
@@ -371,7 +415,7 @@ export class Bench {
       name: spec.name,
       gpus: spec.gpus ?? "8x-rtx-pro-6000-blackwell",
       hubUrl: this.hub.url,
-      hostMemGiB: 1024,
+      hostMemGiB: spec.hostMemGiB ?? 1024,
       engine: spec.engine,
       hubCli: spec.hubCli,
     });
@@ -380,6 +424,7 @@ export class Bench {
     this.hosts.set(spec.name, { spec, sim, servingPort, unit });
     for (const [name, value] of Object.entries(spec.faults ?? {})) await sim.setFault(name, value);
     if (spec.diskFreeBytes !== undefined) await sim.setFault("diskFreeBytes", spec.diskFreeBytes);
+    if (spec.diskSizeBytes !== undefined) await sim.setFault("diskSizeBytes", spec.diskSizeBytes);
     if (spec.serving !== false) await this.serve(spec, sim, servingPort, unit);
 
     const frontDoor = await this.frontDoor(spec, root, servingPort);
@@ -405,6 +450,7 @@ export class Bench {
         spec.enginePatch === true
           ? [await makeEnginePatch(this.upstream.url, join(root, "patches", "0001-sm120-support.patch"))]
           : [],
+      ...spec.config,
     };
     if (spec.transport === "local") return { ...common, local: true, extraPath: [sim.binDir] };
     const keyDir = this.options.secrets?.keyDir;
@@ -462,6 +508,7 @@ export class Bench {
         hold: "hold",
         holdSeconds,
         ...(standbyPort === undefined ? {} : { standby: { server: "green", port: standbyPort } }),
+        port: Number(new URL(haproxy.url).port),
       },
     };
   }
@@ -626,6 +673,8 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       swaps: { pollSeconds: 0.5, cardUpdateSeconds: 2, baseline: "off", ...options.swaps },
       ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
       ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
+      ...(options.models === undefined ? {} : { models: options.models }),
+      ...(options.recipes === undefined ? {} : { recipes: options.recipes }),
       ...(options.status === undefined ? {} : { status: options.status }),
       ...(options.weightScale === undefined ? {} : { bench: { weightScale: options.weightScale } }),
       hosts,

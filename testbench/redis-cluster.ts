@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import { MODELSWAP_SLOT } from "../src/queue/redis-client.ts";
+import { MODELSWAP_SLOT } from "../src/redis/redis-client.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { until } from "./until.ts";
 

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { freePort } from "./free-port.ts";
+import { freePort, freePortWith } from "./free-port.ts";
 import { until } from "./until.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
@@ -46,7 +46,10 @@ export interface BenchRedisOptions {
  */
 export async function startRedis(dir: string, options: BenchRedisOptions = {}): Promise<BenchRedis> {
   await mkdir(dir, { recursive: true });
-  const port = await freePort();
+  const clusterNode = options.cluster === true || options.clusterNodeTimeoutMs !== undefined;
+  // a cluster node also listens on its bus port, port + 10000 (redis.conf, "cluster-port"): both free
+  const pickPort = () => (clusterNode ? freePortWith(CLUSTER_BUS_OFFSET) : freePort());
+  let port = await pickPort();
   let child: ChildProcess | undefined;
 
   const start = async () => {
@@ -69,7 +72,7 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
         "noeviction",
         "--logfile",
         join(dir, "redis.log"),
-        ...(options.cluster === true || options.clusterNodeTimeoutMs !== undefined
+        ...(clusterNode
           ? ["--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf")]
           : []),
         ...(options.clusterNodeTimeoutMs === undefined
@@ -87,7 +90,16 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
         `redis-server could not be started: ${error.message}. Install it: apt-get install redis-server`,
       );
     });
-    await waitForPort(port, "redis-server");
+    // redis-server that exits (a port taken since freePort looked, a bad option) is said at once, with
+    // its log's last lines, not after waitForPort's 10 s as "timed out"
+    const running = child;
+    const exited = new Promise<string>((resolve) =>
+      running.once("exit", (code, signal) => resolve(signal === null ? `exit ${code}` : signal)),
+    );
+    const listening = waitForPort(port, "redis-server").then(() => undefined);
+    listening.catch(() => undefined); // when it exited first, the port's wait runs out unheard
+    const early = await Promise.race([listening, exited]);
+    if (early !== undefined) throw new RedisExited(port, early, await logTail(dir));
     if (options.cluster === true) await ownAllSlots(port);
   };
 
@@ -101,7 +113,17 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
     await exited;
   };
 
-  await start();
+  // the first start only: a port another process took between freePort's look and redis-server's bind
+  // is given up for another (a restart keeps its port: clients and replicas know it)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (!(error instanceof RedisExited) || !error.portTaken || attempt >= 3) throw error;
+      port = await pickPort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -112,6 +134,23 @@ export async function startRedis(dir: string, options: BenchRedisOptions = {}): 
     pause: () => child?.kill("SIGSTOP"),
     resume: () => child?.kill("SIGCONT"),
   };
+}
+
+/** A cluster node's bus port is its port + 10000 (redis.conf: cluster-port 0 means so). */
+const CLUSTER_BUS_OFFSET = 10_000;
+
+/** redis-server ended before it listened; its log's last lines say why. */
+class RedisExited extends Error {
+  readonly portTaken: boolean;
+  constructor(port: number, how: string, log: string) {
+    super(`redis-server on port ${port} ended (${how}) before it listened; its log ends:\n${log}`);
+    this.portTaken = /Address already in use/.test(log);
+  }
+}
+
+async function logTail(dir: string): Promise<string> {
+  const log = await readFile(join(dir, "redis.log"), "utf8").catch(() => "(no redis.log)");
+  return log.trimEnd().split("\n").slice(-8).join("\n");
 }
 
 /** Gives a one-node cluster every slot (kept in nodes.conf across restarts) and waits for cluster_state:ok. */

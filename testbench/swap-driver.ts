@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import type { RedisClient } from "../src/queue/redis-client.ts";
 import { SWAP_QUEUE } from "../src/queue/swap-queue.ts";
+import type { RedisClient } from "../src/redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../src/store/keys.ts";
 import { Store } from "../src/store/store.ts";
 import type { Decision, SwapRecord } from "../src/swap/swap-record.ts";
@@ -158,6 +158,19 @@ export class SwapDriver {
   /** Plan messages in a card's thread. */
   plansOf(cardTs: string): SlackMessage[] {
     return this.bench.slack.thread(CHANNEL, cardTs).filter((m) => m.text.startsWith("Swap plan:"));
+  }
+
+  /** The latest plan's details, once posted (under the plan, right after it). */
+  async planDetails(cardTs: string, timeoutMs = this.options.postWithinMs ?? 60_000): Promise<SlackMessage> {
+    return await this.bench.slack.waitFor(() => this.planDetailsOf(cardTs).at(-1), {
+      what: `the plan's details in the thread of ${cardTs}`,
+      timeoutMs,
+    });
+  }
+
+  /** The plans' details (every check's figures, the command, each flag's reason, the unit diff), oldest first. */
+  planDetailsOf(cardTs: string): SlackMessage[] {
+    return this.bench.slack.thread(CHANNEL, cardTs).filter((m) => /^How swap \S+ was planned/.test(m.text));
   }
 
   /** Everything the card's thread says, text and blocks, for matching. */

@@ -1,5 +1,7 @@
 import { type Clock, systemClock } from "../../src/clock.ts";
-import type { Config } from "../../src/config/load-config.ts";
+import type { HostConfig } from "../../src/config/file-schema.ts";
+import { hostEngineKind } from "../../src/config/host-engines.ts";
+import type { ConfigSource } from "../../src/config/live-config.ts";
 import { engineFor } from "../../src/engine/engines.ts";
 import { describeError } from "../../src/errors.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
@@ -14,8 +16,9 @@ import { checkHealth, type HealthCheckResult } from "./health-check.ts";
 import { readIncidentFacts } from "./incident-facts.ts";
 
 export interface MonitorCheckDeps {
-  config: Config;
-  hosts: HostRegistry;
+  /** Read at each check: a reload applies from the next one. */
+  config: ConfigSource;
+  hosts: HostRegistry<HostConfig>;
   store: Pick<Store, "swaps" | "locks" | "hosts">;
   poster: SlackPoster;
   tracker: IncidentTracker;
@@ -46,7 +49,8 @@ export async function runMonitorCheck(
   /** When the schedule wanted this check (Unix ms); its lateness is counted in the fleet's histogram. */
   dueAt?: number,
 ): Promise<MonitorCheckOutcome> {
-  const { config, hosts, store, tracker } = deps;
+  const { hosts, store, tracker } = deps;
+  const config = deps.config.current();
   // BullMQ schedules by the real clock, whatever clock the checks are stamped with
   const startedAt = Date.now();
   if (!hosts.names().includes(host)) return { ran: false, why: "unknown-host" };
@@ -75,7 +79,7 @@ export async function runMonitorCheck(
       {
         unit,
         port: servingPortOf(serving, hostConfig.servingPort),
-        engine: engineFor(serving?.engine ?? hostConfig.engine),
+        engine: engineFor(serving?.engine ?? hostEngineKind(hostConfig)),
       },
       health.checkTimeoutSeconds,
       deps.clock,
@@ -137,7 +141,8 @@ async function postAlert(
   log: Logger,
   unreachable?: HealthCheckResult["unreachable"],
 ): Promise<void> {
-  const { config, hosts, poster, tracker } = deps;
+  const { hosts, poster, tracker } = deps;
+  const config = deps.config.current();
   const { incident } = transition;
   // a host the bot cannot reach has no journal or nvidia-smi to read: asking again would only repeat the error
   const facts =
@@ -190,7 +195,8 @@ async function postRecovery(
   deps: MonitorCheckDeps,
   log: Logger,
 ): Promise<void> {
-  const { config, poster } = deps;
+  const { poster } = deps;
+  const config = deps.config.current();
   const { incident } = transition;
   // the outage ends with the first of the passed checks that closed the incident
   const recoveredAt = incident.healthySince ?? new Date((deps.clock ?? systemClock).now());

@@ -7,9 +7,9 @@ import {
   MonitorQueue,
   scheduledAt,
 } from "../../src/queue/monitor-queue.ts";
-import type { RedisClient } from "../../src/queue/redis-client.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
+import type { RedisClient } from "../../src/redis/redis-client.ts";
 import { IncidentTracker } from "../../src/store/incidents.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import {
@@ -27,6 +27,11 @@ export interface RunningMonitor {
   tracker: IncidentTracker;
   /** Settles once the schedulers match the config (start-up waits for it only briefly). */
   reconciled: Promise<void>;
+  /**
+   * Brings the schedulers, thresholds and concurrency to the config and hosts as they are now (after a
+   * reload); throws when Redis does not take the schedulers.
+   */
+  reconfigure(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -36,35 +41,28 @@ const RECONCILE_WAIT_MS = 5000;
 /**
  * Starts the health monitor of a worker process: the `monitor` queue's worker, which runs each host's
  * scheduled check, and the reconciliation of the schedulers with the config (one per configured host,
- * none for hosts that left it). Every worker process does this; upserts are idempotent, so several
- * workers agree as long as they run the same config.
+ * none for hosts that left it), again at each reload that changes the hosts or `health:` (reconfigure).
+ * Every worker process does this; upserts are idempotent, so several workers agree as long as they run
+ * the same config.
  */
 export async function startMonitor(
   connection: RedisClient,
   deps: MonitorDeps,
   watch: WorkerWatch,
 ): Promise<RunningMonitor> {
-  const health = deps.config.file.health;
-  const intervalMs = Math.max(1, Math.round(health.intervalSeconds * 1000));
-  const tracker = new IncidentTracker(connection, {
-    failureThreshold: health.failureThreshold,
-    recoveryThreshold: health.recoveryThreshold ?? DEFAULT_RECOVERY_THRESHOLD,
-    claimTimeoutMs: Math.max(60_000, 3 * intervalMs),
-  });
+  const tracker = new IncidentTracker(connection, thresholds(deps.config.current().file.health));
   const checkDeps: MonitorCheckDeps = { ...deps, tracker };
   const queue = new MonitorQueue(connection);
-  const hostNames = deps.hosts.names();
   const worker = new Worker<HealthCheckJob, MonitorCheckOutcome>(
     MONITOR_QUEUE,
     watch.inFlight.track(MONITOR_QUEUE, async (job: Job<HealthCheckJob>) => {
       const { host } = healthCheckJobSchema.parse(job.data);
       return await runMonitorCheck(host, job.id ?? `${host}:${Date.now()}`, checkDeps, scheduledAt(job));
     }),
-    // every host may be checked at once; a host is never checked twice at once (the tracker's slot)
     {
       connection,
       prefix: QUEUE_PREFIX,
-      concurrency: Math.max(4, hostNames.length * 2),
+      concurrency: concurrencyFor(deps.hosts.names()),
       metrics: WORKER_METRICS,
     },
   );
@@ -73,14 +71,20 @@ export async function startMonitor(
   });
   worker.on("error", (error) => watch.reachability.error("monitor worker", error));
 
-  const reconciled = (async () => {
-    const { removed } = await queue.reconcile(hostNames, intervalMs);
+  // the schedulers, thresholds and concurrency for the config and hosts as they are now
+  const reconcile = async () => {
+    const { health } = deps.config.current().file;
+    const hostNames = deps.hosts.names();
+    tracker.setThresholds(thresholds(health));
+    worker.concurrency = concurrencyFor(hostNames);
+    const { removed } = await queue.reconcile(hostNames, intervalMsOf(health));
     for (const host of removed) await tracker.forget(host);
     deps.log.info(
       { hosts: hostNames, removed, intervalSeconds: health.intervalSeconds },
       "health monitor schedulers reconciled",
     );
-  })().catch((error: unknown) => {
+  };
+  const reconciled = reconcile().catch((error: unknown) => {
     deps.log.error({ err: describeError(error) }, "could not reconcile the health monitor's schedulers");
   });
   let timer: NodeJS.Timeout | undefined;
@@ -99,9 +103,29 @@ export async function startMonitor(
     queue,
     tracker,
     reconciled,
+    reconfigure: reconcile,
     async close() {
       await worker.close();
       await queue.close();
     },
   };
+}
+
+type Health = ReturnType<MonitorDeps["config"]["current"]>["file"]["health"];
+
+function intervalMsOf(health: Health): number {
+  return Math.max(1, Math.round(health.intervalSeconds * 1000));
+}
+
+function thresholds(health: Health) {
+  return {
+    failureThreshold: health.failureThreshold,
+    recoveryThreshold: health.recoveryThreshold ?? DEFAULT_RECOVERY_THRESHOLD,
+    claimTimeoutMs: Math.max(60_000, 3 * intervalMsOf(health)),
+  };
+}
+
+/** Every host may be checked at once (a host is never checked twice at once: the tracker's slot). */
+function concurrencyFor(hosts: readonly string[]): number {
+  return Math.max(4, hosts.length * 2);
 }

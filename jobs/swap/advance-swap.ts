@@ -1,37 +1,23 @@
-import { randomBytes } from "node:crypto";
 import { systemClock } from "../../src/clock.ts";
-import { asCodedError, CodedError, isHostUnreachable } from "../../src/errors.ts";
-import { keepRenewed } from "../../src/keep-renewed.ts";
+import { asCodedError, isHostUnreachable, isRunOver } from "../../src/errors.ts";
 import { inStage } from "../../src/metrics/stage-scope.ts";
-import { formatGB } from "../../src/plan/byte-units.ts";
-import { pastFlipBack } from "../../src/swap/flip-back.ts";
 import type { StageContext, StepResult } from "../../src/swap/stage-context.ts";
 import { createStageContext, type SwapDeps } from "./create-stage-context.ts";
+import { type AdvanceResult, cancelled, conclude, failSwap } from "./end-swap.ts";
+import { modeOf } from "./modes/mode-of.ts";
+import { gaveUp, type Run, retryLater } from "./run.ts";
+import { runSave } from "./run-save.ts";
 import { benchmarkStage } from "./stages/benchmark.ts";
-import { retireStage } from "./stages/blue-green.ts";
-import { bytesOnDisk } from "./stages/download.ts";
-import { type Finished, finishSwap } from "./stages/finish.ts";
-import { releaseStage } from "./stages/front-door.ts";
 import { healthStage } from "./stages/health.ts";
 import { preflightStage } from "./stages/preflight.ts";
-import { prepareStage, stopTasks } from "./stages/prepare.ts";
+import { prepareStage } from "./stages/prepare.ts";
 import { resolveStage } from "./stages/resolve.ts";
 import { restartStage } from "./stages/restart-full-memory.ts";
-import { type RollbackResult, rollback } from "./stages/rollback.ts";
 import { rollbackPreflightStage } from "./stages/rollback-preflight.ts";
 import { sanityStage } from "./stages/sanity.ts";
-import { switchStage } from "./stages/switch.ts";
-import type { RunningSwap } from "./swap-state.ts";
+import { type SwapLease, takeSwapLease } from "./swap-lease.ts";
 
-/** What the job runner does after one advance: nothing more, or park the job for this long. */
-export type AdvanceResult = { done: true } | { done: false; waitMs: number };
-
-/** One advance of one swap: its context, and the save that persists what its stages did. */
-interface Run {
-  ctx: StageContext;
-  swap: RunningSwap;
-  save(finished?: Finished): Promise<void>;
-}
+export type { AdvanceResult };
 
 /**
  * Runs a swap forward from where its record says it is, step after step, saving the record (with its new
@@ -40,73 +26,43 @@ interface Run {
  * reporter's: each save asks it to look, and nothing here waits for Slack.
  */
 export async function advanceSwap(swapId: string, deps: SwapDeps): Promise<AdvanceResult> {
-  const token = randomBytes(8).toString("hex");
-  const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
-  const { locks } = deps.store;
+  const leaseMs = deps.config.current().file.swaps.lockSeconds * 1000;
+  const lease = await takeSwapLease(deps.store.locks, swapId, leaseMs);
   // Another advance of this swap is running (a step re-run while its first run still goes on): look later.
-  if (!(await locks.takeLease(swapId, token, leaseMs))) return { done: false, waitMs: 1000 };
-  let lost = false;
-  const stopRenewing = keepRenewed(
-    () => locks.renewLease(swapId, token, leaseMs),
-    leaseMs / 3,
-    () => {
-      lost = true;
-    },
-  );
+  if (lease === undefined) return { done: false, waitMs: 1000 };
   try {
-    const run = await openRun(swapId, deps, async () => {
-      if (lost || !(await locks.holdsLease(swapId, token))) {
-        throw new CodedError(
-          "SWAP_SUPERSEDED",
-          `swap ${swapId} is advanced by another run now; this one stops without saving`,
-          "nothing to do: the run that holds the swap's lease goes on",
-        );
-      }
-    });
+    const run = await openRun(swapId, deps, lease);
     if (run === undefined) return { done: true };
     const hostLost = await ownHost(run, deps);
     if (hostLost !== undefined) return await failSwap(run, deps, hostLost, false);
     return await advanceHeld(run, deps);
+  } catch (error) {
+    if (isRunOver(error)) {
+      const { code, message } = asCodedError(error);
+      deps.log.warn({ swap: swapId, code }, `this run of the swap stops, nothing saved: ${message}`);
+      // ended from outside meanwhile (a stuck swap cleared): nothing is left for its job to do
+      if (code === "SWAP_ENDED") return { done: true };
+    }
+    throw error;
   } finally {
-    stopRenewing();
-    await locks.releaseLease(swapId, token).catch(() => undefined);
+    await lease.release();
   }
 }
 
 /**
- * Reads the record and binds it to a context whose saves are guarded by the lease (`guard` throws when
- * this advance no longer holds it, so a late process never overwrites what the one that took over wrote).
+ * Reads the record and binds it to a context whose saves are guarded by the lease (Redis refuses a save
+ * once this advance no longer holds it, so a late process never overwrites what the one that took over
+ * wrote: jobs/swap/run-save.ts) and whose changes to the host carry the lease's fence number (so the host
+ * refuses them then).
  */
-async function openRun(swapId: string, deps: SwapDeps, guard: () => Promise<void>): Promise<Run | undefined> {
+async function openRun(swapId: string, deps: SwapDeps, lease: SwapLease): Promise<Run | undefined> {
   const record = await deps.store.swaps.get(swapId);
   if (record === undefined || record.step === "done") return undefined;
   const { store } = deps;
-  const save = async (swap: RunningSwap, finished?: Finished) => {
-    await guard();
-    const pending = swap.drain();
-    try {
-      await store.swaps.save(swap.mutable, {
-        events: pending.events,
-        audit: pending.audit,
-        also: (tx) => {
-          if (swap.record.outcome === undefined) return;
-          if (finished?.serving !== undefined)
-            store.hosts.setServingInTransaction(tx, swap.record.host, finished.serving);
-          if (finished?.benchmark !== undefined)
-            store.hosts.setLastBenchmarkInTransaction(tx, swap.record.host, finished.benchmark);
-          store.locks.unlockHostInTransaction(tx, swap.record.host, swap.record.id);
-        },
-      });
-    } catch (error) {
-      swap.restore(pending);
-      throw error;
-    }
-    // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway
-    await deps.reports
-      .soon(swap.record.id, swap.record.outcome === undefined ? "routine" : "ended")
-      .catch(() => undefined);
-  };
-  const { ctx, swap } = createStageContext(record, deps, (s) => save(s));
+  // a reload's new settings for this host that waited for the swap before this one: in place before it reads the host
+  await deps.hosts.settle((host) => store.locks.hostHolder(host), record.host);
+  const save = runSave(deps, lease);
+  const { ctx, swap } = createStageContext(record, deps, (s) => save(s), lease.fence);
   return { ctx, swap, save: (finished) => save(swap, finished) };
 }
 
@@ -151,7 +107,7 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
       result = (await cancelled(run)) ?? (await inStage(swap.record.step, () => runStep(ctx)));
     } catch (error) {
       const coded = asCodedError(error);
-      if (coded.code === "SWAP_SUPERSEDED") throw error;
+      if (isRunOver(error)) throw error;
       if (coded.code === "SHUTTING_DOWN") {
         ctx.log.info({ step: swap.record.step }, "stopping: the step is handed over");
         await run.save();
@@ -175,10 +131,12 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
         result = { fail: gaveUp(run, deps, error), touched: swap.record.switch !== undefined };
       }
     }
-    if (!("fail" in result)) swap.set({ hostTrouble: undefined });
+    // a step that got through to the host ends the host's trouble; one that ends the swap does not yet:
+    // the conclusion's last check must get through (end-swap.ts), and it is what the trouble counts
+    if ("next" in result || "wait" in result) swap.set({ hostTrouble: undefined });
     if ("next" in result) {
       ctx.log.info({ step: swap.record.step, next: result.next }, "swap step done");
-      swap.set({ step: result.next });
+      swap.to.stepTo(result.next);
       await run.save();
       continue;
     }
@@ -186,10 +144,7 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
       await run.save();
       return { done: false, waitMs: result.wait };
     }
-    if ("end" in result) {
-      await run.save(await finishSwap(ctx, result.end, result.reason));
-      return { done: true };
-    }
+    if ("end" in result) return await conclude(run, deps, result.end, result.reason);
     if (result.code !== undefined && result.fix !== undefined) {
       swap.set({ failure: { code: result.code, fix: result.fix } });
     }
@@ -204,52 +159,39 @@ async function advanceHeld(run: Run, deps: SwapDeps): Promise<AdvanceResult> {
 export async function abandonSwap(swapId: string, why: string, deps: SwapDeps): Promise<void> {
   // Its job is failed now, so only the lease tells that this swap is still being ended (its rollback may
   // take minutes): held, it keeps the host lock from being judged stuck (src/store/host-lock-check.ts).
-  const token = randomBytes(8).toString("hex");
-  const leaseMs = deps.config.file.swaps.lockSeconds * 1000;
-  const { locks } = deps.store;
-  const held = await locks.takeLease(swapId, token, leaseMs).catch(() => false);
-  const stopRenewing = held
-    ? keepRenewed(() => locks.renewLease(swapId, token, leaseMs), leaseMs / 3)
-    : () => {};
+  // Held by another run (one still going, whose job was given up under it), it is waited for: that run
+  // saves and ends, or dies and lets the lease lapse. Without it, nothing here touches the record or host.
+  const leaseMs = deps.config.current().file.swaps.lockSeconds * 1000;
+  const clock = deps.clock ?? systemClock;
+  const until = clock.now() + leaseMs + 1000;
+  let lease: SwapLease | undefined;
+  for (;;) {
+    lease = await takeSwapLease(deps.store.locks, swapId, leaseMs).catch(() => undefined);
+    if (lease !== undefined || clock.now() >= until) break;
+    await clock.sleep(500);
+  }
+  if (lease === undefined) {
+    deps.log.warn({ swap: swapId }, "a failed swap's lease stays held by another run: that run ends it");
+    return;
+  }
   try {
-    const run = await openRun(swapId, deps, async () => undefined);
+    const run = await openRun(swapId, deps, lease);
     if (run === undefined) return;
     const { record } = run.swap;
     await failSwap(run, deps, record.reason ?? why, record.switch !== undefined, { retry: false });
+  } catch (error) {
+    if (!isRunOver(error)) throw error;
+    const { code, message } = asCodedError(error);
+    deps.log.warn({ swap: swapId, code }, `this run of the swap stops, nothing saved: ${message}`);
   } finally {
-    stopRenewing();
-    if (held) await locks.releaseLease(swapId, token).catch(() => undefined);
+    await lease.release();
   }
 }
 
-/** Notes one more failed try to reach the host; the backoff before the next, or undefined once out of time. */
-function retryLater(run: Run, deps: SwapDeps, error: unknown): number | undefined {
-  const { swap } = run;
-  const now = (deps.clock ?? systemClock).now();
-  const before = swap.record.hostTrouble ?? { since: new Date(now).toISOString(), tries: 0, last: "" };
-  const trouble = { ...before, tries: before.tries + 1, last: asCodedError(error).message };
-  swap.set({ hostTrouble: trouble });
-  const limitMs = deps.config.file.swaps.hostRetrySeconds * 1000;
-  const elapsed = now - Date.parse(trouble.since);
-  if (elapsed >= limitMs) return undefined;
-  run.ctx.log.warn(
-    { tries: trouble.tries, elapsedMs: elapsed, step: swap.record.step },
-    "host unreachable; retrying",
-  );
-  return Math.min(1000 * 2 ** (trouble.tries - 1), 15_000, Math.max(200, limitMs - elapsed));
-}
-
-function gaveUp(run: Run, deps: SwapDeps, error: unknown): string {
-  const { record } = run.swap;
-  const now = (deps.clock ?? systemClock).now();
-  const trouble = record.hostTrouble;
-  const seconds = trouble === undefined ? 0 : Math.round((now - Date.parse(trouble.since)) / 1000);
-  const coded = asCodedError(error);
-  return `${record.host} could not be reached for ${seconds} s (${trouble?.tries ?? 1} tries; swaps.hostRetrySeconds is ${deps.config.file.swaps.hostRetrySeconds}): ${coded.message} (${coded.code}). Fix: ${coded.fix}`;
-}
-
+/** Runs the step the record is at: the generic stages, and the swap's mode for what differs by mode. */
 async function runStep(ctx: StageContext): Promise<StepResult> {
   const { record } = ctx.swap;
+  const mode = modeOf(record.plan);
   switch (record.step) {
     case "resolve":
       return await resolveStage(ctx);
@@ -258,17 +200,20 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
     case "prepare":
       return await prepareStage(ctx);
     case "switch":
-      return await switchStage(ctx);
+      return await mode.start(ctx);
     case "health":
       return await healthStage(ctx);
     case "sanity":
-      return await sanityStage(ctx);
+      return await sanityStage(ctx, mode.after(record, "sanity"));
     case "release":
-      return await releaseStage(ctx);
+      return await mode.takeRequests(ctx);
     case "benchmark":
-      return await benchmarkStage(ctx);
+      return await benchmarkStage(ctx, {
+        next: mode.after(record, "benchmark"),
+        when: mode.benchmarkWhen(record),
+      });
     case "retire":
-      return await retireStage(ctx);
+      return await mode.retire(ctx);
     case "restart":
       return await restartStage(ctx);
     case "finish":
@@ -278,108 +223,4 @@ async function runStep(ctx: StageContext): Promise<StepResult> {
     case "done":
       return { end: record.outcome ?? "failed" };
   }
-}
-
-/**
- * A cancel request ends the swap at the next step: before the switch the detached tasks are stopped and
- * the files kept (the card says where and how much); from the switch on, the old service is put back.
- */
-async function cancelled(run: Run): Promise<StepResult | undefined> {
-  const { ctx, swap } = run;
-  const request = await ctx.gate.cancelRequest();
-  if (request === undefined || swap.record.step === "rollback") return undefined;
-  // a blue/green swap whose old unit is already stopping: nothing to flip back to, the swap ends as it is
-  if (pastFlipBack(swap.record)) return undefined;
-  if (swap.record.cancel === undefined) {
-    swap.set({ cancel: request });
-    swap.audit(
-      "cancel",
-      swap.record.switch === undefined ? "cancelled before the switch" : "cancelled after the switch",
-      request.by,
-    );
-  }
-  if (swap.record.switch === undefined) {
-    await stopTasks(ctx);
-    if (swap.record.stages.approval.state === "running") {
-      swap.stage("approval", "skipped", "cancelled");
-      if (swap.record.planHash !== undefined)
-        ctx.emit({
-          type: "approval-closed",
-          planHash: swap.record.planHash,
-          why: "cancelled",
-          by: request.by,
-        });
-    }
-    const dir = swap.record.plan?.modelDir;
-    const kept =
-      dir === undefined
-        ? undefined
-        : `downloaded files are kept in ${dir} (${formatGB(await bytesOnDisk(ctx, dir))})`;
-    return { end: "cancelled", ...(kept === undefined ? {} : { reason: kept }) };
-  }
-  swap.set({ reason: "cancelled after the switch", step: "rollback" });
-  await run.save();
-  const result = await rollback(ctx, "cancelled after the switch");
-  if (result.unreachable !== undefined) throw result.unreachable; // retried like any step; then rolled back
-  swap.set({ rollback: { ok: result.ok, detail: result.detail } });
-  return result.ok
-    ? { end: "cancelled", reason: rolledBackBecauseCancelled(result.detail) }
-    : { end: "failed", reason: "cancelled after the switch" };
-}
-
-/** A cancelled swap's reason once its rollback has put the old service back. */
-function rolledBackBecauseCancelled(detail: string): string {
-  return `after the switch, so it was rolled back: ${detail}`;
-}
-
-/**
- * A failure: before the switch nothing changed; from the switch on, the old service is put back. A
- * rollback that cannot reach the host is tried again (for swaps.hostRetrySeconds) unless `retry` is off.
- */
-async function failSwap(
-  run: Run,
-  deps: SwapDeps,
-  why: string,
-  touched: boolean,
-  options: { retry: boolean } = { retry: true },
-): Promise<AdvanceResult> {
-  const { ctx, swap } = run;
-  swap.set({ reason: why });
-  if (!touched || swap.record.switch === undefined) {
-    await run.save(await finishSwap(ctx, "failed", why));
-    return { done: true };
-  }
-  if (swap.record.step !== "rollback") {
-    // the rollback gets its own time to reach the host
-    swap.set({ step: "rollback", hostTrouble: undefined });
-    await run.save();
-  }
-  let result: RollbackResult;
-  try {
-    result = await rollback(ctx, why);
-  } catch (error) {
-    if (asCodedError(error).code !== "SHUTTING_DOWN") throw error;
-    await run.save(); // at step "rollback": the next worker rolls back again (each command is idempotent)
-    return { done: false, waitMs: 0 };
-  }
-  if (result.ok) swap.set({ hostTrouble: undefined });
-  else if (result.unreachable !== undefined && options.retry) {
-    const waitMs = retryLater(run, deps, result.unreachable);
-    if (waitMs !== undefined) {
-      await run.save();
-      return { done: false, waitMs };
-    }
-    result.detail = gaveUp(run, deps, result.unreachable);
-  }
-  swap.set({ rollback: { ok: result.ok, detail: result.detail } });
-  if (result.ok && swap.record.cancel !== undefined) {
-    // a cancel's rollback that a new worker finished (the first died inside it): cancelled, as it would
-    // have ended had the first lived
-    await run.save(await finishSwap(ctx, "cancelled", rolledBackBecauseCancelled(result.detail)));
-    return { done: true };
-  }
-  // a blue/green swap that failed before its flip changed nothing production saw: failed, not rolled back
-  const outcome = result.ok && result.nothingToUndo !== true ? "rolled_back" : "failed";
-  await run.save(await finishSwap(ctx, outcome, why));
-  return { done: true };
 }

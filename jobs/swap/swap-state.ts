@@ -1,8 +1,17 @@
+import { type AuditEvent, SYSTEM_ACTOR } from "../../src/audit/audit-event.ts";
 import { type Clock, isoNow } from "../../src/clock.ts";
-import { type AuditEvent, SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
+import { CodedError } from "../../src/errors.ts";
 import type { SwapState } from "../../src/swap/stage-context.ts";
 import type { StoredSwapEvent, SwapEvent } from "../../src/swap/swap-events.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import {
+  type DataPatch,
+  LIFECYCLE_FIELDS,
+  type SwapTransitions,
+  transitions,
+} from "../../src/swap/swap-transitions.ts";
+
+const LIFECYCLE: ReadonlySet<string> = new Set(LIFECYCLE_FIELDS);
 
 /** What a save writes besides the record: the events and audit entries queued since the last one. */
 export interface Pending {
@@ -33,7 +42,33 @@ export class RunningSwap implements SwapState {
     return this.current;
   }
 
-  set(patch: Partial<SwapRecord>): void {
+  set(patch: DataPatch): void {
+    const lifecycle = Object.keys(patch).filter((key) => LIFECYCLE.has(key));
+    if (lifecycle.length > 0)
+      throw new CodedError(
+        "INTERNAL",
+        `swap ${this.current.id}: ${lifecycle.join(", ")} changed outside the record's transitions`,
+        "this is a bug in modelswap: the swap stops here; the bot's log has the record",
+      );
+    this.apply(patch);
+  }
+
+  /** The lifecycle's named transitions, each applied to this record at the clock's time. */
+  readonly to: SwapTransitions = Object.fromEntries(
+    Object.entries(transitions).map(([name, transition]) => [
+      name,
+      (...args: unknown[]) =>
+        this.apply(
+          (transition as (r: SwapRecord, at: string, ...a: unknown[]) => Partial<SwapRecord>)(
+            this.current,
+            isoNow(this.clock),
+            ...args,
+          ),
+        ),
+    ]),
+  ) as SwapTransitions;
+
+  private apply(patch: Partial<SwapRecord>): void {
     Object.assign(this.current, patch);
     for (const [key, value] of Object.entries(patch)) {
       if (value === undefined) delete (this.current as unknown as Record<string, unknown>)[key];

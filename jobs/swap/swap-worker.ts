@@ -1,10 +1,10 @@
 import { hostname } from "node:os";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { holdingLock, stepJobLockOptions } from "../../src/queue/job-lock.ts";
-import type { RedisClient } from "../../src/queue/redis-client.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
+import type { RedisClient } from "../../src/redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./create-stage-context.ts";
@@ -27,7 +27,8 @@ export function createSwapWorker(
   watch: WorkerWatch,
   concurrency = 10,
 ): Worker {
-  const { swaps } = deps.config.file;
+  // read once: a reload keeps these (src/reload/config-changes.ts, RESTART_ONLY)
+  const { swaps } = deps.config.current().file;
   const lockMs = swaps.lockSeconds * 1000;
   const worker = new Worker(
     SWAP_QUEUE,

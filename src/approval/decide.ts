@@ -1,7 +1,8 @@
 import { type Clock, isoNow } from "../clock.ts";
 import { describeError } from "../errors.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { by } from "../grammar/person.ts";
 import type { Logger } from "../log.ts";
-import { escapeMrkdwn } from "../reporter/message.ts";
 import type { PlanMessageRef } from "../store/approvals.ts";
 import type { Store } from "../store/store.ts";
 import type { Decision, SwapRecord } from "../swap/swap-record.ts";
@@ -13,11 +14,17 @@ export interface DecideDeps {
    * a coded error when that cannot be known (SLACK_GROUP_UNAVAILABLE): the decision then counts for nothing.
    */
   isApprover(user: string): Promise<boolean>;
-  allowSelfApproval: boolean;
+  /** `approvals.allowSelfApproval` as it is now (the config may be reloaded). */
+  allowSelfApproval(): boolean;
   /** Wakes the swap's parked job, so it acts on the decision at once. */
   wake(swapId: string): Promise<void>;
   /** Asks the reporter to show the decision on the plan message. */
   reportSoon(swapId: string): Promise<void>;
+  /**
+   * Whether two identities are one person (an operator and the Slack member id the config gives them):
+   * nobody approves their own swap under another name. Unset: only the same id is the same person.
+   */
+  sameAs?(a: string, b: string): boolean;
   /** Says something to one person, privately (an ephemeral message). */
   tell(user: string, text: string): Promise<void>;
   log: Logger;
@@ -54,49 +61,110 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
     );
     return;
   }
-  const record = await deps.store.swaps.get(ref.swapId);
-  if (record === undefined) return;
-  const tell = (text: string) => deps.tell(input.user, text).catch(() => undefined);
-  const waiting = record.step === "prepare" && record.outcome === undefined;
+  const result = await decideOnPlan(
+    {
+      swapId: ref.swapId,
+      planHash: ref.planHash,
+      user: input.user,
+      approved: input.approved,
+      via: input.via,
+    },
+    deps,
+  );
+  if (!result.ok && result.quiet !== true) await deps.tell(input.user, result.text).catch(() => undefined);
+}
+
+/** A decision on the plan with `planHash` of swap `swapId`, wherever it was given (Slack, the CLI, the API). */
+export interface PlanDecision {
+  swapId: string;
+  /** The plan the decider saw: it counts only while that is the swap's current plan. */
+  planHash: string;
+  user: string;
+  approved: boolean;
+  via: Decision["via"];
+}
+
+/** Why a decision did not count (the code is the HTTP API's), or the decision that now stands. */
+export type DecisionResult =
+  | { ok: true; decision: Decision }
+  | {
+      ok: false;
+      code:
+        | "SWAP_NOT_FOUND"
+        | "NOT_WAITING"
+        | "PLAN_CHANGED"
+        | "APPROVER_UNCHECKED"
+        | "NOT_APPROVER"
+        | "OWN_SWAP"
+        | "APPROVAL_EXPIRED"
+        | "ALREADY_DECIDED";
+      text: string;
+      /** Nothing worth telling (a repeat of what this person decided). */
+      quiet?: boolean;
+    };
+
+/**
+ * The approval gate's one decision: checks the swap waits for one on this plan, that the user is an
+ * approver now, not its requester (unless the config allows it; `sameAs` knows an operator and their
+ * Slack id for one person) and that the window is open; records the first decision with its event and
+ * audit entry, wakes the swap and asks the reporter to show it. Slack's reactions and buttons, the CLI
+ * and the HTTP API all come here.
+ */
+export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promise<DecisionResult> {
+  const record = await deps.store.swaps.get(input.swapId);
+  if (record === undefined)
+    return { ok: false, code: "SWAP_NOT_FOUND", text: `There is no swap \`${input.swapId}\`.` };
+  const waiting = record.step === "prepare" && record.outcome === undefined && record.approval !== undefined;
   if (!waiting) {
     // a late click on a swap that moved on: said, unless it repeats what this person decided
     const same = record.decision?.by === input.user && record.decision.approved === input.approved;
-    if (!same) await tell(`Swap \`${record.id}\` is not waiting for a decision any more: ${where(record)}.`);
-    return;
+    return {
+      ok: false,
+      code: "NOT_WAITING",
+      text: `Swap \`${record.id}\` is not waiting for a decision${record.outcome === undefined && record.decision === undefined ? " yet" : " any more"}: ${where(record)}.`,
+      ...(same ? { quiet: true } : {}),
+    };
   }
-  if (ref.planHash !== record.planHash) {
-    await tell(
-      `That plan of swap \`${record.id}\` was replaced by a newer one (the plan changed): decide on the newest plan in its thread.`,
-    );
-    return;
+  if (input.planHash !== record.planHash) {
+    return {
+      ok: false,
+      code: "PLAN_CHANGED",
+      text: `That plan of swap \`${record.id}\` was replaced by a newer one (the plan changed): decide on the newest plan${input.via === "api" ? ` (${record.planHash ?? "none yet"})` : " in its thread"}.`,
+    };
   }
   let approver: boolean;
   try {
     approver = await deps.isApprover(input.user);
   } catch (error) {
     deps.log.warn({ swap: record.id, user: input.user, err: describeError(error) }, "decision not counted");
-    await tell(
-      `Your decision on swap \`${record.id}\` was not counted: ${escapeMrkdwn(describeError(error))}`,
-    );
-    return;
+    return {
+      ok: false,
+      code: "APPROVER_UNCHECKED",
+      text: notCountedReply(record.id, error),
+    };
   }
-  if (!approver) {
-    await tell("Only approvers can approve or reject swaps.");
-    return;
+  if (!approver)
+    return { ok: false, code: "NOT_APPROVER", text: "Only approvers can approve or reject swaps." };
+  const own = input.user === record.requester || (deps.sameAs?.(input.user, record.requester) ?? false);
+  if (input.approved && own && !deps.allowSelfApproval()) {
+    return {
+      ok: false,
+      code: "OWN_SWAP",
+      text: "You requested this swap, so another approver has to approve it.",
+    };
   }
-  if (input.approved && input.user === record.requester && !deps.allowSelfApproval) {
-    await tell("You requested this swap, so another approver has to approve it.");
-    return;
-  }
-  if (record.approval !== undefined && deps.clock.now() > Date.parse(record.approval.expiresAt)) {
-    await tell(`The approval window of swap \`${record.id}\` has closed.`);
-    return;
+  if (deps.clock.now() > Date.parse(record.approval!.expiresAt)) {
+    return {
+      ok: false,
+      code: "APPROVAL_EXPIRED",
+      text: `The approval window of swap \`${record.id}\` has closed.`,
+    };
   }
   const decision: Decision = {
     approved: input.approved,
     by: input.user,
     at: isoNow(deps.clock),
-    planHash: ref.planHash,
+    planHash: input.planHash,
     via: input.via,
   };
   const model = `${record.request.model.repo}${record.plan === undefined ? "" : `@${record.plan.model.sha.slice(0, 7)}`}`;
@@ -105,7 +173,7 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
     decision,
     {
       type: "approval-decided",
-      planHash: ref.planHash,
+      planHash: input.planHash,
       approved: input.approved,
       by: input.user,
       via: input.via,
@@ -117,15 +185,16 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
       who: input.user,
       host: record.host,
       swap: record.id,
-      detail: `${input.approved ? "approved" : "rejected"} ${model} by ${input.via}`,
+      detail: `${input.approved ? "approved" : "rejected"} ${model} by ${input.via}, swap requested by ${record.requester}`,
     },
   );
   if (!recorded) {
-    if (standing.by !== input.user)
-      await tell(
-        `Swap \`${record.id}\` is already ${standing.approved ? "approved" : "rejected"} by <@${standing.by}>.`,
-      );
-    return;
+    return {
+      ok: false,
+      code: "ALREADY_DECIDED",
+      text: `Swap \`${record.id}\` is already ${standing.approved ? "approved" : "rejected"}${by(standing.by)}.`,
+      ...(standing.by === input.user ? { quiet: true } : {}),
+    };
   }
   deps.log.info(
     { swap: record.id, host: record.host, by: input.user, approved: input.approved, via: input.via },
@@ -133,10 +202,11 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
   );
   await deps.wake(record.id).catch(() => undefined);
   await deps.reportSoon(record.id).catch(() => undefined);
+  return { ok: true, decision };
 }
 
 function where(record: SwapRecord): string {
-  const decided = record.decision === undefined ? "" : ` by <@${record.decision.by}>`;
+  const decided = record.decision === undefined ? "" : by(record.decision.by);
   switch (record.outcome) {
     case undefined:
       return record.decision?.approved
@@ -166,4 +236,12 @@ async function planMessage(
     await deps.clock.sleep(200);
   }
   return undefined;
+}
+
+/**
+ * The private reply to a decision that could not be counted (who may approve could not be asked): the
+ * error's own words, escaped, so nothing in them mentions or links anyone.
+ */
+function notCountedReply(swapId: string, error: unknown): string {
+  return `Your decision on swap \`${swapId}\` was not counted: ${escapeMrkdwn(describeError(error))}`;
 }

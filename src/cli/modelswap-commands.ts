@@ -1,4 +1,5 @@
 import type { CliCommand } from "./cli-command.ts";
+import { opsCommands } from "./ops-commands.ts";
 
 const ENVIRONMENT =
   "It reads the environment (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, REDIS_URL or\n" +
@@ -48,8 +49,9 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
           "Plays a conversation with the real bot against a simulated Slack workspace, Hub and GPU hosts\n" +
           "(its own redis-server and sshd on free loopback ports), then prints the channel. About 40 s.",
         run: async () => {
-          // The demo runs on the testbench (simulated hosts, dev dependencies): from the sources only.
-          // The build leaves it out, and tsc does not follow an import whose path is not a literal.
+          // The demo is part of the test bench (testbench/demo.ts: simulated hosts, dev dependencies): it
+          // runs from a checkout's sources only. The build has no bench, and tsc does not follow an import
+          // whose path is not a literal.
           if (import.meta.url.endsWith(".js")) {
             process.stderr.write(
               "modelswap demo runs from a checkout's sources, with the bench and the dev dependencies: npm run demo\n" +
@@ -57,7 +59,7 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
             );
             return 1;
           }
-          const demo: string = "../demo/run-demo.ts";
+          const demo: string = "../../testbench/demo.ts";
           const { runDemo } = (await import(demo)) as { runDemo: () => Promise<number> };
           return await runDemo();
         },
@@ -96,6 +98,7 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
           }
           const hosts = Array.isArray(values.host) ? values.host.map(String) : [];
           return await (await import("../doctor/run-doctor.ts")).runDoctor({
+            checkSlack: (await import("../slack/check-slack.ts")).checkSlack,
             hosts,
             json: values.json === true,
             timeoutSeconds: timeout,
@@ -116,12 +119,81 @@ export function modelswapCommands(env: NodeJS.ProcessEnv): CliCommand {
             summary: "validate the environment and the config file, list every problem",
             description:
               "Validates the environment and the config file (file, else MODELSWAP_CONFIG, else modelswap.yaml)\n" +
-              "and lists every problem with its fix; exits 1 when there is one. Starts nothing, connects nowhere.",
-            run: async ({ positionals }) =>
-              await (await import("./config-check.ts")).configCheck(positionals[0], env),
+              "and lists every problem with its fix; exits 1 when there is one. Starts nothing, connects nowhere.\n" +
+              "With --role bot, as for a process that runs the bot role alone: it needs no SSH key.",
+            options: {
+              role: {
+                type: "string",
+                valueName: "bot|worker|start",
+                description: "check for the process's role (default start: both; bot alone needs no SSH key)",
+              },
+            },
+            run: async ({ positionals, values }) => {
+              const role = values.role === undefined ? "start" : String(values.role);
+              if (role !== "bot" && role !== "worker" && role !== "start") {
+                process.stderr.write(
+                  `modelswap config check: --role is bot, worker or start (the command that runs the process), not '${role}'\n`,
+                );
+                return 2;
+              }
+              return await (await import("./config-check.ts")).configCheck(positionals[0], env, role);
+            },
           },
         ],
       },
+      {
+        name: "recipes",
+        args: "[model]",
+        maxPositionals: 1,
+        summary: "list the recipe catalogue, or explain which recipes a model gets and why",
+        description:
+          "Without a model: every recipe (src/plan/catalogue.yaml, then the config's recipes.own) with what it\n" +
+          "matches and sets, and where each weight format runs. With a model (org/name, a Hub URL, or a local\n" +
+          "directory holding its config.json and hf_quant_config.json): its architecture and quantization as\n" +
+          "modelswap reads them, and for each engine and GPU whether the format runs there, which recipes apply\n" +
+          "and why the others do not, and the flags they give. Reads the Hub through HF_ENDPOINT (HF_TOKEN for\n" +
+          "gated models); starts nothing, asks no host.",
+        options: {
+          gpu: {
+            type: "string",
+            multiple: true,
+            valueName: "cc",
+            description:
+              "a compute capability to explain for, e.g. 12.0 or sm_120 (again for more; default: sm_80, sm_90, sm_100, sm_120)",
+          },
+          engine: {
+            type: "string",
+            valueName: "sglang|vllm",
+            description: "only this engine (default: both)",
+          },
+          config: {
+            type: "string",
+            valueName: "file",
+            description:
+              "a config file whose recipes.own count too (default: MODELSWAP_CONFIG when it exists)",
+          },
+        },
+        run: async ({ values, positionals }) => {
+          const engine = values.engine === undefined ? undefined : String(values.engine);
+          const { ENGINE_KINDS } = await import("../engine/engine-kind.ts");
+          const kind = ENGINE_KINDS.find((k) => k === engine);
+          if (engine !== undefined && kind === undefined) {
+            process.stderr.write(`modelswap recipes: --engine takes sglang or vllm, not '${engine}'\n`);
+            return 2;
+          }
+          return await (await import("./recipes-command.ts")).recipesCommand({
+            ...(positionals[0] === undefined ? {} : { model: positionals[0] }),
+            gpus: Array.isArray(values.gpu) ? values.gpu.map(String) : [],
+            engines: kind === undefined ? [...ENGINE_KINDS] : [kind],
+            ...(values.config === undefined ? {} : { configPath: String(values.config) }),
+            env,
+            out: process.stdout,
+            err: process.stderr,
+          });
+        },
+      },
+      // status, history, audit, show, swap, cancel, rollback, approve, reject: as an operator, through the API
+      ...opsCommands(env),
       {
         name: "help",
         args: "[command]",

@@ -1,8 +1,8 @@
 import type { z } from "zod";
+import { splitProblem } from "../problem-text.ts";
 import { accepted } from "./accepted.ts";
 import type { ConfigProblem } from "./config-problem.ts";
 import { didYouMean } from "./did-you-mean.ts";
-import { splitProblem } from "./fix.ts";
 import { schemaAt } from "./schema-at.ts";
 import { looksSecret, showValue } from "./show-value.ts";
 

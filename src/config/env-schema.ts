@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { problem } from "./fix.ts";
+import { problem } from "../problem-text.ts";
 import {
   DEFAULT_REDIS_URL,
-  passwordInUrl,
   redisClusterEnv,
   redisEnvConflicts,
   redisSentinelEnv,
   redisUrl,
+  urlCredentials,
 } from "./redis-env.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -25,7 +25,7 @@ export const withoutEmpty = (raw: unknown) =>
     ? Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== ""))
     : raw;
 
-const envFields = z
+export const envFields = z
   .object({
     SLACK_BOT_TOKEN: z
       .string(problem("SLACK_BOT_TOKEN is not set", "set it to the app's Bot User OAuth Token (xoxb-…)"))
@@ -98,6 +98,20 @@ const envFields = z
       .enum(LOG_LEVELS, problem("LOG_LEVEL is not a level", `use one of ${LOG_LEVELS.join(", ")}`))
       .default("info"),
     MODELSWAP_CONFIG: z.string().min(1).default("modelswap.yaml"),
+    MODELSWAP_WATCH_CONFIG: z
+      .enum(
+        ["true", "false"],
+        problem(
+          "MODELSWAP_WATCH_CONFIG is not true or false",
+          "use true (the default: a change to the config file is read at once) or false (read it again on SIGHUP only)",
+        ),
+      )
+      .default("true")
+      .transform((value) => value === "true"),
+    // the CLI's (src/cli/ops-client.ts): where the bot's API is, and who is asking; the bot never reads them
+    MODELSWAP_API_URL: url("MODELSWAP_API_URL", "http://127.0.0.1:3000").optional(),
+    MODELSWAP_OPERATOR_TOKEN: z.string().optional(),
+    MODELSWAP_OPERATOR_TOKEN_FILE: z.string().optional(),
   })
   // These look only at which variables are set, so they run even when a variable is malformed: every
   // problem of the environment is reported in one `config check`, not one round at a time.
@@ -133,8 +147,10 @@ export function envSecrets(env: Env): string[] {
     env.HF_TOKEN,
     env.REDIS_PASSWORD,
     env.REDIS_SENTINEL_PASSWORD,
-    passwordInUrl(env.REDIS_URL),
+    // every credential REDIS_URL carries, in every form it can be written in
+    ...urlCredentials(env.REDIS_URL, env.REDIS_PASSWORD !== undefined),
     env.MODELSWAP_DASHBOARD_PASSWORD,
+    env.MODELSWAP_OPERATOR_TOKEN,
     // the dashboard's Authorization header carries the password as base64 of user:password
     env.MODELSWAP_DASHBOARD_PASSWORD === undefined
       ? undefined

@@ -1,339 +1,20 @@
 import { z } from "zod";
-import { ENGINE_KINDS } from "../engine/engine-kind.ts";
-import { FRONT_DOOR_NAME, FRONT_DOOR_NAME_RULE, isSocketPath } from "../grammar/front-door-name.ts";
-import { HOST_NAME } from "../grammar/host-name.ts";
-import { isRepoPart, REPO_PART_RULES } from "../grammar/model-ref.ts";
-import { CHANNEL_ID, GROUP_ID, USER_ID } from "../grammar/slack-ids.ts";
-import { UNIT_NAME } from "../grammar/unit-name.ts";
-import { HOST_KEY_TYPES } from "../host/host-key.ts";
-import { problem } from "./fix.ts";
+import {
+  compatibilityRowSchema,
+  flagValueSchema,
+  recipeSchema,
+  settingNameSchema,
+} from "../plan/catalogue-schema.ts";
+import { profileSchema } from "../plan/profile-schema.ts";
+import { problem } from "../problem-text.ts";
+import { channelId, hubOrg, principals, refGlob } from "./config-grammar.ts";
+import { hostSchema } from "./host-schema.ts";
+import { operatorsSchema } from "./operators-schema.ts";
+import { overridesOfKnownRecipes } from "./recipe-overrides-check.ts";
+import { retentionSchema } from "./retention-schema.ts";
 
-/** Slack ids are uppercase letters and digits; users start with U or W, groups with S, channels with C or G. */
-const userId = z
-  .string()
-  .regex(
-    USER_ID,
-    problem(
-      "not a Slack user id",
-      "use the member id (U…), e.g. U0123ABCD, from the user's profile → ⋯ → Copy member ID",
-    ),
-  );
-const groupId = z
-  .string()
-  .regex(
-    GROUP_ID,
-    problem("not a Slack user group id", "use the group id (S…), e.g. S0123ABCD, not its @handle"),
-  );
-const channelId = z
-  .string(
-    problem("the Slack channel is not set", "set slack.channel to the channel id, e.g. channel: C0123ABCD"),
-  )
-  .regex(
-    CHANNEL_ID,
-    problem(
-      "not a Slack channel id",
-      "use the channel id (C…), e.g. C0123ABCD, shown at the bottom of the channel's details, not its #name",
-    ),
-  );
-
-/** Paths reach the host's shell (always quoted); admitting only plain characters keeps them boring. */
-const absolutePath = (what: string) =>
-  z
-    .string(problem(`${what} is not set`, `set it to an absolute path, e.g. /srv/models`))
-    .regex(
-      /^\/[A-Za-z0-9._/@+-]*$/,
-      problem(
-        `${what} must be an absolute path of letters, digits and ._/@+-`,
-        "use a path like /srv/models",
-      ),
-    )
-    .refine(
-      (p) => !p.split("/").includes(".."),
-      problem(`${what} must not contain ..`, "write the path out in full, e.g. /srv/models"),
-    );
-
-/** Unit names reach systemctl as arguments: one starting with `-` or `.` would read as an option or a hidden file. */
-const unitName = z
-  .string()
-  .regex(
-    UNIT_NAME,
-    problem(
-      "not a systemd service name",
-      "use the unit's full name, e.g. sglang-qwen.service (letters, digits and @._:-, starting with a letter or digit)",
-    ),
-  );
-
-const principals = z
-  .strictObject({
-    users: z.array(userId).default([]),
-    groups: z.array(groupId).default([]),
-  })
-  .meta({ example: "{ users: [U0123ABCD], groups: [S0123ABCD] }" });
-
-const sshSchema = z.strictObject({
-  address: z
-    .string(problem("ssh.address is not set", "set it to the host's DNS name or IP address"))
-    .regex(
-      /^[A-Za-z0-9.:-]{1,253}$/,
-      problem("ssh.address is not a host name or IP address", "use e.g. gpu-1.internal or 10.0.0.5"),
-    ),
-  port: z.number().int().min(1).max(65535).default(22),
-  user: z
-    .string(problem("ssh.user is not set", "set the login user, e.g. modelswap"))
-    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, problem("ssh.user is not a Unix user name", "use e.g. modelswap")),
-  privateKeyPath: z
-    .string(
-      problem(
-        "ssh.privateKeyPath is not set",
-        "point it at the bot's private key file (ed25519 recommended), e.g. /etc/modelswap/id_ed25519",
-      ),
-    )
-    .regex(/^\//, problem("ssh.privateKeyPath must be absolute", "use e.g. /etc/modelswap/id_ed25519")),
-  hostKeySha256: z
-    .string(
-      problem(
-        "ssh.hostKeySha256 is not set: host keys are always pinned",
-        "run: ssh-keyscan -t ed25519 -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value",
-      ),
-    )
-    .regex(
-      /^SHA256:[A-Za-z0-9+/]{43}$/,
-      problem(
-        "ssh.hostKeySha256 is not a SHA256 fingerprint",
-        "run: ssh-keyscan -t ed25519 -p PORT HOST | ssh-keygen -lf -   and copy the SHA256:… value (43 characters after the colon)",
-      ),
-    ),
-  hostKeyType: z
-    .enum(HOST_KEY_TYPES)
-    .optional()
-    .describe(
-      "the type of the pinned key, as ssh-keygen -lf prints it in parentheses (ED25519, ECDSA, RSA), in lower case; when set, only that type's key is asked for; when not, the host's ed25519, then ecdsa, then rsa key is tried until one matches the pin",
-    ),
-  connectTimeoutSeconds: z.number().positive().max(300).default(10),
-  keepaliveSeconds: z.number().positive().max(600).default(15),
-  maxSessions: z
-    .number()
-    .int()
-    .min(1)
-    .max(64)
-    .default(8)
-    .describe("concurrent channels on one connection; sshd's MaxSessions defaults to 10"),
-});
-
-const refGlob = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9._/*?-]{1,128}$/,
-    problem("engine.allowedRefs entries are branch or tag name globs", "use e.g. main, release/*, v*"),
-  );
-
-/** An engine setting by its recipe name (the flag without dashes): "fp4-gemm-backend". */
-const settingName = z
-  .string()
-  .regex(
-    /^[a-z][a-z0-9-]{1,60}$/,
-    problem("a recipe setting is named like its flag without the dashes", "use e.g. fp4-gemm-backend"),
-  )
-  .refine(
-    (s) => !["model-path", "served-model-name", "host", "port", "tp-size"].includes(s),
-    problem(
-      "model-path, served-model-name, host, port and tp-size are the plan's own, not a recipe's",
-      "use --tp on /llm swap for tp; the others follow the host's config",
-    ),
-  );
-
-/** A flag's value as the unit passes it: one word, no shell or systemd specials. */
-const flagValue = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9_.,:=+/-]{1,100}$/,
-    problem("a recipe value is one plain word", "use e.g. flashinfer_cutlass"),
-  );
-
-const hubOrg = z
-  .string()
-  .refine(
-    isRepoPart,
-    problem(
-      `hub.remoteCodeOrgs entries are Hub org or user names (${REPO_PART_RULES})`,
-      "use e.g. moonshotai",
-    ),
-  );
-
-const frontDoorName = (what: string) =>
-  z
-    .string(
-      problem(
-        `frontDoor.${what} is not set`,
-        `name it as HAProxy's configuration does, e.g. ${what === "backend" ? "sglang" : what === "hold" ? "hold" : what === "standby.server" ? "green" : "blue"}`,
-      ),
-    )
-    .regex(
-      FRONT_DOOR_NAME,
-      problem(`frontDoor.${what} is not a HAProxy name`, `use ${FRONT_DOOR_NAME_RULE}`),
-    );
-
-/**
- * A host's front door (docs/front-door.md): HAProxy in front of the units, steered over its Runtime API.
- * A cold swap drains `server` (the slot at servingPort) while `hold` (a slot at a port nothing listens
- * on) holds new requests, and sends them on once the new unit is healthy and sane.
- */
-const frontDoorSchema = z.strictObject({
-  /** The `stats socket` of HAProxy's global section, at `level admin`. */
-  socket: z
-    .string(
-      problem("frontDoor.socket is not set", "use the stats socket's path, e.g. /run/haproxy/admin.sock"),
-    )
-    .refine(
-      isSocketPath,
-      problem(
-        "frontDoor.socket must be an absolute path of letters, digits and _ . - (socat reads , : ! and spaces as syntax)",
-        "use e.g. /run/haproxy/admin.sock",
-      ),
-    ),
-  backend: frontDoorName("backend"),
-  /** The slot whose address is the units' servingPort. */
-  server: frontDoorName("server"),
-  /** The unchecked slot at a closed port that holds requests while no unit can take them. */
-  hold: frontDoorName("hold"),
-  /**
-   * The second unit slot, for blue/green swaps: its name in haproxy.cfg and the port a unit behind it
-   * listens on. A swap whose new model fits beside the old one (spare GPUs, or room on the same ones)
-   * starts it behind the slot that does not serve now, checks it there, and flips. Absent: every swap
-   * is cold.
-   */
-  standby: z
-    .strictObject({
-      server: frontDoorName("standby.server"),
-      port: z.number().int().min(1).max(65535),
-    })
-    .optional(),
-  /** Run socat through `sudo -n` (when the socket's group does not let the bot's user in). */
-  sudo: z.boolean().default(false),
-  /**
-   * How long HAProxy holds a request (`retries` × 1 s with `timeout connect 1s`): the plan says when the
-   * expected load is longer. modelswap cannot read it from HAProxy; keep it equal to haproxy.cfg's.
-   */
-  holdSeconds: z.number().int().min(1).max(3600).default(300),
-});
-export type FrontDoorConfig = z.infer<typeof frontDoorSchema>;
-
-function gitUrl(what: string, example: string) {
-  return z
-    .string()
-    .regex(
-      /^(https:\/\/|file:\/\/|\/|git@)[A-Za-z0-9._/:@~+-]+$/,
-      problem(`${what} is not a git URL`, `use e.g. ${example}`),
-    );
-}
-
-/** One more engine of a host (hosts[].engines.<kind>). */
-const hostEngineSchema = z.strictObject({
-  /** Its Python venv (the CUDA torch stack it needs; modelswap never installs into it). */
-  venv: absolutePath("engines venv"),
-  /** Where its source is fetched from; default: its upstream on GitHub. */
-  upstream: gitUrl("engines upstream", "https://github.com/vllm-project/vllm.git").optional(),
-  patches: z.array(absolutePath("engines patches entry")).default([]),
-  /**
-   * vLLM: compile its CUDA kernels on the host (CUDA toolkit, an hour or more) instead of taking the
-   * precompiled ones of the commit (VLLM_USE_PRECOMPILED=1). SGLang builds compile nothing.
-   */
-  compileKernels: z.boolean().default(false),
-});
-
-const hostSchema = z
-  .strictObject({
-    name: z
-      .string(problem("host name is not set", "give every host a short name, e.g. gpu-1"))
-      .regex(
-        HOST_NAME,
-        problem("host name must be lowercase letters, digits and -", "use e.g. gpu-1 (it is typed in Slack)"),
-      ),
-    ssh: sshSchema.optional(),
-    local: z.literal(true).optional(),
-    modelsDir: absolutePath("modelsDir"),
-    /**
-     * Unused since each swap builds its engine in a directory of its own (under modelsDir): the source
-     * the serving unit runs is never touched. Accepted so that older configs still load.
-     */
-    engineSourceDir: absolutePath("engineSourceDir").optional(),
-    venv: absolutePath("venv"),
-    /**
-     * The engine a swap on this host uses unless it names another (`--engine`): `sglang` or `vllm`.
-     * `venv`, `engineUpstream` and `enginePatches` are this engine's; `engines` adds others.
-     */
-    engine: z
-      .enum(
-        ENGINE_KINDS,
-        problem(
-          `must be one of ${ENGINE_KINDS.join(", ")}`,
-          "use engine: sglang or engine: vllm, or leave it out",
-        ),
-      )
-      .default("sglang"),
-    /** Where `engine`'s source is fetched from; default: its upstream on GitHub. */
-    engineUpstream: gitUrl("engineUpstream", "https://github.com/sgl-project/sglang.git").optional(),
-    /**
-     * Further engines this host has, each with its own venv (vLLM and SGLang pin different torch
-     * builds): a swap picks one with `--engine <kind>`.
-     */
-    engines: z
-      .strictObject({ sglang: hostEngineSchema.optional(), vllm: hostEngineSchema.optional() })
-      .optional(),
-    unitDir: absolutePath("unitDir").default("/etc/systemd/system"),
-    currentUnit: unitName,
-    servingPort: z.number().int().min(1).max(65535).default(30000),
-    commandTimeoutSeconds: z.number().positive().max(3600).default(30),
-    extraPath: z.array(absolutePath("extraPath entry")).default([]),
-    enginePatches: z.array(absolutePath("enginePatches entry")).default([]),
-    sudo: z.boolean().default(false),
-    /**
-     * The longest wait for the old unit's requests in flight to end before it is stopped anyway (the
-     * front door's drain; without one, SGLang's own drain on SIGTERM, bounded by the unit's
-     * TimeoutStopSec, which modelswap writes as this plus 30 s).
-     */
-    drainSeconds: z.number().int().min(0).max(3600).default(120),
-    frontDoor: frontDoorSchema.optional(),
-  })
-  // Looks only at which keys are there, so it runs even when another setting of the host is malformed:
-  // every problem is reported in one `config check`, not one round at a time.
-  .superRefine(
-    (host, ctx) => {
-      if (host === null || typeof host !== "object") return;
-      if ((host.ssh === undefined) === (host.local === undefined)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["ssh"],
-          message: problem(
-            `host ${host.name} needs exactly one of ssh or local`,
-            "add an ssh: block for a remote host (e.g. ssh: { address: gpu-1.internal, user: modelswap, privateKeyPath: …, hostKeySha256: … }), or local: true when the bot runs on the GPU host itself",
-          ),
-        });
-      }
-      const fd = host.frontDoor as Partial<FrontDoorConfig> | undefined;
-      const standby = fd?.standby;
-      if (fd === undefined || standby === undefined || typeof standby !== "object") return;
-      if (standby.port === (host.servingPort ?? 30000))
-        ctx.addIssue({
-          code: "custom",
-          path: ["frontDoor", "standby", "port"],
-          message: problem(
-            `frontDoor.standby.port is the host's servingPort (${standby.port}): the two unit slots need ports of their own`,
-            "give the standby slot another port, e.g. servingPort + 1, as its line in haproxy.cfg does",
-          ),
-        });
-      if (standby.server === fd.server || standby.server === fd.hold)
-        ctx.addIssue({
-          code: "custom",
-          path: ["frontDoor", "standby", "server"],
-          message: problem(
-            `frontDoor.standby.server is ${standby.server}, the name of another of the front door's slots`,
-            "name the second unit slot as haproxy.cfg does, e.g. green",
-          ),
-        });
-    },
-    { when: () => true },
-  );
+const settingName = settingNameSchema;
+const flagValue = flagValueSchema;
 
 export const fileSchema = z
   .strictObject({
@@ -355,6 +36,8 @@ export const fileSchema = z
         "list at least one user id or group id under approvers, e.g. approvers: { users: [U0123ABCD] }",
       ),
     ),
+    /** The people who may use the CLI and the HTTP API (src/config/operators-schema.ts). */
+    operators: operatorsSchema,
     access: z
       .strictObject({
         /**
@@ -455,6 +138,11 @@ export const fileSchema = z
          * woken in seconds; once the new one is released, the old one stops. `false` (default): off.
          */
         sleepMode: z.boolean().default(false),
+        /**
+         * The settings a requester may give a swap from Slack (`/llm swap … --set context-length=32768`), by
+         * name; anything else is refused with this list. Default: none.
+         */
+        settable: z.array(settingName).default([]),
         /** Overrides the health wait the plan derives from the model's size. */
         healthTimeoutSeconds: z
           .number()
@@ -495,10 +183,10 @@ export const fileSchema = z
               recipe: z
                 .string()
                 .regex(
-                  /^[a-z0-9.+-]{1,40}\/[a-z0-9]{1,10}\/sm_[0-9]{2,3}$/,
+                  /^[a-z0-9][a-z0-9.+-]{0,60}$/,
                   problem(
                     "recipes.overrides[].recipe is not a recipe id",
-                    "use the id a plan shows, e.g. qwen3.5-moe/nvfp4/sm_120",
+                    "use an id `modelswap recipes` lists (a plan names the ones it applied), e.g. nvfp4-sm120-sglang",
                   ),
                 ),
               set: z.record(settingName, z.union([z.literal(true), flagValue])).default({}),
@@ -515,8 +203,21 @@ export const fileSchema = z
             }),
           )
           .default([]),
+        /**
+         * The operator's own recipes, in the catalogue's shape (src/plan/catalogue.yaml): applied after the
+         * shipped ones, so a setting of theirs replaces a shipped recipe's.
+         */
+        own: z.array(recipeSchema).default([]),
+        /**
+         * The operator's own rows of the compatibility table (format, methods, engine, cc, how, source), read
+         * before the shipped ones: a format modelswap cannot read (format unknown, named by its method), or a
+         * GPU it does not list, that an engine does serve.
+         */
+        compatibility: z.array(compatibilityRowSchema).default([]),
       })
       .prefault({}),
+    /** Per-model profiles: flags, tp, engine and engine ref for every swap to a model. */
+    models: z.array(profileSchema).default([]),
     engine: z
       .strictObject({
         /**
@@ -555,8 +256,10 @@ export const fileSchema = z
         /** Hub pull-request revisions (`org/name@refs/pr/N`): anyone can open one on any public repo. */
         allowPullRequests: z.boolean().default(false),
         /**
-         * Orgs whose models may run their own Python (config.json auto_map → --trust-remote-code). Default:
-         * none; a model that needs it is refused, naming its org.
+         * Orgs whose models may run their own Python (--trust-remote-code): what runs is read from the
+         * repo's files (every config's auto_map, src/plan/remote-code.ts), and code an auto_map takes
+         * from another repo needs that repo's org here too. Default: none; a model that needs it is
+         * refused, naming the files and the orgs.
          */
         remoteCodeOrgs: z.array(hubOrg).default([]),
       })
@@ -567,6 +270,7 @@ export const fileSchema = z
      * the plan multiplies their sizes by it, so its VRAM, tp, disk and downtime figures are the real
      * model's, and it says so in one line. Default 1: sizes as the Hub lists them.
      */
+    retention: retentionSchema,
     bench: z
       .strictObject({
         weightScale: z.number().int().min(1).max(1e9).default(1),
@@ -591,6 +295,7 @@ export const fileSchema = z
   // Runs even when other settings are malformed (see hostSchema), so it reads the hosts defensively.
   .superRefine(
     (file, ctx) => {
+      overridesOfKnownRecipes(file, ctx);
       const hosts: unknown = file !== null && typeof file === "object" ? file.hosts : undefined;
       if (!Array.isArray(hosts)) return;
       const seen = new Set<string>();
@@ -621,5 +326,4 @@ export function benchScaleWarning(scale: number): string {
   return `bench.weightScale is ${scale}: plans multiply the weight files' sizes by ${scale}, as the demo and the test bench need; in production leave it out (1)`;
 }
 export type HostConfig = FileConfig["hosts"][number];
-export type SshConfig = NonNullable<HostConfig["ssh"]>;
 export type Principals = FileConfig["requesters"];

@@ -18,9 +18,19 @@ export interface HostEngine {
 
 type EngineFields = Pick<HostConfig, "engine" | "venv" | "engineUpstream" | "enginePatches" | "engines">;
 
+/** The host's own engine: its `engine`, SGLang where the config names none (the one place that default lives). */
+export function hostEngineKind(host: { engine?: EngineKind | undefined }): EngineKind {
+  return host.engine ?? "sglang";
+}
+
+/** Each configured host's own engine, by name (a host no longer configured: SGLang). */
+export function engineOfHost(hosts: readonly { name: string; engine?: EngineKind | undefined }[]) {
+  return (name: string): EngineKind => hostEngineKind(hosts.find((h) => h.name === name) ?? {});
+}
+
 /** Every engine the host has: its `engine` (venv, engineUpstream, enginePatches) first, then `engines`. */
 export function hostEngines(host: EngineFields): HostEngine[] {
-  const main = host.engine ?? "sglang";
+  const main = hostEngineKind(host);
   const own = host.engines?.[main];
   const first: HostEngine = {
     kind: main,

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { access, readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
@@ -19,6 +20,12 @@ export interface Config {
 
 export type { ConfigProblem } from "./config-problem.ts";
 
+/** What the reading is for: whether the process talks to the GPU hosts (the worker role) and so needs their keys. */
+export interface ReadFor {
+  /** The hosts' SSH keys must be readable here (default true). A bot role alone never reaches a host. */
+  hostKeys?: boolean;
+}
+
 /**
  * Reads and validates the environment and the config file, collecting every problem instead of stopping
  * at the first, so `modelswap config check` can list them all.
@@ -26,6 +33,7 @@ export type { ConfigProblem } from "./config-problem.ts";
 export async function readConfig(
   processEnv: NodeJS.ProcessEnv,
   pathOverride?: string,
+  readFor: ReadFor = {},
 ): Promise<{ config?: Config; problems: ConfigProblem[] }> {
   const problems: ConfigProblem[] = [];
   const envResult = envSchema.safeParse(processEnv);
@@ -34,25 +42,53 @@ export async function readConfig(
   const path =
     pathOverride ?? envResult.data?.MODELSWAP_CONFIG ?? processEnv.MODELSWAP_CONFIG ?? "modelswap.yaml";
 
-  const raw = await readRaw(path, problems);
+  const read = await readConfigFile(path, readFor);
+  problems.push(...read.problems);
+  const { file } = read;
+  if (problems.length > 0 || envResult.data === undefined || file === undefined) return { problems };
+  return { config: { env: envResult.data, file, path }, problems };
+}
+
+/** What one reading of the config file found: the settings when they are valid, every problem, and which bytes were read. */
+export interface ConfigFileRead {
+  file?: FileConfig;
+  problems: ConfigProblem[];
+  /** sha256 (hex) of the bytes read; absent when the file could not be read. */
+  sha256?: string;
+}
+
+/**
+ * Reads and validates the config file alone, as readConfig does (a reload reads the file again; the
+ * environment is read once, at start).
+ */
+export async function readConfigFile(path: string, readFor: ReadFor = {}): Promise<ConfigFileRead> {
+  const problems: ConfigProblem[] = [];
+  const { raw, sha256 } = await readRaw(path, problems);
   let file: FileConfig | undefined;
   if (raw !== undefined) {
     problems.push(...secretsInFile(raw, ""));
     const fileResult = fileSchema.safeParse(raw);
     if (fileResult.success) {
       file = fileResult.data;
-      problems.push(...(await unreadableKeys(file)));
+      if (readFor.hostKeys !== false) problems.push(...(await unreadableKeys(file)));
     } else {
       problems.push(...fromZod("file", fileResult.error, fileSchema, raw));
     }
   }
-  if (problems.length > 0 || envResult.data === undefined || file === undefined) return { problems };
-  return { config: { env: envResult.data, file, path }, problems };
+  return {
+    ...(problems.length === 0 && file !== undefined ? { file } : {}),
+    problems,
+    ...(sha256 === undefined ? {} : { sha256 }),
+  };
 }
 
 /** Like readConfig, but throws CONFIG_INVALID listing every problem. */
-export async function loadConfig(processEnv: NodeJS.ProcessEnv, pathOverride?: string): Promise<Config> {
-  const { config, problems } = await readConfig(processEnv, pathOverride);
+export async function loadConfig(
+  processEnv: NodeJS.ProcessEnv,
+  pathOverride?: string,
+  readFor: ReadFor = {},
+): Promise<Config> {
+  const { config, problems } = await readConfig(processEnv, pathOverride, readFor);
   if (config === undefined) {
     throw new CodedError(
       "CONFIG_INVALID",
@@ -83,10 +119,10 @@ export function formatProblems(problems: readonly ConfigProblem[]): string {
     .join("\n");
 }
 
-async function readRaw(path: string, problems: ConfigProblem[]): Promise<unknown> {
-  let text: string;
+async function readRaw(path: string, problems: ConfigProblem[]): Promise<{ raw?: unknown; sha256?: string }> {
+  let bytes: Buffer;
   try {
-    text = await readFile(path, "utf8");
+    bytes = await readFile(path);
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : "cannot be read";
     problems.push({
@@ -95,8 +131,10 @@ async function readRaw(path: string, problems: ConfigProblem[]): Promise<unknown
       what: `${path} ${reason}`,
       fix: "set MODELSWAP_CONFIG or pass the path; modelswap.example.yaml is a complete, commented example to start from",
     });
-    return undefined;
+    return {};
   }
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const text = bytes.toString("utf8");
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const lines = text.split("\n");
@@ -112,7 +150,7 @@ async function readRaw(path: string, problems: ConfigProblem[]): Promise<unknown
         fix: YAML_FIXES[error.code] ?? YAML_FIX,
       });
     }
-    return undefined;
+    return { sha256 };
   }
   const value = doc.toJS();
   if (value === null || value === undefined) {
@@ -122,9 +160,9 @@ async function readRaw(path: string, problems: ConfigProblem[]): Promise<unknown
       what: `the file is empty: ${path}`,
       fix: "start from modelswap.example.yaml, a complete commented example: your channel, who may request and approve, and the hosts",
     });
-    return undefined;
+    return { sha256 };
   }
-  return value;
+  return { raw: value, sha256 };
 }
 
 const YAML_FIX =

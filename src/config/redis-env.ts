@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { problem } from "./fix.ts";
+import { problem } from "../problem-text.ts";
+import { maskCredentials } from "./show-value.ts";
 
 /** Where Redis is when neither REDIS_URL, REDIS_SENTINELS nor REDIS_CLUSTER_NODES says otherwise. */
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
@@ -32,7 +33,7 @@ function addressList(variable: string, what: string, defaultPort: number, exampl
         ctx.addIssue({
           code: "custom",
           message: problem(
-            `${variable} has "${entry}", which is not host:port`,
+            `${variable} has "${maskCredentials(entry)}", which is not host:port`,
             `list the ${what} as host:port separated by commas, like ${example}`,
           ),
         });
@@ -169,14 +170,140 @@ export function redisEnvConflicts(env: RedisEnvFields): { path: string[]; messag
   return issues;
 }
 
-/** The password inside a redis://user:password@host URL, so it is redacted like the other secrets. */
-export function passwordInUrl(url: string | undefined): string | undefined {
-  if (url === undefined || !URL.canParse(url)) return undefined;
-  const password = new URL(url).password;
-  if (password === "") return undefined;
+/**
+ * The query parameters of REDIS_URL that hold a credential. ioredis 6 makes every query parameter an
+ * option (utils/index.js parseURL: `redis://host/0?password=…` logs in with it; `sentinelPassword`, and
+ * any other option, likewise), so any parameter whose name says password, secret, token or auth is one.
+ */
+const CREDENTIAL_PARAM = /pass|pwd|secret|token|auth/i;
+/** User names in the query (ioredis's `username`, `sentinelUsername`): a credential when alone, like one in the user info. */
+const USERNAME_PARAM = /user/i;
+
+/** A REDIS_URL cut where ioredis's parser (WHATWG URL) cuts it, each part as it was written. */
+interface UrlParts {
+  /** `redis://`, `rediss://` */
+  scheme: string;
+  /** Before the last `@` of the authority, without it; undefined when there is no `@`. */
+  userinfo: string | undefined;
+  /** Host and port. */
+  hostPort: string;
+  /** The path, as written. */
+  path: string;
+  /** `name=value` pairs of the query, as written (the `?` left out); empty without a query. */
+  query: string[];
+  /** `#…` as written, or "". */
+  fragment: string;
+}
+
+function splitUrl(url: string): UrlParts | undefined {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(url)?.[0];
+  if (scheme === undefined) return undefined;
+  const rest = url.slice(scheme.length);
+  const hash = rest.indexOf("#");
+  const beforeHash = hash === -1 ? rest : rest.slice(0, hash);
+  const fragment = hash === -1 ? "" : rest.slice(hash);
+  const question = beforeHash.indexOf("?");
+  const beforeQuery = question === -1 ? beforeHash : beforeHash.slice(0, question);
+  const query = question === -1 ? [] : beforeHash.slice(question + 1).split("&");
+  const slash = beforeQuery.indexOf("/");
+  const authority = slash === -1 ? beforeQuery : beforeQuery.slice(0, slash);
+  const path = slash === -1 ? "" : beforeQuery.slice(slash);
+  const at = authority.lastIndexOf("@");
+  return {
+    scheme,
+    userinfo: at === -1 ? undefined : authority.slice(0, at),
+    hostPort: at === -1 ? authority : authority.slice(at + 1),
+    path,
+    query,
+    fragment,
+  };
+}
+
+/** A query parameter's name and value: as written, and as URLSearchParams (ioredis) reads them. */
+function param(pair: string): { rawName: string; name: string; raw: string; value: string } {
+  const eq = pair.indexOf("=");
+  const rawName = eq === -1 ? pair : pair.slice(0, eq);
+  const raw = eq === -1 ? "" : pair.slice(eq + 1);
+  const [name = "", value = ""] = [...new URLSearchParams(`${rawName}=${raw}`)][0] ?? [];
+  return { rawName, name, raw, value };
+}
+
+function decoded(text: string): string {
   try {
-    return decodeURIComponent(password);
+    return decodeURIComponent(text);
   } catch {
-    return password;
+    return text;
   }
+}
+
+/** What in a REDIS_URL is a credential, by part. */
+function credentialParts(url: string, otherPassword: boolean) {
+  const parts = splitUrl(url);
+  if (parts === undefined) return undefined;
+  const colon = parts.userinfo?.indexOf(":") ?? -1;
+  const user =
+    parts.userinfo === undefined ? "" : colon === -1 ? parts.userinfo : parts.userinfo.slice(0, colon);
+  const password = parts.userinfo === undefined || colon === -1 ? "" : parts.userinfo.slice(colon + 1);
+  const params = parts.query.map(param);
+  const secretParam = (p: ReturnType<typeof param>) => CREDENTIAL_PARAM.test(p.name) && p.raw !== "";
+  // a user name is a password when nothing else is one (redis-cli reads redis://secret@host so), but for
+  // Redis's own `default` user, whose name redacted would censor every "default" the bot writes
+  const named = (name: string) => name !== "" && decoded(name) !== "default";
+  const userIsPassword =
+    password === "" &&
+    !otherPassword &&
+    !params.some(secretParam) &&
+    (named(user) || params.some((p) => USERNAME_PARAM.test(p.name) && named(p.raw)));
+  const isSecretParam = (p: ReturnType<typeof param>) =>
+    secretParam(p) || (userIsPassword && USERNAME_PARAM.test(p.name) && named(p.raw));
+  return { parts, user, password, params, userIsPassword, isSecretParam };
+}
+
+/**
+ * Every credential in a REDIS_URL, in each form it can be written in (as in the URL, and decoded as
+ * ioredis decodes it): the user info's password, `?password=` and any other credential parameter, and a
+ * user name when it is the only credential anywhere (`otherPassword`: REDIS_PASSWORD is set). All of them
+ * secrets, redacted like the tokens.
+ */
+export function urlCredentials(url: string | undefined, otherPassword = false): string[] {
+  if (url === undefined) return [];
+  const found = credentialParts(url, otherPassword);
+  if (found === undefined) return [];
+  const forms: string[] = [];
+  const add = (raw: string, ...readings: string[]) => {
+    if (raw !== "") forms.push(raw, decoded(raw), ...readings);
+  };
+  add(found.password);
+  if (found.userIsPassword) add(found.user);
+  for (const p of found.params) if (found.isSecretParam(p)) add(p.raw, p.value);
+  // and as WHATWG URL writes the user info back (percent-encoding what the operator left as it was)
+  if (URL.canParse(url)) {
+    const parsed = new URL(url);
+    add(parsed.password);
+    if (found.userIsPassword) add(parsed.username);
+  }
+  return [...new Set(forms.filter((form) => form.length > 0))];
+}
+
+/**
+ * A REDIS_URL to show (logs, doctor): as written, but every credential urlCredentials finds replaced by
+ * `***` — `redis://user:***@host`, `redis://***@host` for a user name that is the password,
+ * `?password=***`.
+ */
+export function redactRedisUrl(url: string, otherPassword = false): string {
+  const found = credentialParts(url, otherPassword);
+  if (found === undefined) return "***";
+  const { parts } = found;
+  const userinfo =
+    parts.userinfo === undefined
+      ? ""
+      : found.userIsPassword
+        ? "***@"
+        : found.password !== ""
+          ? `${found.user}:***@`
+          : `${parts.userinfo}@`;
+  const query = found.params.map((p, i) => (found.isSecretParam(p) ? `${p.rawName}=***` : parts.query[i]));
+  // ioredis ignores a fragment; an unencoded # in a password starts one, so it is not shown either
+  const fragment = parts.fragment === "" ? "" : "#***";
+  return `${parts.scheme}${userinfo}${parts.hostPort}${parts.path}${query.length === 0 ? "" : `?${query.join("&")}`}${fragment}`;
 }

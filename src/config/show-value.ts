@@ -10,7 +10,7 @@ export function looksSecret(key: string, value: unknown): boolean {
 
 /**
  * A value as `config check` shows what was given: short, control characters escaped, a password in a
- * URL masked, and a secret-looking value (or the path of a private key) not shown at all. `typed` adds
+ * URL masked (maskCredentials), and a secret-looking value (or the path of a private key) not shown at all. `typed` adds
  * what kind of value it is, for a value of the wrong type.
  */
 export function showValue(key: string, value: unknown, typed = false): string {
@@ -28,7 +28,7 @@ export function showValue(key: string, value: unknown, typed = false): string {
       : `a mapping (${keys.slice(0, 4).join(", ")}${keys.length > 4 ? ", …" : ""})`;
   }
   if (typeof value === "string") {
-    const masked = maskPassword(value);
+    const masked = maskCredentials(value);
     const short =
       masked.length > MAX
         ? `${JSON.stringify(masked.slice(0, MAX))}… (${value.length} characters)`
@@ -44,12 +44,21 @@ export function showValue(key: string, value: unknown, typed = false): string {
       : shown;
 }
 
-/** `redis://user:password@host` → `redis://user:***@host`, whatever characters the password holds. */
-function maskPassword(value: string): string {
-  const url = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@/.exec(value);
-  if (url === null) return value;
-  const [whole, scheme = "", userInfo = ""] = url;
-  const colon = userInfo.indexOf(":");
-  const masked = colon < 0 ? userInfo : `${userInfo.slice(0, colon)}:***`;
-  return `${scheme}${masked}@${value.slice(whole.length)}`;
+/**
+ * The credentials in a text that may hold a URL or a list of host:port, masked: a user info's password,
+ * read up to the last `@` as the REDIS_URL check reads it (`redis://user:***@host`, whatever characters it
+ * holds); a user name alone (`redis://***@host`: redis-cli reads `redis://secret@host` as the password);
+ * and a query parameter naming a password, secret, token, auth or user (`?password=***`: ioredis logs in
+ * with `?password=`).
+ */
+export function maskCredentials(value: string): string {
+  return value
+    .replace(
+      /([A-Za-z][A-Za-z0-9+.-]*:\/\/|^|[\s,;])((?:(?!:\/\/)[^\s,;])*)@/g,
+      (_whole, before: string, userInfo: string) => {
+        const colon = userInfo.indexOf(":");
+        return `${before}${colon < 0 ? "***" : `${userInfo.slice(0, colon)}:***`}@`;
+      },
+    )
+    .replace(/([?&][^=&#\s]*(?:pass|pwd|secret|token|auth|user)[^=&#\s]*=)[^&#\s]*/gi, "$1***");
 }

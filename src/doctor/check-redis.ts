@@ -1,7 +1,7 @@
-import { isCluster, MODELSWAP_SLOT, requireSlotOwner } from "../queue/redis-client.ts";
-import type { RedisEnv } from "../queue/redis-connection.ts";
-import { createRedis, describeRedis, waitReady } from "../queue/redis-connection.ts";
-import { readRedisPolicy, redisPolicyProblems } from "../queue/redis-policy.ts";
+import { isCluster, MODELSWAP_SLOT, requireSlotOwner } from "../redis/redis-client.ts";
+import type { RedisEnv } from "../redis/redis-connection.ts";
+import { createRedis, describeRedis, waitReady } from "../redis/redis-connection.ts";
+import { readRedisPolicy, redisPolicyProblems } from "../redis/redis-policy.ts";
 import { type DoctorRow, pass, problem } from "./doctor-row.ts";
 
 const TARGET = "Redis";

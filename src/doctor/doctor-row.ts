@@ -1,5 +1,5 @@
 import type { ErrorCode } from "../errors.ts";
-import type { RedisPolicyProblem } from "../queue/redis-policy.ts";
+import type { RedisPolicyProblem } from "../redis/redis-policy.ts";
 
 /**
  * The codes `modelswap doctor` names (docs/operations.md, "Every error code"): the errors a host or
@@ -24,6 +24,9 @@ export type DoctorCode =
   | "MODELS_DIR_NOT_WRITABLE"
   | "MODELS_DIR_LOW_SPACE"
   | "GPU_UNAVAILABLE"
+  | "SERVING_UNIT_MISSING"
+  | "SERVING_UNIT_INACTIVE"
+  | "SERVING_PORT_SILENT"
   | "FRONT_DOOR_MISCONFIGURED";
 
 /**

@@ -1,14 +1,15 @@
 import { z } from "zod";
 /**
- * The benchmark stage's engine side: the `python -m sglang.bench_serving` command line, and a parser
- * for the summary it prints. Real bench_serving prints `"{:<40} {:<10}"` rows between
+ * The benchmark stage's engine side: the settings of its two runs, and a parser for the summary both
+ * engines' clients print (SGLang's `python -m sglang.bench_serving`, sglang/bench-command.ts; vLLM's
+ * `vllm bench serve`). Real bench_serving prints `"{:<40} {:<10}"` rows between
  * `============ Serving Benchmark Result ============` and a line of 50 `=`; labels and sections
  * differ between versions (TPOT, P90/P95, "Total token throughput" vs "Total throughput"), so the
  * parser reads rows by label and tolerates unknown and missing ones. The JSONL `--output-file` holds
  * Python's bare `Infinity` and is not read.
  */
 import { CodedError } from "../errors.ts";
-import { type ShellCommand, sh } from "../host/shell-quote.ts";
+import type { ShellCommand } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
 
 export interface BenchSettings {
@@ -64,24 +65,6 @@ export const LOADED: Readonly<BenchSettings> = Object.freeze({
   outputLen: 128,
   seed: 1,
 });
-
-/** `<venv>/bin/python -m sglang.bench_serving --backend sglang … --disable-tqdm`, every value quoted. */
-export function benchCommand(opts: BenchOptions): ShellCommand {
-  for (const [name, value] of [
-    ["port", opts.port],
-    ["concurrency", opts.concurrency],
-    ["numPrompts", opts.numPrompts],
-    ["inputLen", opts.inputLen],
-    ["outputLen", opts.outputLen],
-  ] as const) {
-    if (!Number.isInteger(value) || value < 1)
-      throw new Error(`bench ${name} must be a positive integer, got ${value}`);
-  }
-  if (!Number.isInteger(opts.seed) || opts.seed < 0)
-    throw new Error(`bench seed must be an integer ≥ 0, got ${opts.seed}`);
-  const python = `${opts.venv.replace(/\/+$/, "")}/bin/python`;
-  return sh`${python} -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port ${opts.port} --model ${opts.model} --dataset-name ${opts.datasetName ?? "random"} --random-input-len ${opts.inputLen} --random-output-len ${opts.outputLen} --random-range-ratio 1 --num-prompts ${opts.numPrompts} --max-concurrency ${opts.concurrency} --seed ${opts.seed} --output-file ${opts.outputFile ?? "/dev/null"} --disable-tqdm`;
-}
 
 /** What a benchmark run asks of an engine (src/engine/engine.ts): its client's command, and its summary. */
 export interface BenchEngine {

@@ -1,12 +1,31 @@
 import type { ShellCommand } from "../host/shell-quote.ts";
-import type { EnvSetting, Recipe, RecipeSetting } from "../plan/recipes.ts";
 
 /*
  * The plan's half of an engine: what a swap needs to know to plan, build and write the unit of a server
- * of this engine. Each engine's answers are in its own module (sglang-setup.ts, vllm-setup.ts); the
+ * of this engine. Each engine's answers are in its own module (sglang/sglang-setup.ts, vllm/vllm-setup.ts); the
  * planner, the build stage and the unit renderer ask through this, so no code outside src/engine/ says
  * which engine it is.
  */
+
+/** One setting of the plan. `value` is undefined for boolean flags. */
+export interface RecipeSetting {
+  setting: string;
+  value: string | undefined;
+  reason: string;
+  /** Where the knowledge comes from (a doc, PR or issue URL, a source file). */
+  source?: string;
+  /** Who asked for it: "recipe qwen3.5", "host gpu-1", "profile openai/gpt-oss-120b", "swap (--set)". */
+  from?: string;
+}
+
+/** One environment variable of the unit (the engine reads some switches only from its environment). */
+export interface EnvSetting {
+  name: string;
+  value: string;
+  reason: string;
+  source?: string;
+  from?: string;
+}
 
 /**
  * How a recipe setting is spelled on the engine's command line, current upstream first, then older
@@ -51,6 +70,12 @@ export interface EngineMemory {
   ): { fraction: number; kvPerGpuBytes: number };
   /** How the engine applies its fraction, for the plan's reasons: "of the memory free at its start". */
   readonly appliesTo: string;
+  /**
+   * The engine refuses to start when its KV cache cannot hold one sequence of the model's whole context
+   * (vLLM: "max seq len … is larger than the maximum number of tokens that can be stored in KV cache"),
+   * so the fit checks the model's maximum when no context-length is set; SGLang caps it instead.
+   */
+  readonly needsFullContext: boolean;
 }
 
 /** What the build of one engine commit needs (BuildInput's engine-neutral part). */
@@ -89,8 +114,13 @@ export interface EngineSleep {
 }
 
 export interface EngineSetup {
-  /** Known-good settings per model family, quantization and GPU architecture, in this engine's flags. */
-  readonly recipes: readonly Recipe[];
+  /**
+   * Settings this engine needs beside others it is given (vLLM: --enable-auto-tool-choice with a
+   * --tool-call-parser), each with its reason; none where it needs none.
+   */
+  companions?(settings: readonly RecipeSetting[]): RecipeSetting[];
+  /** Whether the engine has a host-RAM KV cache a recipe may turn on (SGLang's --enable-hierarchical-cache). */
+  readonly hierarchicalCache: boolean;
   /** The engine's spellings of a setting, current upstream first (unknown: `--<setting>`). */
   spellingsOf(setting: string): readonly Spelling[];
   readonly memory: EngineMemory;

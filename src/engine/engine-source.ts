@@ -32,6 +32,8 @@ export const engineSourceSchema = z.object({
   buildDir: z.string(),
   /** vLLM: the build compiles its kernels rather than taking the commit's precompiled ones. */
   compileKernels: z.boolean().optional(),
+  /** The build the serving unit runs, of this very commit: reused (checked, not fetched or built again). */
+  reused: z.boolean().optional(),
 });
 export type EngineSource = z.infer<typeof engineSourceSchema>;
 
@@ -246,4 +248,26 @@ export function engineBuildDir(
   kind: EngineKind = "sglang",
 ): string {
   return `${modelsDir.replace(/\/+$/, "")}/.modelswap/engines/${kind}-${commit.slice(0, 12)}-${swapId}`;
+}
+
+/**
+ * The engine build the serving unit runs, from its unit file (the PYTHONPATH modelswap wrote:
+ * `<modelsDir>/.modelswap/engines/<kind>-<commit12>-<swap>/…`), when it is one of this engine's builds
+ * under this models directory; undefined for a unit that runs the venv's own install.
+ */
+export function servingBuildOf(
+  unitText: string,
+  modelsDir: string,
+  kind: EngineKind,
+): { buildDir: string; commit12: string } | undefined {
+  const root = `${modelsDir.replace(/\/+$/, "")}/.modelswap/engines/`;
+  for (const line of unitText.split("\n")) {
+    const m = /^Environment="?PYTHONPATH=([^"\s]+)"?$/.exec(line.trim());
+    if (m === null || !m[1]!.startsWith(root)) continue;
+    const name = m[1]!.slice(root.length).split("/")[0]!;
+    const parts = /^([a-z]+)-([0-9a-f]{12})-[A-Za-z0-9-]+$/.exec(name);
+    if (parts === null || parts[1] !== kind) continue;
+    return { buildDir: `${root}${name}`, commit12: parts[2]! };
+  }
+  return undefined;
 }

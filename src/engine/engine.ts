@@ -13,8 +13,8 @@ export { ENGINE_KINDS, ENGINE_NAMES, type EngineKind } from "./engine-kind.ts";
  * judgement of its answer, a benchmark run and its summary, and which journal lines mean it will not come
  * up. The swap's stages, the health monitor and `/llm status` reach an engine only through this; each
  * engine's knowledge (paths, request bodies, module names, log lines) stays behind it
- * (src/engine/engines.ts: SGLang's in sglang-engine.ts, vLLM's in vllm-engine.ts). The plan's half
- * (recipes, flags, memory, the unit, the build: EngineSetup) likewise (sglang-setup.ts, vllm-setup.ts).
+ * (src/engine/engines.ts: SGLang's in sglang/, vLLM's in vllm/). The plan's half (recipes, flags,
+ * memory, the unit, the build: EngineSetup) likewise (sglang/sglang-setup.ts, vllm/vllm-setup.ts).
  */
 export interface Engine extends SanityEngine, BenchEngine, EngineSetup {
   readonly kind: EngineKind;
@@ -55,4 +55,16 @@ export function curlStatus(url: string, timeoutSeconds: number, body?: string): 
   return body === undefined
     ? sh`curl -sS -o /dev/null --max-time ${timeoutSeconds} -w ${"%{http_code}\\n"} ${url}`
     : sh`curl -sS -o /dev/null --max-time ${timeoutSeconds} -H ${"Content-Type: application/json"} --data-binary ${body} -w ${"%{http_code}\\n"} ${url}`;
+}
+
+/** Beside a command's health probes: the quick reads around them (systemctl, journalctl) and the SSH round trip. */
+const PROBE_COMMAND_MARGIN_SECONDS = 10;
+
+/**
+ * The time limit of a host command that runs `probes` health probes of up to `probeSeconds` each: a probe
+ * that takes its whole time (a unit that does not answer, a front door holding the request) is a finding,
+ * never a host that seems away, which the host's commandTimeoutSeconds (30 s by default) would make it.
+ */
+export function probeCommandMs(probeSeconds: number, probes = 1): number {
+  return (probes * probeSeconds + PROBE_COMMAND_MARGIN_SECONDS) * 1000;
 }

@@ -1,7 +1,22 @@
 import { createHash } from "node:crypto";
-import type { EnvChoice, FlagChoice } from "../plan/types.ts";
 import { ENGINE_NAMES, type EngineKind } from "./engine.ts";
 import { engineFor } from "./engines.ts";
+
+/** One flag of the unit, as the plan chose it (the plan's FlagChoice): `flag` undefined is left out. */
+export interface UnitFlag {
+  flag?: string;
+  /** undefined for boolean flags. */
+  value?: string;
+  /** The command's positional argument (vLLM's `serve <model>`): the value alone, right after the entry point. */
+  positional?: boolean;
+}
+
+/** One environment variable of the unit, and why (the plan's EnvChoice). */
+export interface UnitEnv {
+  name: string;
+  value: string;
+  reason: string;
+}
 
 /**
  * The systemd unit that serves a model with SGLang or vLLM. Every value that comes from outside (model names,
@@ -11,8 +26,8 @@ import { engineFor } from "./engines.ts";
  * lose control characters.
  */
 export interface UnitSpec {
-  /** The engine that serves (default SGLang): its entry point, import path and unit names. */
-  kind?: EngineKind;
+  /** The engine that serves: its entry point, import path and unit names. */
+  kind: EngineKind;
   repo: string;
   sha: string;
   swapId: string;
@@ -24,11 +39,11 @@ export interface UnitSpec {
    * The engine build this unit runs: its directory (the unit imports `sglang` from `<dir>/python`, ahead
    * of whatever the venv has installed) and, for the comment, where it came from. Absent: the venv's own.
    */
-  engine?: { buildDir: string; describe: string };
+  engine?: { buildDir: string; describe: string; reused?: boolean };
   /** Flags in order; a flag the engine has no spelling for (`flag` undefined) is left out. */
-  flags: readonly FlagChoice[];
+  flags: readonly UnitFlag[];
   /** The recipe's environment variables (engine switches it reads only from there). */
-  env?: readonly EnvChoice[];
+  env?: readonly UnitEnv[];
   /** TimeoutStartSec (the plan's health timeout, which scales with the weights' size). */
   timeoutStartSeconds: number;
   /**
@@ -69,7 +84,7 @@ const SUFFIX = ".service";
  * is cut and keeps a short hash of it, so two long ids stay apart); an id with nothing usable becomes
  * `sglang-model-<hash>-<sha7>.service`.
  */
-export function unitNameFor(repo: string, sha: string, kind: EngineKind = "sglang"): string {
+export function unitNameFor(repo: string, sha: string, kind: EngineKind): string {
   const PREFIX = engineFor(kind).unitPrefix;
   const slug = repo
     .toLowerCase()
@@ -98,7 +113,7 @@ export function newUnitName(
   sha: string,
   swapId: string,
   serving: string,
-  kind: EngineKind = "sglang",
+  kind: EngineKind,
 ): string {
   const name = unitNameFor(repo, sha, kind);
   if (name !== serving) return name;
@@ -141,7 +156,7 @@ function oneLine(text: string, specifiers: boolean): string {
 }
 
 /** `--flag value` (or `--flag=value` when the value starts with "-", which argparse would take for an option). */
-function flagWords(choice: FlagChoice): string | undefined {
+function flagWords(choice: UnitFlag): string | undefined {
   if (choice.flag === undefined) return undefined;
   const flag = systemdWord(choice.flag);
   if (choice.value === undefined) return flag;
@@ -155,7 +170,7 @@ const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 export function renderUnit(spec: UnitSpec): { name: string; text: string } {
   if (!spec.venv.startsWith("/"))
     throw new Error(`the engine venv must be an absolute path, got "${spec.venv}"`);
-  const kind = spec.kind ?? "sglang";
+  const { kind } = spec;
   const setup = engineFor(kind);
   const name = newUnitName(spec.repo, spec.sha, spec.swapId, spec.serving, kind);
   const python = systemdWord(`${spec.venv.replace(/\/+$/, "")}/bin/python`, "executable");
@@ -175,7 +190,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
     // Environment= splits on spaces and expands specifiers, not variables: a plain path needs no quoting.
     if (!PLAIN_WORD.test(path)) throw new Error(`the engine build directory is not a plain path: "${path}"`);
     engine.push(
-      `# Engine: ${oneLine(spec.engine.describe, false)}, built in a directory of its own.`,
+      `# Engine: ${oneLine(spec.engine.describe, false)}, ${spec.engine.reused === true ? "the build the unit serving before this swap ran, reused" : "built in a directory of its own"}.`,
       `Environment=PYTHONPATH=${path.replaceAll("%", "%%")}`,
     );
   }
@@ -218,7 +233,7 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
  * are written in systemd's quoting (Environment= takes `"NAME=value"` with C escapes; `%` doubled for
  * specifiers), so a value can never start a new line or directive.
  */
-function envLines(env: readonly EnvChoice[]): string[] {
+function envLines(env: readonly UnitEnv[]): string[] {
   return env.flatMap((e) => {
     if (!ENV_NAME.test(e.name)) throw new Error(`not an environment variable name: "${e.name}"`);
     const word = systemdWord(`${e.name}=${e.value}`, "executable");

@@ -1,9 +1,11 @@
 /**
- * Sanity check of a freshly started SGLang server. `/health` passing is not sanity: with broken
+ * Sanity check of a freshly started server, whichever engine. Health passing is not sanity: with broken
  * kernels (NVFP4 on sm_120 without the FlashInfer backends) the server is healthy and answers every
  * prompt with `!!!!…` (argmax fell to token 0) and null logprobs (orjson writes NaN as null). This
- * asks a few deterministic questions at temperature 0 with logprobs through `POST /generate`, via
- * curl on the host (the serving port is usually bound to loopback), and judges the answers.
+ * asks a few deterministic questions at temperature 0 with logprobs, through the engine's own request
+ * (SGLang's `POST /generate`: sglang/generate-judge.ts; vLLM's `/v1/completions`:
+ * vllm/completions-judge.ts), via curl on the host (the serving port is usually bound to loopback), and
+ * judges the answers the engine reads out (judgeTokens).
  */
 import { type ErrorCode, isCodedError } from "../errors.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
@@ -92,26 +94,11 @@ export function postJsonCommand(url: string, timeoutSeconds: number): ShellComma
   return sh`curl -sS --max-time ${timeoutSeconds} -X POST -H ${"Content-Type: application/json"} --data-binary @- -w ${`${HTTP_MARK}%{http_code}`} ${url}`;
 }
 
-/** The curl command that POSTs the JSON on its standard input to `/generate` on the host's loopback. */
-export function generateCommand(port: number, timeoutSeconds: number): ShellCommand {
-  return postJsonCommand(`http://127.0.0.1:${port}/generate`, timeoutSeconds);
-}
-
 /** A postJsonCommand's output: the HTTP status (null when none came) and the body before it. */
 export function splitStatus(stdout: string): { status: number | null; body: string } {
   const at = stdout.lastIndexOf(HTTP_MARK);
   const status = at < 0 ? null : Number(stdout.slice(at + HTTP_MARK.length).trim()) || null;
   return { status, body: at < 0 ? stdout : stdout.slice(0, at) };
-}
-
-/** The request body for one prompt (sent on stdin, never on the command line). */
-export function generateBody(prompt: string): string {
-  return JSON.stringify({
-    text: prompt,
-    sampling_params: { temperature: 0, max_new_tokens: MAX_NEW_TOKENS },
-    return_logprob: true,
-    return_text_in_logprobs: true,
-  });
 }
 
 /**
@@ -164,12 +151,6 @@ function failed(p: SanityPrompt, detail: string): PromptResult {
   };
 }
 
-interface GenerateAnswer {
-  text?: unknown;
-  output_ids?: unknown;
-  meta_info?: { output_token_logprobs?: unknown; completion_tokens?: unknown };
-}
-
 /** What an answer says, in any engine's format: its text, and each token's logprob with a key (its id or text). */
 export interface AnswerTokens {
   output: string;
@@ -177,32 +158,6 @@ export interface AnswerTokens {
   tokenKeys: readonly (string | number)[];
   /** The server's own count, where the answer has no tokens listed. */
   completionTokens?: number;
-}
-
-/** Judges SGLang's `/generate` answer (one curl result). */
-export function judge(p: SanityPrompt, result: ExecResult): PromptResult {
-  return judgeHttpAnswer(p, result, "/generate", (raw) => {
-    const answer = raw as GenerateAnswer;
-    const logprobs: unknown[] = [];
-    const ids: number[] = [];
-    const entries = answer.meta_info?.output_token_logprobs;
-    if (Array.isArray(entries)) {
-      for (const entry of entries) {
-        const [logprob, id] = Array.isArray(entry) ? entry : [entry, undefined];
-        logprobs.push(logprob);
-        if (typeof id === "number") ids.push(id);
-      }
-    }
-    if (ids.length === 0 && Array.isArray(answer.output_ids))
-      for (const id of answer.output_ids) if (typeof id === "number") ids.push(id);
-    const completion = Number(answer.meta_info?.completion_tokens);
-    return {
-      output: typeof answer.text === "string" ? answer.text : "",
-      logprobs,
-      tokenKeys: ids,
-      ...(Number.isFinite(completion) ? { completionTokens: completion } : {}),
-    };
-  });
 }
 
 /**

@@ -16,7 +16,7 @@ export const unitCommands = {
 };
 
 /** A unit name of the shape the bot writes (`sglang-<model>-<commit>.service`), for checking rules against. */
-export const SAMPLE_BOT_UNIT = unitNameFor("modelswap/doctor-check", "0000000");
+export const SAMPLE_BOT_UNIT = unitNameFor("modelswap/doctor-check", "0000000", "sglang");
 
 /** Units of the shapes the bot writes for each engine (`vllm-<model>-<commit>.service` for vLLM). */
 export const sampleBotUnit = (kind: EngineKind): string =>

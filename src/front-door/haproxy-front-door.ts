@@ -1,5 +1,5 @@
 import { CodedError } from "../errors.ts";
-import type { HostTransport } from "../host/transport.ts";
+import type { CommandRunner } from "../host/transport.ts";
 import type { FrontDoor, FrontDoorServer, ServerState } from "./front-door.ts";
 import {
   frontDoorName,
@@ -25,7 +25,7 @@ export class HaproxyFrontDoor implements FrontDoor {
   readonly backend: string;
   private readonly target: RuntimeApiTarget;
 
-  constructor(transport: HostTransport, options: HaproxyFrontDoorOptions) {
+  constructor(transport: CommandRunner, options: HaproxyFrontDoorOptions) {
     const o = haproxyFrontDoorOptions.parse(options);
     this.backend = o.backend;
     this.target = { transport, socket: o.socket, sudo: o.sudo, timeoutMs: o.commandTimeoutMs };

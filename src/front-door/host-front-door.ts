@@ -1,5 +1,5 @@
 import type { HostConfig } from "../config/file-schema.ts";
-import type { HostTransport } from "../host/transport.ts";
+import type { CommandRunner } from "../host/transport.ts";
 import { HaproxyFrontDoor } from "./haproxy-front-door.ts";
 
 /** A slot of the front door that a serving unit sits behind, and the port that unit listens on. */
@@ -21,9 +21,11 @@ export interface HostFrontDoor {
   readonly holdSeconds: number;
   /** Every unit slot: `server` first, then the standby when there is one. */
   readonly slots: readonly UnitSlot[];
+  /** The frontend's port on the host's loopback, where clients' requests come in (frontDoor.port). */
+  readonly port?: number;
 }
 
-export function hostFrontDoor(config: HostConfig, transport: HostTransport): HostFrontDoor | undefined {
+export function hostFrontDoor(config: HostConfig, transport: CommandRunner): HostFrontDoor | undefined {
   const fd = config.frontDoor;
   if (fd === undefined) return undefined;
   const door = new HaproxyFrontDoor(transport, {
@@ -34,7 +36,14 @@ export function hostFrontDoor(config: HostConfig, transport: HostTransport): Hos
   });
   const slots: UnitSlot[] = [{ server: fd.server, port: config.servingPort }];
   if (fd.standby !== undefined) slots.push({ server: fd.standby.server, port: fd.standby.port });
-  return { door, server: fd.server, hold: fd.hold, holdSeconds: fd.holdSeconds, slots };
+  return {
+    door,
+    server: fd.server,
+    hold: fd.hold,
+    holdSeconds: fd.holdSeconds,
+    slots,
+    ...(fd.port === undefined ? {} : { port: fd.port }),
+  };
 }
 
 /** The unit slot whose unit listens on `port`, if any. */

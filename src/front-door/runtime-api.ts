@@ -1,9 +1,9 @@
 import { CodedError } from "../errors.ts";
 import { sh } from "../host/shell-quote.ts";
-import type { HostTransport } from "../host/transport.ts";
+import type { CommandRunner } from "../host/transport.ts";
 
 export interface RuntimeApiTarget {
-  transport: HostTransport;
+  transport: CommandRunner;
   socket: string;
   sudo: boolean;
   timeoutMs: number;

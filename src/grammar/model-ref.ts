@@ -1,5 +1,11 @@
 import { z } from "zod";
-import type { ModelRef } from "../hub/types.ts";
+
+/** A model on the Hub as a user names it: its repository, and the revision they asked for. */
+export interface ModelRef {
+  repo: string;
+  /** What the user asked for; `main` when they named none. */
+  revision: string;
+}
 
 /**
  * A part of a repo id (`org` or `name`) as the Hub admits it (huggingface_hub's validate_repo_id):

@@ -1,21 +1,25 @@
 import { ENGINE_KINDS, type EngineKind } from "../engine/engine-kind.ts";
-import type { ModelRef } from "../hub/types.ts";
 import { ENGINE_REF_RULE, isEngineRef } from "./engine-ref.ts";
+import { parseSettingSet, SETTING_RULE, type SettingSet } from "./flag-setting.ts";
 import { HOST_NAME } from "./host-name.ts";
+import type { ModelRef } from "./model-ref.ts";
 import { parseModelRef } from "./model-ref.ts";
 import { optionWord } from "./option-word.ts";
 
 export const SWAP_USAGE =
-  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine sglang|vllm] [--engine-ref <git ref>]";
+  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine sglang|vllm] [--engine-ref <git ref>] [--set <flag>=<value>]…";
 
 export interface SwapRequest {
   model: ModelRef;
   host: string | undefined;
   tp: number | undefined;
   dryRun: boolean;
-  engineRef: string;
-  /** The engine to serve with; undefined: the host's (hosts[].engine). */
+  /** `--engine-ref`; undefined: the model's profile's, else the host's default (hosts[].engineRef), else main. */
+  engineRef?: string;
+  /** The engine to serve with; undefined: the profile's, else the host's (hosts[].engine). */
   engine?: EngineKind;
+  /** `--set name=value`, repeated: engine settings for this swap (only names swaps.settable allows). */
+  sets?: SettingSet[];
 }
 
 export type ParseResult = { ok: true; request: SwapRequest } | { ok: false; reason: string };
@@ -30,8 +34,9 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
   let host: string | undefined;
   let tp: number | undefined;
   let dryRun = false;
-  let engineRef = "main";
+  let engineRef: string | undefined;
   let engine: EngineKind | undefined;
+  const sets: SettingSet[] = [];
   for (let i = 0; i < args.length; i++) {
     const { name, inline } = optionWord(args[i]!);
     const value = () => inline ?? args[++i];
@@ -58,6 +63,15 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
         engineRef = v;
         break;
       }
+      case "--set": {
+        const v = value();
+        const set = v === undefined ? undefined : parseSettingSet(v);
+        if (set === undefined) return fail(`--set needs ${SETTING_RULE}`);
+        if (sets.some((s) => s.setting === set.setting)) return fail(`--set ${set.setting} is given twice`);
+        if (sets.length >= 16) return fail("--set may be given at most 16 times");
+        sets.push(set);
+        break;
+      }
       case "--engine": {
         const v = value();
         const kind = ENGINE_KINDS.find((k) => k === v?.toLowerCase());
@@ -77,7 +91,15 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
   if (model === undefined) return fail("name the model to swap to");
   return {
     ok: true,
-    request: { model, host, tp, dryRun, engineRef, ...(engine === undefined ? {} : { engine }) },
+    request: {
+      model,
+      host,
+      tp,
+      dryRun,
+      ...(engineRef === undefined ? {} : { engineRef }),
+      ...(engine === undefined ? {} : { engine }),
+      ...(sets.length === 0 ? {} : { sets }),
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import { CodedError } from "../errors.ts";
 import { lines, type ShellCommand, sh } from "./shell-quote.ts";
-import type { HostTransport } from "./transport.ts";
+import { type CommandRunner, cutLine, outputLines } from "./transport.ts";
 
 export interface DetachedStatus {
   /** running: alive; exited: finished and wrote its exit status; dead: gone without one; missing: never started. */
@@ -18,7 +18,7 @@ export interface DetachedStatus {
  * starts, so they never appear on a command line (`ps`) or in the script.
  */
 export async function startDetached(
-  transport: HostTransport,
+  transport: CommandRunner,
   dir: string,
   script: ShellCommand,
   secrets: Record<string, string> = {},
@@ -53,7 +53,7 @@ exit "$code"
 
 /** Reads a task's state from its directory; checks the pid is really this task's and not a zombie. */
 export async function detachedStatus(
-  transport: HostTransport,
+  transport: CommandRunner,
   dir: string,
   logLines = 20,
 ): Promise<DetachedStatus> {
@@ -66,7 +66,7 @@ export async function detachedStatus(
     if [ -f ${dir}/exit ]; then echo state=exited; echo "exit=$(cat ${dir}/exit)";
     elif [ "$alive" = 1 ]; then echo state=running; else echo state=dead; fi
     echo ---log---
-    tail -n ${logLines} ${dir}/log 2>/dev/null || true
+    tail -c ${LOG_TAIL_BYTES} ${dir}/log 2>/dev/null || true
   `);
   const [head = "", log = ""] = result.stdout.split("---log---\n");
   const state = /state=(\w+)/.exec(head)?.[1] as DetachedStatus["state"] | undefined;
@@ -74,12 +74,24 @@ export async function detachedStatus(
   return {
     state: state ?? "missing",
     exitCode: exit === undefined ? undefined : Number(exit),
-    logTail: log.split("\n").filter((line) => line !== ""),
+    logTail: logLinesOf(log, logLines),
   };
 }
 
+/** The most of a task's log read at one look: its last lines are in it, however long the log grew. */
+const LOG_TAIL_BYTES = 64 * 1024;
+
+/**
+ * A log's last lines as a person saw them (transport.ts `outputLines`: each redraw of a progress bar is a
+ * line), each cut at LINE_CHARS: what a failure's reason quotes from the log stays small enough for the
+ * swap's record.
+ */
+function logLinesOf(log: string, count: number): string[] {
+  return outputLines(log).slice(-count).map(cutLine);
+}
+
 /** Ends a task and everything it started (its process group); the files stay. */
-export async function stopDetached(transport: HostTransport, dir: string): Promise<void> {
+export async function stopDetached(transport: CommandRunner, dir: string): Promise<void> {
   await transport.exec(sh`
     pid=$(cat ${dir}/pid 2>/dev/null || true)
     [ -n "$pid" ] || exit 0
@@ -91,12 +103,12 @@ export async function stopDetached(transport: HostTransport, dir: string): Promi
 }
 
 /** Reads a small file the task wrote (e.g. the engine commit); undefined when absent. */
-export async function readTaskFile(transport: HostTransport, path: string): Promise<string | undefined> {
+export async function readTaskFile(transport: CommandRunner, path: string): Promise<string | undefined> {
   const result = await transport.exec(sh`cat ${path} 2>/dev/null`);
   return result.code === 0 ? result.stdout : undefined;
 }
 
-async function must(transport: HostTransport, command: ReturnType<typeof sh>, stdin?: string): Promise<void> {
+async function must(transport: CommandRunner, command: ReturnType<typeof sh>, stdin?: string): Promise<void> {
   const result = await transport.exec(command, stdin === undefined ? {} : { stdin });
   if (result.code !== 0) {
     throw new CodedError(

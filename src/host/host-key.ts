@@ -1,13 +1,10 @@
 import { createHash } from "node:crypto";
+import type { HostKeyType } from "./host-key-type.ts";
 
 /** OpenSSH's SHA256 fingerprint of a raw public host key: `SHA256:` + unpadded base64 of its digest. */
 export function fingerprintSha256(rawKey: Buffer): string {
   return `SHA256:${createHash("sha256").update(rawKey).digest("base64").replace(/=+$/, "")}`;
 }
-
-/** Host key types as `ssh-keygen -lf` names them in parentheses: `256 SHA256:… host (ED25519)`. */
-export const HOST_KEY_TYPES = ["ed25519", "ecdsa", "rsa"] as const;
-export type HostKeyType = (typeof HOST_KEY_TYPES)[number];
 
 /**
  * The SSH host-key algorithms that select a host's key of each type (RFC 8709, RFC 5656, RFC 8332),

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { CodedError } from "../errors.ts";
+import { STOP_GRACE_SECONDS } from "./kept-shell.ts";
 import type { ShellCommand } from "./shell-quote.ts";
 import {
   commandTimeout,
@@ -10,6 +11,9 @@ import {
   OutputBuffer,
   type ShellChannel,
 } from "./transport.ts";
+
+/** How long a kept shell has after TERM (to stop its command: TERM, a grace, KILL) before it gets KILL. */
+const SHELL_KILL_AFTER_MS = (STOP_GRACE_SECONDS + 2) * 1000;
 
 export interface LocalTransportOptions {
   hostName: string;
@@ -28,7 +32,7 @@ export class LocalTransport implements HostTransport {
     this.hostName = options.hostName;
   }
 
-  /** bash in a process group of its own, so `kill` ends it and whatever it runs. */
+  /** bash in a process group (and session) of its own; `kill` asks it to end, then makes sure. */
   async openShell(): Promise<ShellChannel> {
     const child = spawn("bash", ["--noprofile", "--norc"], {
       env: this.env(),
@@ -47,7 +51,17 @@ export class LocalTransport implements HostTransport {
       stderr: child.stderr,
       write: (text) => child.stdin.write(text),
       onClose: (listener) => child.once("close", listener),
-      kill: () => killGroup(child.pid),
+      kill: () => {
+        // TERM lets the shell stop the command it runs (in a process group of its own) before it exits
+        try {
+          child.kill("SIGTERM");
+        } catch {
+          // already gone
+        }
+        const stubborn = setTimeout(() => killGroup(child.pid), SHELL_KILL_AFTER_MS);
+        stubborn.unref();
+        child.once("exit", () => clearTimeout(stubborn));
+      },
     };
   }
 

@@ -1,18 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { Client, type ClientChannel } from "ssh2";
-import type { SshConfig } from "../config/file-schema.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import {
-  fingerprintSha256,
-  HOST_KEY_ALGORITHMS,
-  HOST_KEY_TYPES,
-  type HostKeyType,
-  hostKeyLabel,
-} from "./host-key.ts";
+import { ChannelOpenError } from "./channel-open-error.ts";
+import { fingerprintSha256, HOST_KEY_ALGORITHMS, hostKeyLabel } from "./host-key.ts";
+import { HOST_KEY_TYPES, type HostKeyType } from "./host-key-type.ts";
 import { Semaphore } from "./semaphore.ts";
 import { quote, type ShellCommand } from "./shell-quote.ts";
 import { keyReadProblem, keySetting } from "./ssh-key-file.ts";
+import type { SshConfig } from "./ssh-schema.ts";
 import {
   commandTimeout,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -93,9 +89,11 @@ export class SshTransport implements HostTransport {
           onClose: (listener) => stream.once("close", listener),
           kill: () => {
             try {
-              stream.signal("KILL");
+              // TERM, not KILL: the shell stops the command it runs (in a process group of its own) first
+              stream.signal("TERM");
             } catch {
-              // servers may refuse signals; closing the channel hangs up the shell
+              // servers may refuse signals (OpenSSH does for root): closing the channel hangs up the
+              // shell, which still stops its command at the command's time limit
             }
             stream.close();
           },
@@ -347,12 +345,5 @@ export class SshTransport implements HostTransport {
       "this is usually transient; if it persists, check sshd's MaxSessions and the host's load",
       { cause: error },
     );
-  }
-}
-
-/** The command channel could not be opened, so the command never ran and may be retried. */
-class ChannelOpenError extends CodedError {
-  constructor(inner: CodedError) {
-    super(inner.code, inner.message, inner.fix, { cause: inner.cause });
   }
 }

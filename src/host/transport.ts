@@ -35,7 +35,14 @@ export interface HostTransport {
   close(): Promise<void>;
 }
 
-/** A running shell: what it prints, a way to write to it, and a way to end it with all it started. */
+/** What runs commands and nothing more: a transport, or one that fences them (src/host/fence.ts). */
+export type CommandRunner = Pick<HostTransport, "hostName" | "exec">;
+
+/**
+ * A running shell: what it prints, a way to write to it, and a way to end it. `kill` sends it TERM (the
+ * kept shell's trap stops the command it runs, with its process group, then exits) and makes sure it
+ * ends: locally by KILL after a grace, over SSH by closing the channel.
+ */
 export interface ShellChannel {
   readonly stdout: NodeJS.ReadableStream;
   readonly stderr: NodeJS.ReadableStream;
@@ -90,12 +97,26 @@ export function commandFailed(hostName: string, what: string, result: ExecResult
  * `Job for x.service failed because the control process exited with error code.`
  */
 function tellingLine(output: string): string {
-  const lines = output
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "");
+  const lines = outputLines(output).map((line) => line.trim());
   const telling = lines.filter((line) => !/^(See |Hint: )/.test(line));
-  return telling.at(-1) ?? lines.at(-1) ?? "";
+  return cutLine(telling.at(-1) ?? lines.at(-1) ?? "");
+}
+
+/** The most characters of one line of a host's output that an error or a log tail quotes. */
+export const LINE_CHARS = 1000;
+
+/**
+ * Output as the lines a person saw: a progress bar redraws its line with `\r` (hf's tqdm bars, git's
+ * "Receiving objects"), so an hour of it is one "line" of megabytes with an error at its end; each redraw
+ * is a line here. Blank lines are left out.
+ */
+export function outputLines(output: string): string[] {
+  return output.split(/\r\n|\n|\r/).filter((line) => line.trim() !== "");
+}
+
+/** A line cut at LINE_CHARS (marked with …): what is quoted from a host goes into swap records. */
+export function cutLine(line: string): string {
+  return line.length > LINE_CHARS ? `${line.slice(0, LINE_CHARS - 1)}…` : line;
 }
 
 /** The error of a command that outlived its time limit, the same for every transport. */

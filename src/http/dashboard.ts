@@ -1,12 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createBullBoard } from "@bull-board/api";
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
-import { HonoAdapter } from "@bull-board/hono";
-import { getRequestListener } from "@hono/node-server";
-import { serveStatic } from "@hono/node-server/serve-static";
 import type { Queue } from "bullmq";
-import { Hono } from "hono";
+import { CodedError } from "../errors.ts";
+import type { Logger } from "../log.ts";
 
 export const DASHBOARD_PATH = "/admin/queues";
 
@@ -14,6 +10,51 @@ export interface DashboardOptions {
   queues: readonly Queue[];
   user: string;
   password: string;
+  /** Where a dashboard that cannot be served is said, once, with its fix. */
+  log: Logger;
+}
+
+/** The packages the dashboard needs: not in a production install (npm ci --omit=dev) unless added. */
+export const DASHBOARD_PACKAGES = [
+  "@bull-board/api@9.10.1",
+  "@bull-board/hono@9.10.1",
+  "@hono/node-server@2.1.8",
+  "hono@4.13.19",
+];
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => unknown;
+
+/**
+ * bull-board and Hono, loaded when the dashboard is turned on: they are dev dependencies, 45 MB of a
+ * production install that most deployments never open (bull-board pulls a TypeScript compiler in through
+ * valibot). An operator who wants the dashboard installs them beside modelswap (docs/operations.md).
+ */
+async function loadBoard(options: DashboardOptions): Promise<Listener> {
+  const [
+    { createBullBoard },
+    { BullMQAdapter },
+    { HonoAdapter },
+    { getRequestListener },
+    { serveStatic },
+    { Hono },
+  ] = await Promise.all([
+    import("@bull-board/api"),
+    import("@bull-board/api/bullMQAdapter"),
+    import("@bull-board/hono"),
+    import("@hono/node-server"),
+    import("@hono/node-server/serve-static"),
+    import("hono"),
+  ]);
+  const serverAdapter = new HonoAdapter(serveStatic);
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: options.queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: "modelswap queues" } },
+  });
+  const app = new Hono();
+  app.route(DASHBOARD_PATH, serverAdapter.registerPlugin());
+  return getRequestListener(app.fetch);
 }
 
 /**
@@ -25,16 +66,16 @@ export interface DashboardOptions {
 export function createDashboard(
   options: DashboardOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const serverAdapter = new HonoAdapter(serveStatic);
-  serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({
-    queues: options.queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
-    serverAdapter,
-    options: { uiConfig: { boardTitle: "modelswap queues" } },
+  const board = loadBoard(options).catch((error: unknown) => {
+    const problem = new CodedError(
+      "DASHBOARD_UNAVAILABLE",
+      `MODELSWAP_DASHBOARD_PASSWORD is set but the queue dashboard's packages are not installed: ${(error as Error).message}`,
+      `install them beside modelswap (npm install ${DASHBOARD_PACKAGES.join(" ")} in its directory, or in the image), or unset MODELSWAP_DASHBOARD_PASSWORD`,
+      { cause: error },
+    );
+    options.log.error({ code: problem.code, fix: problem.fix }, problem.message);
+    return problem;
   });
-  const app = new Hono();
-  app.route(DASHBOARD_PATH, serverAdapter.registerPlugin());
-  const listener = getRequestListener(app.fetch);
   const expected = digest(`${options.user}:${options.password}`);
   return (req, res) => {
     if (!authorized(req.headers.authorization, expected)) {
@@ -45,7 +86,11 @@ export function createDashboard(
       res.end("authentication required: the user and MODELSWAP_DASHBOARD_PASSWORD\n");
       return;
     }
-    void listener(req, res);
+    void board.then((listener) => {
+      if (typeof listener === "function") return listener(req, res);
+      res.writeHead(503, { "content-type": "text/plain; charset=utf-8" });
+      res.end(`${listener.code}: the queue dashboard is not installed here; ${listener.fix}\n`);
+    });
   };
 }
 

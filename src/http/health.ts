@@ -1,5 +1,5 @@
 import type { Worker } from "bullmq";
-import { type RedisClient, requireSlotOwner } from "../queue/redis-client.ts";
+import { type RedisClient, requireSlotOwner } from "../redis/redis-client.ts";
 import { withTimeout } from "../with-timeout.ts";
 
 export type WorkerState = "running" | "closing" | "stopped" | "stalled";
@@ -11,6 +11,8 @@ export interface HealthReport {
   redis: string;
   /** This process's BullMQ workers by queue (none for the bot role alone). */
   workers: Record<string, WorkerState>;
+  /** `down` when the Socket Mode link to Slack has been down past its bound (absent otherwise). */
+  slack?: "down";
   /** One line per thing that is wrong, for people reading the 503. */
   problems?: string[];
 }
@@ -22,9 +24,9 @@ export function workerState(worker: Worker): WorkerState {
 }
 
 /**
- * The bot's own health: Redis answers a PING within `timeoutMs`, and each of this process's workers is
+ * The bot's own health: Redis answers a PING within `timeoutMs`, each of this process's workers is
  * running (not stopped, not closing, not stalled: `stalled` says why one takes no jobs while they wait,
- * worker-stall.ts). A process in shutdown therefore answers 503, so a load balancer or orchestrator stops
+ * worker-stall.ts), and Slack reaches the bot (`slack`: its Socket Mode link, src/slack/socket-link.ts). A process in shutdown therefore answers 503, so a load balancer or orchestrator stops
  * sending it work before it exits.
  */
 export async function checkBotHealth(
@@ -33,9 +35,16 @@ export async function checkBotHealth(
   {
     timeoutMs = 1000,
     stalled = () => undefined,
-  }: { timeoutMs?: number; stalled?: (worker: string) => string | undefined } = {},
+    slack = () => undefined,
+  }: {
+    timeoutMs?: number;
+    stalled?: (worker: string) => string | undefined;
+    /** Why Slack does not reach this bot (its Socket Mode link down past its bound), if it does not. */
+    slack?: () => string | undefined;
+  } = {},
 ): Promise<HealthReport> {
   const problems: string[] = [];
+  const deaf = slack();
   let redisState = "ok";
   try {
     await ping(redis, timeoutMs);
@@ -55,10 +64,12 @@ export async function checkBotHealth(
     if (stuck !== undefined) problems.push(stuck);
     else if (state !== "running") problems.push(`the ${worker.name} worker is ${state}`);
   }
+  if (deaf !== undefined) problems.push(deaf);
   return {
     ok: problems.length === 0,
     redis: redisState,
     workers: states,
+    ...(deaf === undefined ? {} : { slack: "down" }),
     ...(problems.length === 0 ? {} : { problems }),
   };
 }

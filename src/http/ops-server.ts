@@ -2,20 +2,28 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Queue, type Worker } from "bullmq";
 import { Registry } from "prom-client";
+import type { ConfigSource } from "../config/live-config.ts";
 import type { Config } from "../config/load-config.ts";
+import type { OperatorConfig } from "../config/operators-schema.ts";
 import { type Logger, redactSecrets, redactSecretsInJson } from "../log.ts";
 import { MetricsCollector } from "../metrics/collect.ts";
 import { SlackCallMetrics } from "../metrics/slack-calls.ts";
 import { COMMAND_QUEUE } from "../queue/command-queue.ts";
 import { MONITOR_QUEUE } from "../queue/monitor-queue.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
-import { createRedis } from "../queue/redis-connection.ts";
 import { REPORT_QUEUE } from "../queue/report-queue.ts";
 import { SWAP_QUEUE } from "../queue/swap-queue.ts";
 import type { WorkerStallWatch } from "../queue/worker-stall.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
+import { createRedis } from "../redis/redis-connection.ts";
+import { readFleetView } from "../status/fleet-view.ts";
+import { monitorFreshMs } from "../status/monitor-view.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
+import { Store } from "../store/store.ts";
 import { createDashboard, DASHBOARD_PATH } from "./dashboard.ts";
+import { FLEET_PATH } from "./fleet-page.ts";
+import { createFleetRoutes, sharedRead } from "./fleet-routes.ts";
 import { checkBotHealth } from "./health.ts";
+import { OpsAuth, sendJson } from "./ops-auth.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -29,10 +37,17 @@ export interface HttpRoute {
 export interface OpsOptions {
   config: Config;
   log: Logger;
-  /** The configured hosts' names. */
-  hosts: readonly string[];
+  /** The configured hosts' names, as they are now (a reload may change them). */
+  hosts: () => readonly string[];
   /** Values never shown in an answer (a Redis error could carry one). */
   secrets: readonly string[];
+  /** The config's `operators:` as they are now: who may use the API (src/http/ops-auth.ts). */
+  operators?: () => readonly OperatorConfig[];
+  /**
+   * The config as it is now, for the fleet page (/fleet, for operators with the read scope): its hosts and
+   * the monitor's interval. Without it there is no page.
+   */
+  fleet?: ConfigSource;
 }
 
 /**
@@ -52,7 +67,13 @@ export class OpsEndpoints {
   private readonly collector: MetricsCollector;
   private readonly workers: Worker[] = [];
   private stalled: (worker: string) => string | undefined = () => undefined;
+  private slack: () => string | undefined = () => undefined;
   private readonly dashboard: Handler | undefined;
+  /** The HTTP API (src/http/ops-api.ts), once the bot role serves it. */
+  private api: Handler | undefined;
+  /** Operators' tokens and scopes: the API's check, and any page of this server that needs one. */
+  readonly auth: OpsAuth;
+  private readonly fleetPage: Handler | undefined;
   private server: Server | undefined;
   private redisWasUp = true;
 
@@ -65,6 +86,7 @@ export class OpsEndpoints {
       queue.on("error", () => undefined);
       return queue;
     });
+    this.auth = new OpsAuth({ operators: options.operators ?? (() => []), log: options.log });
     this.collector = new MetricsCollector({
       registry: this.registry,
       redis: this.redis,
@@ -79,7 +101,29 @@ export class OpsEndpoints {
             queues: this.queues,
             user: env.MODELSWAP_DASHBOARD_USER,
             password: env.MODELSWAP_DASHBOARD_PASSWORD,
+            log: options.log,
           });
+    this.fleetPage = options.fleet === undefined ? undefined : this.createFleetPage(options.fleet);
+  }
+
+  /** The fleet page over this process's own fail-fast connection: a page open while Redis is down says so. */
+  private createFleetPage(live: ConfigSource): Handler {
+    const log = this.options.log.child({ name: "fleet-page" });
+    const store = new Store(this.redis, { secrets: this.options.secrets, log });
+    const swapQueue = this.queues.find((q) => q.name === SWAP_QUEUE)!;
+    const jobState = async (id: string) => {
+      const state = await (await swapQueue.getJob(id))?.getState();
+      return state === undefined || state === "unknown" ? undefined : state;
+    };
+    // many open pages share one read a second
+    const view = sharedRead(1000, () => {
+      const { file } = live.current();
+      return readFleetView(
+        { hosts: file.hosts, freshMs: monitorFreshMs(file.health), historyLimit: 25, auditLimit: 40 },
+        { store, jobState, log },
+      );
+    });
+    return createFleetRoutes({ auth: this.auth, view, log });
   }
 
   /**
@@ -89,6 +133,21 @@ export class OpsEndpoints {
   watch(workers: readonly Worker[], stalls?: Pick<WorkerStallWatch, "stalled">): void {
     this.workers.push(...workers);
     if (stalls !== undefined) this.stalled = (name) => stalls.stalled(name);
+  }
+
+  /** Serves the HTTP API at /api/ (the bot role: it holds the queues the API's commands use). */
+  serveApi(handler: Handler): void {
+    this.api = handler;
+    for (const { name, why } of this.auth.unusable())
+      this.options.log.warn(
+        { operator: name, why },
+        "an operator's token cannot be used: the API refuses that operator",
+      );
+  }
+
+  /** The bot role's link to Slack, reported by /healthz: a deaf bot is not healthy. */
+  watchSlack(problem: () => string | undefined): void {
+    this.slack = problem;
   }
 
   /**
@@ -102,6 +161,14 @@ export class OpsEndpoints {
     ];
     if (this.ownPort(slackPort) !== undefined) return routes;
     routes.push({ path: "/metrics", method: ["GET"], handler: (_req, res) => this.metrics(res) });
+    routes.push({
+      path: "/api{/*rest}",
+      method: ["GET", "POST"],
+      handler: (req, res) => this.serveApiRequest(req, res),
+    });
+    const fleetPage = this.fleetPage;
+    if (fleetPage !== undefined)
+      routes.push({ path: `${FLEET_PATH}{/*rest}`, method: ["GET", "POST"], handler: fleetPage });
     const dashboard = this.dashboard;
     if (dashboard !== undefined) {
       routes.push({
@@ -171,19 +238,37 @@ export class OpsEndpoints {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (req.method === "GET" && path === "/healthz") this.health(res);
     else if (req.method === "GET" && path === "/metrics") this.metrics(res);
+    else if (path === "/api" || path.startsWith("/api/")) this.serveApiRequest(req, res);
     else if (
       this.dashboard !== undefined &&
       (path === DASHBOARD_PATH || path.startsWith(`${DASHBOARD_PATH}/`))
     )
       this.dashboard(req, res);
+    else if (this.fleetPage !== undefined && (path === FLEET_PATH || path.startsWith(`${FLEET_PATH}/`)))
+      this.fleetPage(req, res);
     else {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
-      res.end("not found: this port serves /healthz and /metrics\n");
+      res.end("not found: this port serves /healthz, /metrics, /api/ and /fleet\n");
     }
   }
 
+  private serveApiRequest(req: IncomingMessage, res: ServerResponse): void {
+    if (this.api !== undefined) {
+      this.api(req, res);
+      return;
+    }
+    sendJson(res, 404, {
+      error: {
+        code: "API_NOT_SERVED",
+        message:
+          "this process runs the worker role alone: the API is served by the process that runs the bot role",
+        fix: "point MODELSWAP_API_URL at the bot's ops port (`modelswap start` or `modelswap bot`)",
+      },
+    });
+  }
+
   private health(res: ServerResponse): void {
-    void checkBotHealth(this.redis, this.workers, { stalled: this.stalled })
+    void checkBotHealth(this.redis, this.workers, { stalled: this.stalled, slack: this.slack })
       .then((report) => {
         const body = redactSecretsInJson(JSON.stringify(report), this.options.secrets);
         res.writeHead(report.ok ? 200 : 503, {

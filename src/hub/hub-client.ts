@@ -1,19 +1,25 @@
 import { CodedError } from "../errors.ts";
-import { isRepoId, isRevision, REPO_PART_RULES, REVISION_RULES } from "../grammar/model-ref.ts";
 import { type Logger, redactSecrets } from "../log.ts";
+import {
+  checkRef,
+  isObject,
+  licenseOf,
+  nextLink,
+  parseJson,
+  refuseTooMany,
+  refuseUnsafePath,
+} from "./hub-answers.ts";
 import { badResponse, DEFAULT_RETRY_DELAYS_MS, HubHttp, type HubResponse } from "./hub-http.ts";
 import {
   firstIssue,
   jsonObjectSchema,
   type ModelInfoAnswer,
   modelInfoSchema,
-  showName,
   type TreeEntry,
   treePageSchema,
-  unsafePathReason,
 } from "./hub-schemas.ts";
-import type { ModelFile, ModelInfo, ModelRef } from "./types.ts";
-import { describeOtherWeights, weightFiles } from "./weight-files.ts";
+import { CODE_CONFIG_FILES, type ModelFile, type ModelInfo, type ModelRef } from "./types.ts";
+import { describeOtherWeights, downloadSet, weightFiles } from "./weight-files.ts";
 
 export interface HubClientOptions {
   /** The Hub's base URL (HF_ENDPOINT), e.g. `https://huggingface.co`. */
@@ -36,8 +42,8 @@ const MAX_TREE_PAGES = 1000;
 
 /**
  * Reads what a swap needs to know about a model from the Hugging Face Hub API, pinned to one commit:
- * the revision's sha, every file with its size and LFS sha256, gating and license, config.json and the
- * quantization config. Every answer is validated; every failure is a CodedError a person can act on.
+ * the revision's sha, every file with its size and LFS sha256, gating and license, config.json, the
+ * quantization config, and the other configs that may name the repo's Python (CODE_CONFIG_FILES). Every answer is validated; every failure is a CodedError a person can act on.
  */
 export class HubClient {
   private readonly http: HubHttp;
@@ -87,6 +93,8 @@ export class HubClient {
         "modelswap serves transformers-format checkpoints (config.json beside the safetensors); pick such a repository.",
       );
     }
+    const fetched = downloadSet(files);
+    refuseTooMany(ref.repo, fetched, weights.length);
     const config = await this.jsonFile(ref, info.sha, "config.json");
     let quantConfig: Record<string, unknown> | undefined;
     if (files.some((f) => f.path === "hf_quant_config.json")) {
@@ -94,18 +102,25 @@ export class HubClient {
     }
     const fromConfig = config.quantization_config;
     if (quantConfig === undefined && isObject(fromConfig)) quantConfig = fromConfig;
+    // every config that may name the repo's Python, so the plan decides from all of them (at most four requests)
+    const codeConfigs: Record<string, Record<string, unknown>> = {};
+    for (const name of CODE_CONFIG_FILES) {
+      if (files.some((f) => f.path === name)) codeConfigs[name] = await this.jsonFile(ref, info.sha, name);
+    }
 
     const result: ModelInfo = {
       repo: ref.repo,
       revision: ref.revision,
       sha: info.sha,
-      files,
-      totalBytes: files.reduce((sum, f) => sum + f.size, 0),
+      files: fetched.files,
+      totalBytes: fetched.files.reduce((sum, f) => sum + f.size, 0),
       weightBytes: weights.reduce((sum, f) => sum + f.size, 0),
+      ...(fetched.left.files > 0 ? { notFetched: fetched.left } : {}),
       gated: info.gated === true ? "auto" : (info.gated ?? false),
       license: licenseOf(info),
       config,
       quantConfig,
+      codeConfigs,
     };
     this.log?.info(
       {
@@ -113,6 +128,7 @@ export class HubClient {
         revision: ref.revision,
         sha: result.sha,
         files: files.length,
+        fetched: fetched.files.length,
         weightBytes: result.weightBytes,
         gated: result.gated,
         ms: Date.now() - started,
@@ -279,69 +295,4 @@ export class HubClient {
     if (message === error.message && fix === error.fix) return error;
     return new CodedError(error.code, message, fix);
   }
-}
-
-function checkRef(ref: ModelRef): void {
-  if (!isRepoId(ref.repo)) {
-    throw new CodedError(
-      "INPUT_INVALID",
-      `${JSON.stringify(ref.repo.slice(0, 200))} is not a Hub model id`,
-      `Name the model as org/name, each part ${REPO_PART_RULES} (the name not ending '.git'), e.g. Qwen/Qwen3-8B-FP8.`,
-    );
-  }
-  if (!isRevision(ref.revision)) {
-    throw new CodedError(
-      "INPUT_INVALID",
-      `${JSON.stringify(ref.revision.slice(0, 200))} is not a revision`,
-      `Give ${REVISION_RULES}; or leave it out for main.`,
-    );
-  }
-}
-
-function refuseUnsafePath(path: string, repo: string): void {
-  const reason = unsafePathReason(path);
-  if (reason !== undefined) {
-    throw new CodedError(
-      "HUB_BAD_RESPONSE",
-      `The Hub's answer is not usable: ${repo} lists a file named ${showName(path)}, which modelswap refuses because ${reason} (file names become paths on the host)`,
-      "Nothing was downloaded or changed. Pick another repository (or a copy whose file names are plain), or ask the repository's owner to rename the file.",
-    );
-  }
-}
-
-function parseJson(res: HubResponse, what: string): unknown {
-  try {
-    return JSON.parse(res.body.toString("utf8"));
-  } catch {
-    throw badResponse(`${what} is not JSON`);
-  }
-}
-
-/** The `rel="next"` URL of a `Link` header, as the Hub pages tree listings. */
-export function nextLink(header: string | null): string | undefined {
-  if (header === null) return undefined;
-  for (const part of header.split(",")) {
-    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
-    if (match && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] ?? "")) return match[1];
-  }
-  return undefined;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** cardData.license (license_name when it is "other"), else a `license:x` tag. */
-function licenseOf(info: ModelInfoAnswer): string | undefined {
-  const card = info.cardData ?? {};
-  const raw = card.license;
-  const license = typeof raw === "string" ? raw : Array.isArray(raw) ? raw.find(isString) : undefined;
-  if (license === "other" && isString(card.license_name)) return card.license_name;
-  if (license !== undefined && license !== "") return license;
-  const tag = (info.tags ?? []).find((t): t is string => isString(t) && t.startsWith("license:"));
-  return tag?.slice("license:".length) || undefined;
-}
-
-function isString(value: unknown): value is string {
-  return typeof value === "string";
 }

@@ -36,7 +36,7 @@ export const treeEntrySchema = z.discriminatedUnion("type", [
 export const treePageSchema = z.array(treeEntrySchema);
 export type TreeEntry = z.infer<typeof treeEntrySchema>;
 
-/** config.json, hf_quant_config.json: any JSON object. */
+/** config.json, hf_quant_config.json, tokenizer_config.json and the other code configs: any JSON object. */
 export const jsonObjectSchema = z.record(z.string(), z.unknown());
 
 /** What a file name may be made of: what real model repositories use, nothing a shell or a reader could misread. */

@@ -17,6 +17,31 @@ const OTHER_WEIGHT_FORMATS = [
   ".mlmodel",
 ];
 
+/**
+ * Extensions of files no engine reads from a model's directory, and that can be many or large: pictures,
+ * media and PDFs (a model card's figures, a paper). Left on the Hub; text documents (the model card,
+ * licenses) are small and downloaded.
+ */
+const NOT_SERVED = [
+  ".png",
+  ".jpg",
+  ".jpeg",
+  ".gif",
+  ".webp",
+  ".svg",
+  ".bmp",
+  ".ico",
+  ".tif",
+  ".tiff",
+  ".mp4",
+  ".mov",
+  ".webm",
+  ".mp3",
+  ".wav",
+  ".flac",
+  ".pdf",
+];
+
 const isSafetensors = (path: string): boolean => path.toLowerCase().endsWith(".safetensors");
 
 /**
@@ -29,6 +54,43 @@ export function weightFiles(files: readonly ModelFile[]): ModelFile[] {
   const consolidated = (f: ModelFile) => f.path.toLowerCase().startsWith("consolidated");
   const transformers = root.filter((f) => !consolidated(f));
   return transformers.length > 0 ? transformers : root;
+}
+
+/** What a swap downloads of a repository, and what it leaves on the Hub. */
+export interface DownloadSet {
+  /** The weight files (weightFiles) and the files beside them the engine may read, sorted by path. */
+  files: ModelFile[];
+  /** Everything else: subfolders (`original/`, `assets/`), other weight formats, pictures, media, PDFs. */
+  left: { files: number; bytes: number };
+}
+
+/**
+ * What the engine reads from a model's directory, and so what a swap downloads and verifies: the weight
+ * files, and every other file at the top level (config.json, the quantization config, tokenizer files,
+ * the chat template, remote code, the model card) but safetensors that are not the weights, other weight
+ * formats, pictures, media and PDFs. Subfolders hold what no engine loads from the top level: variants
+ * (`original/`), figures, examples. `files` must be sorted by path; so is the result.
+ */
+export function downloadSet(files: readonly ModelFile[]): DownloadSet {
+  const weights = new Set(weightFiles(files));
+  const kept: ModelFile[] = [];
+  let leftFiles = 0;
+  let leftBytes = 0;
+  for (const f of files) {
+    const lower = f.path.toLowerCase();
+    const read =
+      weights.has(f) ||
+      (!f.path.includes("/") &&
+        !isSafetensors(f.path) &&
+        !OTHER_WEIGHT_FORMATS.some((e) => lower.endsWith(e)) &&
+        !NOT_SERVED.some((e) => lower.endsWith(e)));
+    if (read) kept.push(f);
+    else {
+      leftFiles += 1;
+      leftBytes += f.size;
+    }
+  }
+  return { files: kept, left: { files: leftFiles, bytes: leftBytes } };
 }
 
 /**

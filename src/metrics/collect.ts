@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import { Gauge, Registry } from "prom-client";
 import type { Logger } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { bullmqRegistry } from "./bullmq-metrics.ts";
 import { registerHostMetrics } from "./host-metrics.ts";
@@ -15,8 +15,8 @@ export interface CollectDeps {
   redis: RedisClient;
   /** The queues whose job counts BullMQ exports. */
   queues: readonly Queue[];
-  /** The configured hosts. */
-  hosts: readonly string[];
+  /** The configured hosts, as they are at each scrape (a reload may add or remove some). */
+  hosts: () => readonly string[];
   /** How long the Redis reads of one scrape may take. */
   timeoutMs?: number;
   /** Where a corrupt value read during a scrape is reported (STORE_RECORD_INVALID); stderr without it. */
@@ -63,7 +63,7 @@ export class MetricsCollector {
     let redisError: string | undefined;
     try {
       this.state = await withTimeout(
-        readDeployment(redis, queues, hosts, this.deps.log),
+        readDeployment(redis, queues, hosts(), this.deps.log),
         timeoutMs,
         () => new Error(`Redis did not answer within ${timeoutMs} ms`),
       );

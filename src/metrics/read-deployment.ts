@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { type CheckLateness, type HostHealthState, readLateness } from "../store/incidents.ts";
 import { Store } from "../store/store.ts";
 import { readSwapTally, type SwapTally } from "../store/swap-tally.ts";

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from "prom-client";
+import { DURATION_BUCKETS } from "../store/duration-buckets.ts";
 import { STAGES, SWAP_OUTCOMES } from "../swap/swap-record.ts";
-import { DURATION_BUCKETS } from "./duration-buckets.ts";
 import { type DeploymentState, FROM_REDIS } from "./read-deployment.ts";
 import { bucketCounts, StoredHistogram } from "./stored-histogram.ts";
 

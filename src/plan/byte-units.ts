@@ -1,8 +1,12 @@
 const GIB = 1024 ** 3;
 
-/** GPU and RAM sizes, as nvidia-smi and `free` count them: binary units, one decimal ("95.6 GiB", "2.0 TiB"). */
+/**
+ * GPU and RAM sizes, as nvidia-smi and `free` count them: binary units, one decimal ("95.6 GiB", "2.0 TiB",
+ * "6.6 MiB" for the bench's scaled weights, never "0.0 GiB").
+ */
 export function formatGiB(bytes: number): string {
   if (bytes >= 1024 * GIB) return `${(bytes / (1024 * GIB)).toFixed(1)} TiB`;
+  if (bytes < GIB / 10) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
   return `${(bytes / GIB).toFixed(1)} GiB`;
 }
 

@@ -27,6 +27,32 @@ export function staticFraction(gpuMemoryBytes: number): number {
   return engineFor("sglang").memory.defaultFraction(gpuMemoryBytes);
 }
 
+/**
+ * The context the KV cache must hold at least one sequence of: the flags' context-length, or (for an
+ * engine that refuses to start otherwise, vLLM) the model's own maximum. `kvBytesPerToken` is per GPU.
+ */
+export interface ContextNeed {
+  tokens: number;
+  /** Where the figure comes from: "context-length 32768 (swap (--set))", "the model's max_position_embeddings". */
+  why: string;
+  /** Bytes of KV cache one token takes on each GPU at this tp. */
+  kvBytesPerToken(tp: number): number;
+}
+
+/**
+ * KV cache per token per GPU: K and V of each layer's KV heads on this GPU (a KV head is replicated when
+ * tp exceeds their number), 2 bytes each (1 with an FP8 KV cache); MLA keeps one compressed vector per
+ * token and layer, the same on every GPU. Only the layers that keep every token count
+ * (ModelFacts.fullAttentionLayers: not sliding-window, chunked or linear-attention ones).
+ */
+export function kvBytesPerToken(facts: ModelFacts, tp: number, bytesPerValue = 2): number {
+  const layers = facts.fullAttentionLayers ?? facts.layers;
+  if (facts.kvLoraRank !== undefined)
+    return (facts.kvLoraRank + (facts.qkRopeHeadDim ?? 0)) * layers * bytesPerValue;
+  const headsHere = Math.max(1, Math.ceil(facts.kvHeads / tp));
+  return 2 * layers * headsHere * facts.headDim * bytesPerValue;
+}
+
 export interface VramEstimate {
   tp: number;
   weightsPerGpuBytes: number;
@@ -39,6 +65,8 @@ export interface VramEstimate {
   /** KV cache per GPU (negative when the weights do not fit). */
   kvPerGpuBytes: number;
   fits: boolean;
+  /** The context the KV cache must hold, and the bytes per GPU it takes (when one is asked for). */
+  context?: { tokens: number; why: string; needBytes: number; holds: boolean };
 }
 
 export function estimateVram(
@@ -46,12 +74,16 @@ export function estimateVram(
   gpus: readonly GpuInfo[],
   tp: number,
   memory: EngineMemory = engineFor("sglang").memory,
+  need?: ContextNeed,
 ): VramEstimate {
   const used = gpus.slice(0, Math.max(1, tp));
   const gpuMemoryBytes = used.length === 0 ? 0 : Math.min(...used.map((g) => g.memoryTotalMiB)) * MiB;
   const fraction = memory.defaultFraction(gpuMemoryBytes);
   const weightsPerGpuBytes = (weightBytes / tp) * WEIGHT_OVERHEAD;
   const kvPerGpuBytes = memory.kvAlone(fraction, gpuMemoryBytes, weightsPerGpuBytes);
+  const weightsFit = gpuMemoryBytes > 0 && kvPerGpuBytes >= MIN_KV_FRACTION * gpuMemoryBytes;
+  const needBytes = need === undefined ? 0 : need.tokens * need.kvBytesPerToken(tp);
+  const holds = need === undefined || kvPerGpuBytes >= needBytes;
   return {
     tp,
     weightsPerGpuBytes,
@@ -59,7 +91,8 @@ export function estimateVram(
     staticFraction: fraction,
     memory,
     kvPerGpuBytes,
-    fits: gpuMemoryBytes > 0 && kvPerGpuBytes >= MIN_KV_FRACTION * gpuMemoryBytes,
+    fits: weightsFit && holds,
+    ...(need === undefined ? {} : { context: { tokens: need.tokens, why: need.why, needBytes, holds } }),
   };
 }
 
@@ -87,8 +120,16 @@ function headsDetail(facts: ModelFacts, tp: number): string {
 
 export function vramDetail(v: VramEstimate, weightBytes: number): string {
   const base = `${formatGiB(v.weightsPerGpuBytes)}/GPU of weights at tp ${v.tp} (${formatGiB(weightBytes)} ÷ ${v.tp} + 5%) on ${formatGiB(v.gpuMemoryBytes)} GPUs`;
+  const ctx = v.context;
+  const context =
+    ctx === undefined
+      ? ""
+      : `; one ${ctx.tokens}-token sequence (${ctx.why}) needs ${formatGiB(ctx.needBytes)}/GPU of KV cache`;
   if (v.fits) {
-    return `${base}; ${formatGiB(v.kvPerGpuBytes)}/GPU left for KV cache at ${v.memory.setting} ${v.staticFraction}`;
+    return `${base}; ${formatGiB(v.kvPerGpuBytes)}/GPU left for KV cache at ${v.memory.setting} ${v.staticFraction}${context}`;
+  }
+  if (ctx !== undefined && !ctx.holds && v.kvPerGpuBytes >= MIN_KV_FRACTION * v.gpuMemoryBytes) {
+    return `${base}: ${formatGiB(v.kvPerGpuBytes)}/GPU left for KV cache, but ${context.slice(2)}: does not fit`;
   }
   const most = v.weightsPerGpuBytes + v.kvPerGpuBytes - MIN_KV_FRACTION * v.gpuMemoryBytes;
   return `${base}: does not fit: weights may use at most ${formatGiB(most)}/GPU to leave ${Math.round(MIN_KV_FRACTION * 100)}% for KV cache`;
@@ -112,9 +153,10 @@ export function chooseTp(
   gpus: readonly GpuInfo[],
   requestedTp?: number,
   memory: EngineMemory = engineFor("sglang").memory,
+  need?: ContextNeed,
 ): TpChoice {
   const n = gpus.length;
-  const estimate = (tp: number) => estimateVram(facts.weightBytes, gpus, tp, memory);
+  const estimate = (tp: number) => estimateVram(facts.weightBytes, gpus, tp, memory, need);
   const valid = (tp: number) => headsProblem(facts, tp) === undefined && estimate(tp).fits;
   const all = Array.from({ length: n }, (_, i) => i + 1);
   const workable = all.filter(valid);
@@ -147,7 +189,7 @@ export function chooseTp(
           : undefined;
     const problem = sizeProblem ?? headsProblem(facts, tp);
     const fitsProblem = sizeProblem === undefined && !vram.fits;
-    const fix = suggestion ?? neededGpus(facts, gpus, memory);
+    const fix = suggestion ?? neededGpus(facts, gpus, memory, need);
     return {
       tp,
       reason: `requested with --tp ${tp}`,
@@ -189,7 +231,7 @@ export function chooseTp(
   }
   const vram = estimate(tp);
   const heads = headsProblem(facts, tp);
-  const fix = suggestion ?? neededGpus(facts, gpus, memory);
+  const fix = suggestion ?? neededGpus(facts, gpus, memory, need);
   return {
     tp,
     reason,
@@ -205,11 +247,25 @@ export function chooseTp(
 }
 
 /** The fix when no tp on this host works: the smallest tp of such GPUs that would. */
-function neededGpus(facts: ModelFacts, gpus: readonly GpuInfo[], memory: EngineMemory): string {
+function neededGpus(
+  facts: ModelFacts,
+  gpus: readonly GpuInfo[],
+  memory: EngineMemory,
+  need: ContextNeed | undefined,
+): string {
   const name = gpus[0]?.name ?? "GPU";
   const limit = Math.max(64, facts.attentionHeads);
+  // a context the weights leave no room for: the longest one that fits on all of this host's GPUs
+  const all = gpus.length > 0 ? estimateVram(facts.weightBytes, gpus, gpus.length, memory) : undefined;
+  if (need !== undefined && all?.fits === true && headsProblem(facts, gpus.length) === undefined) {
+    const most = Math.floor(all.kvPerGpuBytes / need.kvBytesPerToken(gpus.length) / 1024) * 1024;
+    return `a ${need.tokens}-token context (${need.why}) does not fit beside the weights; at tp ${gpus.length} about ${most} tokens do: set context-length to ${most} or less (the model's profile, or --set context-length=${most} where swaps.settable allows it), or choose a bigger host with --host`;
+  }
   for (let tp = gpus.length + 1; tp <= limit; tp++) {
-    if (headsProblem(facts, tp) === undefined && estimateVram(facts.weightBytes, gpus, tp, memory).fits) {
+    if (
+      headsProblem(facts, tp) === undefined &&
+      estimateVram(facts.weightBytes, gpus, tp, memory, need).fits
+    ) {
       return `the model needs tp ${tp}: ${tp} × ${name} (this host has ${gpus.length}); choose a bigger host with --host, or a smaller checkpoint`;
     }
   }

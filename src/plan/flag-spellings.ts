@@ -60,7 +60,7 @@ export function applyFlagSpellings(
 ): SwapPlan {
   const missing: string[] = [];
   const refused: string[] = [];
-  const engine = plan.engineKind ?? "sglang";
+  const engine = plan.engineKind;
   const spelled = plan.flags.map((choice): FlagChoice => {
     const value = settingValue(choice, engine);
     // a positional argument is always there: argparse's help lists it apart from the options

@@ -1,6 +1,8 @@
 import { CodedError } from "../errors.ts";
 import type { ModelInfo } from "../hub/types.ts";
-import type { ModelFacts, Quantization } from "./types.ts";
+import { quantOf } from "./quant-facts.ts";
+import { remoteCodeOf } from "./remote-code.ts";
+import type { ModelFacts } from "./types.ts";
 
 type Json = Record<string, unknown>;
 
@@ -11,17 +13,20 @@ function isObject(value: unknown): value is Json {
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 
 /**
- * What the planner needs to know about a model, from its config.json and quantization config.
+ * What the planner needs to know about a model, from its config.json and quantization config, and
+ * which of the repo's Python would run (remote-code.ts: every config's auto_map and the repo's *.py).
  *
  * Shapes handled: plain transformers configs (Llama, Qwen3, Qwen3-MoE); multimodal configs with the
- * language model under `text_config` (Qwen3.5-MoE); DeepSeek-V3 naming (`n_routed_experts`, MLA
- * attention) as Kimi K2 uses it. Numbers are read from `text_config` first, then the top level.
+ * language model under `text_config` (Qwen3.5-MoE, Gemma 3, Llama 4), `llm_config` (InternVL) or
+ * `language_config` (DeepSeek-VL2); DeepSeek-V3 naming (`n_routed_experts`, MLA attention) as Kimi K2 uses
+ * it. Numbers are read from the nested language model's config first, then the top level.
  * A number the planner cannot do without is an error naming the field (MODEL_CONFIG_UNSUPPORTED).
  */
 export function modelFacts(info: ModelInfo): ModelFacts {
   const config = info.config;
-  const text = isObject(config.text_config) ? config.text_config : undefined;
-  const read = new ConfigReader(info.repo, config, text);
+  const nested = NESTED_LANGUAGE_CONFIGS.find((key) => isObject(config[key]));
+  const text = nested === undefined ? undefined : (config[nested] as Json);
+  const read = new ConfigReader(info.repo, config, text, nested ?? "text_config");
 
   const architectures = config.architectures ?? text?.architectures;
   const architecture = Array.isArray(architectures) ? str(architectures[0]) : undefined;
@@ -35,12 +40,12 @@ export function modelFacts(info: ModelInfo): ModelFacts {
   const kvHeads = read.optional(["num_key_value_heads", "num_kv_heads"]) ?? attentionHeads;
   const layers = read.required(["num_hidden_layers", "n_layer", "n_layers", "num_layers"]);
   const hiddenSize = read.required(["hidden_size", "d_model", "n_embd"]);
-  const maxContext = read.required([
-    "max_position_embeddings",
-    "max_sequence_length",
-    "seq_length",
-    "n_positions",
-  ]);
+  // a config may leave a field at its config class's default, which transformers (and so the engines) fill in
+  const defaults = CONFIG_DEFAULTS[str(text?.model_type) ?? str(config.model_type) ?? ""];
+  const maxContext =
+    read.optional(["max_position_embeddings", "max_sequence_length", "seq_length", "n_positions"]) ??
+    defaults?.maxContext ??
+    read.required(["max_position_embeddings", "max_sequence_length", "seq_length", "n_positions"]);
   const experts = read.optional(["num_experts", "n_routed_experts", "num_local_experts"]);
 
   let headDim = read.optional(["head_dim"]);
@@ -68,19 +73,74 @@ export function modelFacts(info: ModelInfo): ModelFacts {
     );
   }
 
+  const remoteCode = remoteCodeOf(info);
+  const quant = quantOf(info, text);
+  const modelType = str(config.model_type);
+  const textModelType = str(text?.model_type);
   return {
-    family: familyOf(info.repo, architecture, str(config.model_type), str(text?.model_type)),
+    family: familyOf(info.repo, architecture, modelType, textModelType),
     architecture,
-    quantization: quantizationOf(info, text),
+    ...(modelType === undefined ? {} : { modelType }),
+    ...(textModelType === undefined ? {} : { textModelType }),
+    quantization: quant.format,
+    quant,
     attentionHeads,
     kvHeads,
     layers,
     hiddenSize,
     headDim,
+    ...(isMla ? mlaFacts(read) : {}),
+    ...fullAttention(read, config, text, layers),
     experts: experts === 0 ? undefined : experts,
     maxContext,
     weightBytes: info.weightBytes,
-    needsRemoteCode: isObject(config.auto_map) || isObject(text?.auto_map),
+    needsRemoteCode: remoteCode !== undefined,
+    ...(remoteCode === undefined ? {} : { remoteCode }),
+  };
+}
+
+/**
+ * Fields real configs leave out because their transformers config class has a default (Gemma 3's
+ * text_config has no max_position_embeddings: Gemma3TextConfig's default, 131072).
+ */
+const CONFIG_DEFAULTS: Readonly<Record<string, { maxContext: number }>> = {
+  gemma3_text: { maxContext: 131_072 },
+  gemma2: { maxContext: 8192 },
+  gemma: { maxContext: 8192 },
+};
+
+/**
+ * How many layers keep every token's KV (the rest keep a sliding window, a chunk, or a linear-attention
+ * state): what a long context costs. From `layer_types` (gpt-oss, Qwen3.5, newer Gemma: "full_attention"
+ * among "sliding_attention" / "linear_attention"), `full_attention_interval` (Qwen3-Next: one in 4),
+ * `sliding_window_pattern` (Gemma 2 and 3: one in 2 or 6) or `attention_chunk_size` (Llama 4: chunked
+ * attention with a global layer every 4th, transformers' Llama4TextConfig no_rope_layers). Absent: all of them.
+ */
+function fullAttention(
+  read: ConfigReader,
+  config: Json,
+  text: Json | undefined,
+  layers: number,
+): { fullAttentionLayers?: number } {
+  const types = text?.layer_types ?? config.layer_types;
+  if (Array.isArray(types) && types.length === layers && types.every((t) => typeof t === "string")) {
+    const full = types.filter((t) => t === "full_attention" || t === "attention").length;
+    return full > 0 && full < layers ? { fullAttentionLayers: full } : {};
+  }
+  const every =
+    read.optional(["full_attention_interval"]) ??
+    read.optional(["sliding_window_pattern"]) ??
+    (read.optional(["attention_chunk_size"]) === undefined ? undefined : 4);
+  return every === undefined || every <= 1 ? {} : { fullAttentionLayers: Math.ceil(layers / every) };
+}
+
+/** MLA's KV cache per token and layer is the compressed rank plus the rope part (one copy, not per head). */
+function mlaFacts(read: ConfigReader): { kvLoraRank?: number; qkRopeHeadDim?: number } {
+  const rank = read.optional(["kv_lora_rank"]);
+  const rope = read.optional(["qk_rope_head_dim"]);
+  return {
+    ...(rank === undefined ? {} : { kvLoraRank: rank }),
+    ...(rope === undefined ? {} : { qkRopeHeadDim: rope }),
   };
 }
 
@@ -103,86 +163,28 @@ export function familyOf(
   if (type === "qwen3_moe" || architecture.startsWith("Qwen3Moe")) return "qwen3-moe";
   if (type === "qwen3" || architecture.startsWith("Qwen3ForCausalLM")) return "qwen3";
   const deepseekV3 = type === "deepseek_v3" || architecture.startsWith("DeepseekV3");
-  if (type === "kimi_k2" || (deepseekV3 && /^kimi-k2/i.test(name))) return "kimi-k2";
+  if (
+    type === "kimi_k2" ||
+    type === "kimi_k25" ||
+    textModelType === "kimi_k2" ||
+    (deepseekV3 && /^kimi-k2/i.test(name))
+  )
+    return "kimi-k2";
   if (deepseekV3) return "deepseek-v3";
   if (type === "llama" || architecture === "LlamaForCausalLM") return "llama";
   return "generic";
 }
 
-/**
- * The weights' number format. A quantization config wins over the dtype: hf_quant_config.json
- * (ModelOpt), then config.json's quantization_config (ModelOpt, fp8, compressed-tensors, AWQ, GPTQ).
- * A quantization method modelswap does not know is "unknown", never the dtype.
- */
-export function quantizationOf(info: ModelInfo, text?: Json): Quantization {
-  const sources = [info.quantConfig, info.config.quantization_config, text?.quantization_config].filter(
-    isObject,
-  );
-  for (const q of sources) {
-    const found = fromQuantConfig(q);
-    if (found !== undefined) return found;
-  }
-  if (sources.length > 0) return "unknown";
-  const dtype =
-    str(info.config.torch_dtype) ?? str(info.config.dtype) ?? str(text?.torch_dtype) ?? str(text?.dtype);
-  if (dtype === "bfloat16") return "bf16";
-  if (dtype === "float16") return "fp16";
-  return "unknown";
-}
+/** Where a multimodal config nests its language model's config. */
+const NESTED_LANGUAGE_CONFIGS = ["text_config", "llm_config", "language_config"] as const;
 
-function fromQuantConfig(q: Json): Quantization | undefined {
-  const nested = isObject(q.quantization) ? q.quantization : undefined;
-  const algo = (str(nested?.quant_algo) ?? str(q.quant_algo))?.toUpperCase();
-  const method = str(q.quant_method)?.toLowerCase();
-  if (algo !== undefined) {
-    if (algo.includes("NVFP4")) return "nvfp4";
-    if (algo.startsWith("FP8")) return "fp8";
-    if (algo.includes("W4A16") || algo.includes("INT4")) return "int4";
-  }
-  switch (method) {
-    case "modelopt_fp4":
-      return "nvfp4";
-    case "fp8":
-    case "fbgemm_fp8":
-    case "modelopt_fp8":
-      return "fp8";
-    case "awq":
-    case "awq_marlin":
-    case "gptq":
-    case "gptq_marlin": {
-      const bits = typeof q.bits === "number" ? q.bits : typeof q.w_bit === "number" ? q.w_bit : 4;
-      return bits === 4 ? "int4" : "unknown";
-    }
-    case "compressed-tensors":
-      return fromCompressedTensors(q);
-    default:
-      return undefined;
-  }
-}
-
-/** compressed-tensors: the weights' `num_bits` and `type` of its config groups (Kimi K2: 4-bit int). */
-function fromCompressedTensors(q: Json): Quantization | undefined {
-  const format = str(q.format) ?? "";
-  if (format.startsWith("nvfp4")) return "nvfp4";
-  const groups = isObject(q.config_groups) ? Object.values(q.config_groups) : [];
-  for (const group of groups) {
-    const weights = isObject(group) && isObject(group.weights) ? group.weights : undefined;
-    if (weights === undefined) continue;
-    const bits = weights.num_bits;
-    const type = str(weights.type);
-    if (bits === 4 && type === "float") return "nvfp4";
-    if (bits === 4) return "int4";
-    if (bits === 8 && type === "float") return "fp8";
-  }
-  return undefined;
-}
-
-/** Reads positive integers from text_config, then from the top level of config.json. */
+/** Reads positive integers from the nested language model's config, then from the top level of config.json. */
 class ConfigReader {
   constructor(
     private readonly repo: string,
     private readonly config: Json,
     private readonly text: Json | undefined,
+    private readonly nestedKey = "text_config",
   ) {}
 
   optional(names: readonly string[]): number | undefined {
@@ -194,7 +196,7 @@ class ConfigReader {
         if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
           throw unsupported(
             this.repo,
-            `config.json's ${scope === this.text ? "text_config." : ""}${name} is ${JSON.stringify(value)}, not a whole number`,
+            `config.json's ${scope === this.text ? `${this.nestedKey}.` : ""}${name} is ${JSON.stringify(value)}, not a whole number`,
             name,
           );
         }
@@ -207,7 +209,7 @@ class ConfigReader {
   required(names: readonly string[]): number {
     const value = this.optional(names);
     if (value === undefined || value === 0) {
-      const where = this.text === undefined ? "" : " (looked in text_config and at the top level)";
+      const where = this.text === undefined ? "" : ` (looked in ${this.nestedKey} and at the top level)`;
       throw unsupported(
         this.repo,
         `config.json has no ${names[0]}${names.length > 1 ? ` (nor ${names.slice(1).join(", ")})` : ""}${where}`,

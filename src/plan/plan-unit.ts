@@ -69,7 +69,7 @@ function fullMemory(
 /** The plan's unit with these flags. */
 function renderPlanUnit(plan: SwapPlan, flags: readonly FlagChoice[]) {
   return renderUnit({
-    ...(plan.engineKind === undefined ? {} : { kind: plan.engineKind }),
+    kind: plan.engineKind,
     ...(plan.env === undefined ? {} : { env: plan.env }),
     repo: plan.model.repo,
     sha: plan.model.sha,
@@ -78,7 +78,13 @@ function renderPlanUnit(plan: SwapPlan, flags: readonly FlagChoice[]) {
     venv: plan.venv,
     ...(plan.engine === undefined
       ? {}
-      : { engine: { buildDir: plan.engine.buildDir, describe: describeEngineSource(plan.engine) } }),
+      : {
+          engine: {
+            buildDir: plan.engine.buildDir,
+            describe: describeEngineSource(plan.engine),
+            ...(plan.engine.reused === true ? { reused: true } : {}),
+          },
+        }),
     flags,
     timeoutStartSeconds: plan.healthTimeoutSeconds,
     ...(plan.clients === undefined ? {} : { drainSeconds: plan.clients.drainSeconds }),

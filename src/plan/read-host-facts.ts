@@ -1,7 +1,7 @@
 import { readGpus } from "../gpu/nvidia-smi.ts";
 import { lines, type ShellCommand, sh } from "../host/shell-quote.ts";
 import type { HostTransport } from "../host/transport.ts";
-import type { HostFacts } from "./types.ts";
+import { type HostFacts, MAX_UNIT_FILE_BYTES } from "./types.ts";
 
 export interface HostFactsTarget {
   host: string;
@@ -40,8 +40,9 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
     transport.exec(sh`
       systemctl show ${target.currentUnit} --property=LoadState,ActiveState,FragmentPath
       f=$(systemctl show ${target.currentUnit} --property=FragmentPath --value)
+      if [ -n "$f" ] && [ -r "$f" ]; then echo "UnitFileBytes=$(wc -c < "$f")"; fi
       echo ---unit---
-      if [ -n "$f" ] && [ -r "$f" ]; then cat "$f"; fi`),
+      if [ -n "$f" ] && [ -r "$f" ]; then head -c ${MAX_UNIT_FILE_BYTES + 1} "$f"; fi`),
   ]);
   const [avail = "0", onDisk = "0"] = disk.stdout
     .trim()
@@ -56,6 +57,8 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
       .filter((l) => l.includes("="))
       .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
   );
+  const unitBytes = Number(props.get("UnitFileBytes")) || 0;
+  const oversize = unitBytes > MAX_UNIT_FILE_BYTES;
   return {
     host: target.host,
     gpus,
@@ -72,8 +75,9 @@ export async function readHostFacts(transport: Exec, target: HostFactsTarget): P
       name: target.currentUnit,
       exists: props.get("LoadState") === "loaded",
       active: props.get("ActiveState") === "active",
-      text,
-      execStart: execStartWords(text),
+      text: oversize ? "" : text,
+      execStart: oversize ? [] : execStartWords(text),
+      ...(oversize ? { oversizeBytes: unitBytes } : {}),
     },
   };
 }

@@ -1,26 +1,31 @@
+import type { EngineKind } from "../engine/engine-kind.ts";
+import type { EnvSetting, RecipeSetting } from "../engine/engine-setup.ts";
+import { globMatches } from "../engine/engine-source.ts";
 import { formatGiB, GiB } from "./byte-units.ts";
-import type { ModelFacts, Quantization } from "./types.ts";
+import type { CatalogueRecipe } from "./catalogue-schema.ts";
+import { type ComputeCapability, ccIn } from "./compatibility.ts";
+import type { ModelFacts } from "./types.ts";
 
-/**
- * Known-good engine settings per (model family, quantization, GPU architecture), each with the reason
- * the plan shows. Settings are named by meaning ("fp4-gemm-backend"); the engine build's `--help`
- * decides how they are spelled (flag-spellings.ts). A recipe is only listed here once it has served
- * real traffic on that hardware: an unknown combination is refused rather than guessed.
+/*
+ * Recipes are data (src/plan/catalogue.yaml, and the operator's own: recipes.own in the config): this
+ * module matches them against a model, GPUs and an engine, and turns the ones that apply into the unit's
+ * settings, environment and notes, each with its reason, its source and where it came from. The settings
+ * are named by meaning ("fp4-gemm-backend"); the engine build's `--help` decides how they are spelled
+ * (flag-spellings.ts). No recipe sets trust-remote-code (the schema refuses it): whether the model repo's
+ * Python runs is decided from its files (remote-code.ts), in make-plan.ts.
  */
 
-export interface ComputeCapability {
-  major: number;
-  minor: number;
+export type { EnvSetting, RecipeSetting } from "../engine/engine-setup.ts";
+export type { ComputeCapability } from "./compatibility.ts";
+
+export interface RecipeResult {
+  settings: RecipeSetting[];
+  /** Things the plan should say that are not flags ("hierarchical cache off: …"). */
+  notes: string[];
+  env?: EnvSetting[];
 }
 
-/** One setting of a recipe. `value` is undefined for boolean flags. */
-export interface RecipeSetting {
-  setting: string;
-  value: string | undefined;
-  reason: string;
-}
-
-/** What a recipe needs to know beyond the model: the hardware and the memory estimate at the chosen tp. */
+/** What a recipe's computed parts need beyond the model: the hardware and the memory estimate at the chosen tp. */
 export interface RecipeContext {
   facts: ModelFacts;
   cc: ComputeCapability;
@@ -30,104 +35,157 @@ export interface RecipeContext {
   hostMemoryBytes: number;
 }
 
-/** One environment variable of a recipe (the engine reads some switches only from its environment). */
-export interface EnvSetting {
-  name: string;
-  value: string;
-  reason: string;
+/** What a recipe is matched against. */
+export interface RecipeSubject {
+  repo: string;
+  facts: ModelFacts;
+  cc: ComputeCapability;
+  engine: EngineKind;
 }
 
-export interface RecipeResult {
-  settings: RecipeSetting[];
-  /** Things the plan should say that are not flags ("hierarchical cache off: …"). */
-  notes: string[];
-  /** Environment variables of the unit; none when absent. */
-  env?: EnvSetting[];
+/** Whether a recipe names a model (architectures, model types, repos), not only a format or GPU. */
+export function isModelRecipe(recipe: CatalogueRecipe): boolean {
+  const m = recipe.match;
+  return m.architectures !== undefined || m.modelTypes !== undefined || m.repos !== undefined;
 }
 
-export interface Recipe {
-  /** Family key of the id: the family, or "generic". */
-  key: string;
-  /** For people: "Qwen3.5 MoE NVFP4 on SM120 (RTX PRO 6000 Blackwell)". */
-  title: string;
-  matches(facts: ModelFacts, cc: ComputeCapability): boolean;
-  settings(ctx: RecipeContext): RecipeResult;
-}
+const anyGlob = (globs: readonly string[], text: string): boolean =>
+  globs.some((g) => globMatches(g.toLowerCase(), text.toLowerCase()));
 
-/** Oldest compute capability that runs each weight format (8.0 Ampere, 8.9 Ada, 9.0 Hopper, 10.0/12.0 Blackwell). */
-export const QUANT_MIN_CC: Record<Exclude<Quantization, "unknown">, ComputeCapability> = {
-  nvfp4: { major: 10, minor: 0 },
-  fp8: { major: 8, minor: 9 },
-  int4: { major: 8, minor: 0 },
-  bf16: { major: 8, minor: 0 },
-  fp16: { major: 7, minor: 0 },
-};
-
-const QUANT_LABEL: Record<Quantization, string> = {
-  nvfp4: "NVFP4",
-  fp8: "FP8",
-  int4: "INT4",
-  bf16: "BF16",
-  fp16: "FP16",
-  unknown: "unknown",
-};
-
-/** Where each format runs, for the fix of a refused quantization. */
-const WHERE_IT_RUNS: Record<Exclude<Quantization, "unknown">, string> = {
-  nvfp4: "a Blackwell host (B200/B300 sm_100, RTX PRO 6000 sm_120)",
-  fp8: "an Ada, Hopper or Blackwell host (L40S, H100/H200, B200, RTX PRO 6000)",
-  int4: "an Ampere or newer host (A100 and later)",
-  bf16: "an Ampere or newer host (A100 and later)",
-  fp16: "a Volta or newer host",
-};
-
-export function atLeast(cc: ComputeCapability, min: ComputeCapability): boolean {
-  return cc.major > min.major || (cc.major === min.major && cc.minor >= min.minor);
-}
-
-export const ccLabel = (cc: ComputeCapability): string => `${cc.major}.${cc.minor}`;
-export const smLabel = (cc: ComputeCapability): string => `sm_${cc.major}${cc.minor}`;
-export const quantLabel = (q: Quantization): string => QUANT_LABEL[q];
-
-export interface QuantizationVerdict {
-  ok: boolean;
-  detail: string;
-  fix?: string;
-}
-
-/** Whether GPUs of this compute capability run this weight format at all. */
-export function quantizationSupport(
-  quantization: Quantization,
-  cc: ComputeCapability,
-  gpuName: string,
-): QuantizationVerdict {
-  if (quantization === "unknown") {
-    return {
-      ok: false,
-      detail: "could not tell the weights' format from config.json or hf_quant_config.json",
-      fix: "check the model card for the quantization and teach src/plan/model-facts.ts to read it",
-    };
+/**
+ * Each criterion of a recipe's match with whether the subject meets it, in words: the explanation
+ * `modelswap recipes` prints, and the test of `matches`.
+ */
+export function explainMatch(
+  recipe: CatalogueRecipe,
+  subject: RecipeSubject,
+): Array<{ ok: boolean; what: string }> {
+  const m = recipe.match;
+  const { facts, cc, engine, repo } = subject;
+  const out: Array<{ ok: boolean; what: string }> = [];
+  const check = (ok: boolean, what: string) => out.push({ ok, what });
+  const list = (xs: readonly (string | number)[]) => xs.join(", ");
+  if (m.architectures !== undefined)
+    check(
+      anyGlob(m.architectures, facts.architecture),
+      `architecture ${facts.architecture} in ${list(m.architectures)}`,
+    );
+  if (m.modelTypes !== undefined) {
+    const types = [facts.modelType, facts.textModelType].filter((t): t is string => t !== undefined);
+    check(
+      types.some((t) => m.modelTypes!.includes(t)),
+      `model_type ${types.length === 0 ? "(none)" : types.join(" / ")} in ${list(m.modelTypes)}`,
+    );
   }
-  const min = QUANT_MIN_CC[quantization];
-  const label = QUANT_LABEL[quantization];
-  if (atLeast(cc, min)) {
-    return {
-      ok: true,
-      detail: `${label} runs on ${gpuName} (compute capability ${ccLabel(cc)} ≥ ${ccLabel(min)})`,
-    };
-  }
-  return {
-    ok: false,
-    detail: `${label} weights need compute capability ≥ ${ccLabel(min)}; ${gpuName} is ${ccLabel(cc)}`,
-    fix: `serve it on ${WHERE_IT_RUNS[quantization]} with --host, or pick a checkpoint of this model in a format these GPUs run (${formatsFor(cc)})`,
-  };
+  if (m.repos !== undefined) check(anyGlob(m.repos, repo), `repo ${repo} matches ${list(m.repos)}`);
+  if (m.notRepos !== undefined)
+    check(!anyGlob(m.notRepos, repo), `repo ${repo} does not match ${list(m.notRepos)}`);
+  if (m.formats !== undefined)
+    check(m.formats.includes(facts.quantization), `format ${facts.quantization} in ${list(m.formats)}`);
+  const q = facts.quant;
+  if (m.methods !== undefined)
+    check(
+      q !== undefined && m.methods.includes(q.method),
+      `quantization method ${q?.method ?? "(unread)"} in ${list(m.methods)}`,
+    );
+  if (m.weightBits !== undefined)
+    check(
+      q?.weightBits !== undefined && m.weightBits.includes(q.weightBits),
+      `${q?.weightBits ?? "?"}-bit weights in ${list(m.weightBits)}`,
+    );
+  if (m.schemes !== undefined)
+    check(
+      q?.scheme !== undefined && m.schemes.includes(q.scheme),
+      `scheme ${q?.scheme ?? "(none)"} in ${list(m.schemes)}`,
+    );
+  if (m.cc !== undefined)
+    check(
+      m.cc.some((r) => ccIn(r, cc)),
+      `compute capability ${cc.major}.${cc.minor} in ${list(m.cc)}`,
+    );
+  if (m.engines !== undefined) check(m.engines.includes(engine), `engine ${engine} in ${list(m.engines)}`);
+  if (m.moe !== undefined)
+    check((facts.experts !== undefined) === m.moe, m.moe ? "a mixture-of-experts model" : "a dense model");
+  return out;
 }
 
-function formatsFor(cc: ComputeCapability): string {
-  const ok = (Object.keys(QUANT_MIN_CC) as (keyof typeof QUANT_MIN_CC)[]).filter((q) =>
-    atLeast(cc, QUANT_MIN_CC[q]),
-  );
-  return ok.length === 0 ? "none modelswap knows" : ok.map((q) => QUANT_LABEL[q]).join(", ");
+export function matches(recipe: CatalogueRecipe, subject: RecipeSubject): boolean {
+  return explainMatch(recipe, subject).every((c) => c.ok);
+}
+
+/** The recipes that apply, in catalogue order (shipped, then the operator's own). */
+export function matchingRecipes(
+  recipes: readonly CatalogueRecipe[],
+  subject: RecipeSubject,
+): CatalogueRecipe[] {
+  return recipes.filter((r) => matches(r, subject));
+}
+
+const forEngine = (engines: readonly EngineKind[] | undefined, engine: EngineKind) =>
+  engines === undefined || engines.includes(engine);
+
+/**
+ * Sets one setting in a list: added, or replacing an earlier one of the same name, whose value and origin
+ * the new reason then names.
+ */
+export function withSetting(settings: readonly RecipeSetting[], next: RecipeSetting): RecipeSetting[] {
+  const before = settings.find((s) => s.setting === next.setting);
+  if (before === undefined) return [...settings, next];
+  const had = `; replaces ${before.from ?? "the plan"}'s ${before.value ?? "(on)"}`;
+  return settings.map((s) => (s === before ? { ...next, reason: `${next.reason}${had}` } : s));
+}
+
+/**
+ * The settings, environment and notes of the recipes that apply, for one engine: a flag whose `engines`
+ * leave this engine out, or whose per-engine value names none for it, is not set; a later recipe's
+ * setting replaces an earlier one's. `hierarchicalCache` is SGLang's host-RAM KV cache, computed here.
+ */
+export function recipeSettings(
+  recipes: readonly CatalogueRecipe[],
+  engine: { kind: EngineKind; name: string; hierarchicalCache: boolean },
+  ctx: RecipeContext,
+): Required<RecipeResult> {
+  let settings: RecipeSetting[] = [];
+  const env: EnvSetting[] = [];
+  const notes: string[] = [];
+  for (const recipe of recipes) {
+    const from = `recipe ${recipe.id}`;
+    for (const flag of recipe.flags) {
+      if (!forEngine(flag.engines, engine.kind)) continue;
+      const value =
+        flag.value === true
+          ? undefined
+          : typeof flag.value === "string"
+            ? flag.value
+            : flag.value[engine.kind];
+      if (typeof flag.value === "object" && value === undefined) continue;
+      settings = withSetting(settings, {
+        setting: flag.setting,
+        value,
+        reason: flag.reason,
+        source: flag.source,
+        from,
+      });
+    }
+    for (const e of recipe.env) {
+      if (!forEngine(e.engines, engine.kind)) continue;
+      const at = env.findIndex((x) => x.name === e.name);
+      const next = { name: e.name, value: e.value, reason: e.reason, source: e.source, from };
+      if (at < 0) env.push(next);
+      else env[at] = next;
+    }
+    for (const note of recipe.notes) if (forEngine(note.engines, engine.kind)) notes.push(note.text);
+    if (recipe.hierarchicalCache === true) {
+      if (!engine.hierarchicalCache) {
+        notes.push(`Hierarchical KV cache (recipe ${recipe.id}): ${engine.name} has none; off.`);
+        continue;
+      }
+      const cache = hierarchicalCache(ctx);
+      for (const s of cache.settings) settings = withSetting(settings, { ...s, from });
+      notes.push(...cache.notes);
+    }
+  }
+  return { settings, env, notes };
 }
 
 /** Host cache size as a multiple of the GPU KV cache (`--hicache-ratio`). */
@@ -152,175 +210,22 @@ export function hierarchicalCache(ctx: RecipeContext): RecipeResult {
       ],
     };
   }
+  const source = "https://docs.sglang.ai/advanced_features/hicache.html";
   return {
     settings: [
       {
         setting: "enable-hierarchical-cache",
         value: undefined,
         reason: `host RAM ${formatGiB(ctx.hostMemoryBytes)} holds ${sizes}: prefixes evicted from the GPUs stay in RAM instead of being recomputed`,
+        source,
       },
       {
         setting: "hicache-ratio",
         value: String(HICACHE_RATIO),
         reason: `host cache ${HICACHE_RATIO}× the GPU KV cache (${formatGiB(hostCache)})`,
+        source,
       },
     ],
     notes: [],
   };
-}
-
-function trustRemoteCode(facts: ModelFacts, why?: string): RecipeSetting[] {
-  if (!facts.needsRemoteCode && why === undefined) return [];
-  return [
-    {
-      setting: "trust-remote-code",
-      value: undefined,
-      reason:
-        why ??
-        "config.json has auto_map: the model ships its own code, which the engine must be allowed to load",
-    },
-  ];
-}
-
-const MODELOPT_FP4: RecipeSetting = {
-  setting: "quantization",
-  value: "modelopt_fp4",
-  reason:
-    "NVFP4 checkpoint made with NVIDIA ModelOpt (hf_quant_config.json quant_algo NVFP4); the model card asks for it explicitly",
-};
-
-const QWEN35_PARSERS: RecipeSetting[] = [
-  {
-    setting: "tool-call-parser",
-    value: "qwen3_coder",
-    reason:
-      "Qwen3.5 writes tool calls in the Qwen3-Coder XML format; the parser turns them into OpenAI tool_calls",
-  },
-  {
-    setting: "reasoning-parser",
-    value: "qwen3",
-    reason:
-      "Qwen3.5 thinks inside <think>…</think>; the parser returns it as reasoning_content, apart from the answer",
-  },
-];
-
-const SM120_FP4_BACKENDS: RecipeSetting[] = [
-  {
-    setting: "moe-runner-backend",
-    value: "flashinfer_cutlass",
-    reason:
-      "the default MoE kernels produce NaN on SM120 (every token is “!”, id 0); FlashInfer's CUTLASS MoE is correct there",
-  },
-  {
-    setting: "fp4-gemm-backend",
-    value: "flashinfer_cudnn",
-    reason:
-      "the default FP4 GEMM produces NaN on SM120 (“!!!!” output); FlashInfer's cuDNN FP4 GEMM is correct there",
-  },
-];
-
-function combine(...parts: RecipeResult[]): RecipeResult {
-  return {
-    settings: parts.flatMap((p) => p.settings),
-    notes: parts.flatMap((p) => p.notes),
-    env: parts.flatMap((p) => p.env ?? []),
-  };
-}
-
-const only = (settings: RecipeSetting[], notes: string[] = []): RecipeResult => ({ settings, notes });
-
-const isQwen35Moe = (facts: ModelFacts): boolean => facts.family === "qwen3.5-moe";
-const isKimiK2 = (facts: ModelFacts): boolean => facts.family.startsWith("kimi-k2");
-
-/** The table, most specific first; the generic recipe is last. */
-export const RECIPES: readonly Recipe[] = [
-  {
-    key: "qwen3.5-moe",
-    title: "Qwen3.5 MoE NVFP4 on SM120 (RTX PRO 6000 Blackwell)",
-    matches: (facts, cc) => isQwen35Moe(facts) && facts.quantization === "nvfp4" && cc.major === 12,
-    settings: (ctx) =>
-      combine(
-        only([MODELOPT_FP4, ...SM120_FP4_BACKENDS, ...QWEN35_PARSERS, ...trustRemoteCode(ctx.facts)]),
-        hierarchicalCache(ctx),
-      ),
-  },
-  {
-    key: "qwen3.5-moe",
-    title: "Qwen3.5 MoE NVFP4 on SM100 (B200/B300)",
-    matches: (facts, cc) => isQwen35Moe(facts) && facts.quantization === "nvfp4" && cc.major === 10,
-    settings: (ctx) =>
-      combine(
-        only(
-          [MODELOPT_FP4, ...QWEN35_PARSERS, ...trustRemoteCode(ctx.facts)],
-          ["SM100: the engine's default FP4 GEMM and MoE kernels are correct here, so no backend override."],
-        ),
-        hierarchicalCache(ctx),
-      ),
-  },
-  {
-    key: "qwen3.5-moe",
-    title: "Qwen3.5 MoE BF16/FP8",
-    matches: (facts) => isQwen35Moe(facts) && ["bf16", "fp16", "fp8"].includes(facts.quantization),
-    settings: (ctx) =>
-      combine(
-        only(
-          [...QWEN35_PARSERS, ...trustRemoteCode(ctx.facts)],
-          ctx.facts.quantization === "fp8"
-            ? ["FP8 checkpoint: the engine reads its quantization from config.json, no flag needed."]
-            : [],
-        ),
-        hierarchicalCache(ctx),
-      ),
-  },
-  {
-    key: "kimi-k2",
-    title: "Kimi K2.x INT4 (compressed-tensors)",
-    matches: (facts, cc) =>
-      isKimiK2(facts) && facts.quantization === "int4" && atLeast(cc, QUANT_MIN_CC.int4),
-    settings: (ctx) =>
-      only(
-        [
-          {
-            setting: "tool-call-parser",
-            value: "kimi_k2",
-            reason: "Kimi K2 marks tool calls with its own tokens (<|tool_calls_section_begin|>…)",
-          },
-          {
-            setting: "reasoning-parser",
-            value: "kimi_k2",
-            reason: "separates K2's thinking from the answer (reasoning_content)",
-          },
-          ...trustRemoteCode(
-            ctx.facts,
-            "Kimi K2 ships its own tokenizer and config code (tokenization_kimi.py, tiktoken)",
-          ),
-        ],
-        [
-          "INT4 weights in compressed-tensors format: the engine reads the quantization from config.json, no flag needed.",
-        ],
-      ),
-  },
-  {
-    key: "generic",
-    title: "Generic BF16/FP16/FP8 (engine defaults)",
-    matches: (facts) => ["bf16", "fp16", "fp8"].includes(facts.quantization),
-    settings: (ctx) =>
-      only(trustRemoteCode(ctx.facts), [
-        "No model-specific recipe: engine defaults; tool-call and reasoning parsers stay off.",
-        ...(ctx.facts.quantization === "fp8"
-          ? ["FP8 checkpoint: the engine reads its quantization from config.json, no flag needed."]
-          : []),
-      ]),
-  },
-];
-
-/** The first recipe for this model on GPUs of this compute capability, and its id ("qwen3.5-moe/nvfp4/sm_120"). */
-export function findRecipe(
-  facts: ModelFacts,
-  cc: ComputeCapability,
-  recipes: readonly Recipe[] = RECIPES,
-): { recipe: Recipe; id: string } | undefined {
-  const recipe = recipes.find((r) => r.matches(facts, cc));
-  if (recipe === undefined) return undefined;
-  return { recipe, id: `${recipe.key}/${facts.quantization}/${smLabel(cc)}` };
 }

@@ -9,8 +9,73 @@ import { modelSummarySchema } from "../hub/types.ts";
  * back by other processes, so it is parsed there, never trusted as written. The types are the schemas'.
  */
 
-export const QUANTIZATIONS = ["nvfp4", "fp8", "int4", "bf16", "fp16", "unknown"] as const;
+/** The weights' number format: the compatibility table's rows (src/plan/catalogue.yaml). */
+export const QUANTIZATIONS = [
+  "nvfp4",
+  "mxfp4",
+  "fp8",
+  "int8",
+  "int4",
+  "bf16",
+  "fp16",
+  "fp32",
+  "unknown",
+] as const;
 export type Quantization = (typeof QUANTIZATIONS)[number];
+
+/** The weights' quantization as the checkpoint states it (src/plan/quant-facts.ts). */
+export const quantFactsSchema = z.object({
+  format: z.enum(QUANTIZATIONS),
+  /**
+   * The method as the engines know it: modelopt, mxfp4, fp8, fbgemm_fp8, awq, gptq, compressed-tensors,
+   * bitsandbytes; "none" for unquantized weights; otherwise what the checkpoint names.
+   */
+  method: z.string(),
+  /** For people: "FP8 e4m3 in 128×128 blocks, dynamic activations". */
+  description: z.string(),
+  weightBits: z.number().optional(),
+  activationBits: z.number().optional(),
+  groupSize: z.number().optional(),
+  scheme: z.enum(["block", "channel", "tensor", "group"]).optional(),
+  blockSize: z.array(z.number()).optional(),
+  /** Where it was read: "hf_quant_config.json", "config.json quantization_config", "config.json torch_dtype". */
+  source: z.string(),
+});
+export type QuantFacts = z.infer<typeof quantFactsSchema>;
+
+/** One Python file the engine would import with --trust-remote-code, and which configs name it. */
+export const remoteCodeFileSchema = z.object({
+  /** The module's file, e.g. "tokenization_kimi.py". */
+  file: z.string(),
+  /** Another repo it is fetched from ("org/name", at that repo's main branch); absent: the model's own repo. */
+  repo: z.string().optional(),
+  /** The configs whose auto_map name it, e.g. "tokenizer_config.json", "config.json text_config". */
+  namedBy: z.array(z.string()),
+  /** The model's repo has no such file: the engine would fail to import it. */
+  missing: z.boolean().optional(),
+});
+export type RemoteCodeFile = z.infer<typeof remoteCodeFileSchema>;
+
+/**
+ * The repo's Python that runs when the engine loads the model with --trust-remote-code, read from the
+ * repo's files (src/plan/remote-code.ts): every auto_map of the configs transformers reads, and the
+ * repo's *.py. Lists are bounded (REMOTE_CODE_MAX_NAMES, then a count), so a repo cannot grow a plan.
+ */
+export const remoteCodeSchema = z.object({
+  files: z.array(remoteCodeFileSchema),
+  /** Files named past the list's bound. */
+  moreFiles: z.number().int().nonnegative(),
+  /** Other repos whose code an auto_map names (`org/name--module.Class`): their orgs run code too. */
+  otherRepos: z.array(z.string()),
+  moreOtherRepos: z.number().int().nonnegative(),
+  /** auto_map entries that name no module modelswap can read (as written, quoted and cut). */
+  unreadable: z.array(z.string()),
+  moreUnreadable: z.number().int().nonnegative(),
+  /** The repo's other *.py files: a module named above may import them (`from .x import`). */
+  otherPy: z.array(z.string()),
+  moreOtherPy: z.number().int().nonnegative(),
+});
+export type RemoteCode = z.infer<typeof remoteCodeSchema>;
 
 /** What the planner needs to know about a model, read from its config.json and quantization config. */
 export const modelFactsSchema = z.object({
@@ -18,18 +83,34 @@ export const modelFactsSchema = z.object({
   family: z.string(),
   /** config.json `architectures[0]`. */
   architecture: z.string(),
+  /** config.json `model_type`, and text_config's when the language model is nested (absent in older plans). */
+  modelType: z.string().optional(),
+  textModelType: z.string().optional(),
+  /** The weights' format (the compatibility table's row); `quant` says how it was read. */
   quantization: z.enum(QUANTIZATIONS),
+  /** The quantization in full (absent in plans made before it was read). */
+  quant: quantFactsSchema.optional(),
   attentionHeads: z.number(),
   kvHeads: z.number(),
   layers: z.number(),
   hiddenSize: z.number(),
   headDim: z.number(),
+  /** Layers that keep every token's KV (the others a window, a chunk or a linear state); absent: all. */
+  fullAttentionLayers: z.number().optional(),
+  /** MLA attention (DeepSeek-V3, Kimi K2): the compressed KV's rank and the rope part of a head (absent otherwise). */
+  kvLoraRank: z.number().optional(),
+  qkRopeHeadDim: z.number().optional(),
   /** Routed experts for MoE models. */
   experts: z.number().optional(),
   maxContext: z.number(),
   weightBytes: z.number(),
-  /** config.json has auto_map: the engine needs --trust-remote-code. */
+  /**
+   * The repo's Python runs when the engine loads the model (--trust-remote-code): `remoteCode` is present.
+   * Kept beside it for records written before remoteCode (true there: config.json had an auto_map).
+   */
   needsRemoteCode: z.boolean(),
+  /** Which of the repo's Python runs, and who names it; absent: none of it runs. */
+  remoteCode: remoteCodeSchema.optional(),
 });
 export type ModelFacts = z.infer<typeof modelFactsSchema>;
 
@@ -58,9 +139,17 @@ export const hostFactsSchema = z.object({
     active: z.boolean(),
     text: z.string(),
     execStart: z.array(z.string()),
+    /** The unit file was larger than modelswap reads (MAX_UNIT_FILE_BYTES): its size, and `text` is empty. */
+    oversizeBytes: z.number().int().optional(),
   }),
 });
 export type HostFacts = z.infer<typeof hostFactsSchema>;
+
+/**
+ * The largest serving unit file modelswap reads (unit files are a few KB): it is kept in the plan, with
+ * the new unit's diff against it, and a swap record must stay small (src/store/swap-records.ts).
+ */
+export const MAX_UNIT_FILE_BYTES = 64 * 1024;
 
 export const planCheckSchema = z.object({
   /** Short id: "quantization", "vram", "tp", "disk", "venv", "hub-cli", "recipe", "flags". */
@@ -70,11 +159,19 @@ export const planCheckSchema = z.object({
   detail: z.string(),
   /** When not ok: what to do. */
   fix: z.string().optional(),
+  /** The disk check: it passes only once disk retention has deleted what it may (after approval, before the download). */
+  reclaimFirst: z.boolean().optional(),
 });
 export type PlanCheck = z.infer<typeof planCheckSchema>;
 
 /** One environment variable of the unit (a recipe's engine switch), and why. */
-export const envChoiceSchema = z.object({ name: z.string(), value: z.string(), reason: z.string() });
+export const envChoiceSchema = z.object({
+  name: z.string(),
+  value: z.string(),
+  reason: z.string(),
+  source: z.string().optional(),
+  from: z.string().optional(),
+});
 export type EnvChoice = z.infer<typeof envChoiceSchema>;
 
 /** One engine flag of the plan: the setting the recipe names, and the spelling this engine build uses. */
@@ -88,6 +185,13 @@ export const flagChoiceSchema = z.object({
   reason: z.string(),
   /** The command's positional argument (vLLM's `serve <model>`), not a flag: the unit writes the value alone. */
   positional: z.boolean().optional(),
+  /** Where the knowledge comes from (a doc, PR or issue URL, a source file), when a recipe says. */
+  source: z.string().optional(),
+  /**
+   * Who asked for it: "recipe qwen3.5", "host gpu-1" (hosts[].flags), "profile <model>" (models[]),
+   * "swap (--set)", "engine (vLLM)"; absent: the plan's own (model path, port, tp, …).
+   */
+  from: z.string().optional(),
 });
 export type FlagChoice = z.infer<typeof flagChoiceSchema>;
 
@@ -163,8 +267,8 @@ export const swapPlanSchema = z.object({
    */
   weightScale: z.number().optional(),
   host: hostFactsSchema,
-  /** The engine that serves the model (absent: SGLang, in plans made before there was a choice). */
-  engineKind: z.enum(ENGINE_KINDS).optional(),
+  /** The engine that serves the model (plans made before there was a choice: SGLang, store migration v3). */
+  engineKind: z.enum(ENGINE_KINDS),
   /** The recipe that chose the flags, e.g. "qwen3.5-moe/nvfp4/sm_120". */
   recipe: z.string(),
   tp: z.number(),

@@ -16,6 +16,17 @@ export function realTotalBytes(
   return model.totalBytes + model.weightBytes * (scale - 1);
 }
 
+/**
+ * What the download leaves on the Hub, for the plan and the card: "19,972 other files, 40.9 MB, left on
+ * the Hub"; undefined when it fetches every file.
+ */
+export function leftOnHub(model: Pick<ModelSummary, "notFetched">): string | undefined {
+  const left = model.notFetched;
+  if (left === undefined || left.files === 0) return undefined;
+  const files = `${left.files.toLocaleString("en-US")} other ${left.files === 1 ? "file" : "files"}`;
+  return `${files}, ${formatGB(left.bytes)}, left on the Hub`;
+}
+
 /** The largest weight file of the real model (the largest file when it has none). */
 export function realLargestShardBytes(model: Pick<ModelSummary, "files">, scale: number): number {
   const shards = weightFiles(model.files);

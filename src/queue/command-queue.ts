@@ -1,9 +1,9 @@
 import { Queue } from "bullmq";
 import { z } from "zod";
 import { CodedError } from "../errors.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
 import { withTimeout } from "../with-timeout.ts";
-import type { RedisClient } from "./redis-client.ts";
 
 export const COMMAND_QUEUE = "commands";
 
@@ -21,7 +21,7 @@ export const statusJobSchema = z.object({
    * Who sees the answer: `private`, only `user` (an ephemeral in `channel`), or `channel`, everyone. A job
    * queued before this field existed has none and is answered in the channel, as it was then.
    */
-  answer: z.enum(["private", "channel"]).optional(),
+  answer: z.enum(["private", "channel", "return"]).optional(),
 });
 export type StatusJob = z.infer<typeof statusJobSchema>;
 
@@ -32,10 +32,22 @@ export const historyJobSchema = z.object({
   channel: z.string(),
   user: z.string(),
   requestedAt: z.string(),
+  /** `return`: the rows are the job's result, for the CLI and the HTTP API; else posted in `channel`. */
+  answer: z.enum(["channel", "return"]).optional(),
 });
 export type HistoryJob = z.infer<typeof historyJobSchema>;
 
-export const JOB_NAMES = { status: "status", history: "history" } as const;
+/** `/llm gc [host] [--dry-run]`: what retention lets go on each host, shown or deleted. */
+export const gcJobSchema = z.object({
+  hosts: z.array(z.string()).min(1),
+  dryRun: z.boolean(),
+  channel: z.string(),
+  user: z.string(),
+  requestedAt: z.string(),
+});
+export type GcJob = z.infer<typeof gcJobSchema>;
+
+export const JOB_NAMES = { status: "status", history: "history", gc: "gc" } as const;
 
 const ENQUEUE_TIMEOUT_MS = 1500;
 
@@ -64,6 +76,48 @@ export class CommandQueue {
     const job = await enqueueWithin(
       this.queue.add(JOB_NAMES.history, historyJobSchema.parse(data), { attempts: 2 }),
     );
+    return job.id ?? "";
+  }
+
+  /**
+   * Runs a status or history job whose answer is its result (`answer: "return"`: the CLI and the HTTP
+   * API), and waits for it: the same job a Slack command queues, done by the same workers. Throws
+   * QUEUE_UNAVAILABLE when it cannot be queued, and COMMAND_NO_ANSWER when no worker finished it in time.
+   */
+  async ask(
+    job: { name: "status"; data: StatusJob } | { name: "history"; data: HistoryJob },
+    timeoutMs: number,
+    pollMs = 100,
+  ): Promise<unknown> {
+    const id =
+      job.name === "status"
+        ? await this.enqueueStatus({ ...job.data, answer: "return" })
+        : await this.enqueueHistory({ ...job.data, answer: "return" });
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const found = await enqueueWithin(this.queue.getJob(id));
+      if (found?.finishedOn !== undefined) {
+        if (found.failedReason === undefined || found.failedReason === "") return found.returnvalue;
+        if ((found.attemptsMade ?? 0) >= (found.opts.attempts ?? 1))
+          throw new CodedError(
+            "COMMAND_FAILED",
+            `the ${job.name} job failed: ${found.failedReason}`,
+            "the worker's log says why; try again, or look at the host with `modelswap doctor`",
+          );
+      }
+      if (Date.now() >= until)
+        throw new CodedError(
+          "COMMAND_NO_ANSWER",
+          `no worker answered the ${job.name} request within ${Math.round(timeoutMs / 1000)} s`,
+          "check that a worker runs (`modelswap start` or `modelswap worker`) and that its /healthz is ok; the request stays queued and is answered once one takes it",
+        );
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+  }
+
+  async enqueueGc(data: GcJob): Promise<string> {
+    // once: a second run would find nothing left to delete, and report that instead of what was freed
+    const job = await enqueueWithin(this.queue.add(JOB_NAMES.gc, gcJobSchema.parse(data), { attempts: 1 }));
     return job.id ?? "";
   }
 

@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import { z } from "zod";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
-import type { RedisClient } from "./redis-client.ts";
 
 export const MONITOR_QUEUE = "monitor";
 export const HEALTH_CHECK_JOB = "health-check";

@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
-import type { RedisClient } from "./redis-client.ts";
 
 export const REPORT_QUEUE = "reports";
 

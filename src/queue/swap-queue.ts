@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import { CodedError } from "../errors.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
-import type { RedisClient } from "./redis-client.ts";
 
 export const SWAP_QUEUE = "swaps";
 

@@ -1,8 +1,9 @@
 import { Queue, type Worker } from "bullmq";
+import { duration } from "../format-duration.ts";
 import type { Logger } from "../log.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../store/keys.ts";
 import type { InFlight } from "./in-flight.ts";
-import type { RedisClient } from "./redis-client.ts";
 
 /** How long jobs may wait while a worker with a free slot starts none, before it is called stalled. */
 export const STALL_AFTER_MS = 90_000;
@@ -77,7 +78,7 @@ export class WorkerStallWatch {
     episode.told = true;
     this.deps.log.error(
       { code: "WORKER_STALLED", worker: worker.name, waiting, seconds: Math.round(forMs / 1000), running },
-      `the ${worker.name} worker has started no job for ${Math.round(forMs / 1000)} s while ${waiting} wait and it has a free slot: it is stuck. Fix: restart this process (modelswap start, or its worker role); its jobs are safe in Redis and running swaps resume from their saved step. The log lines before this one may say why`,
+      `the ${worker.name} worker has started no job for ${duration(forMs / 1000)} while ${waiting} wait and it has a free slot: it is stuck. Fix: restart this process (modelswap start, or its worker role); its jobs are safe in Redis and running swaps resume from their saved step. The log lines before this one may say why`,
     );
   }
 
@@ -86,7 +87,7 @@ export class WorkerStallWatch {
     const episode = this.episodes.get(name);
     if (episode?.told !== true || episode.since === undefined) return undefined;
     const seconds = Math.round((this.deps.now() - episode.since) / 1000);
-    return `the ${name} worker has started no job for ${seconds} s while ${episode.ready ?? "some"} wait: restart this process`;
+    return `the ${name} worker has started no job for ${duration(seconds)} while ${episode.ready ?? "some"} wait: restart this process`;
   }
 
   private clear(name: string, why?: "took a job"): void {

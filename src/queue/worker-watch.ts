@@ -1,5 +1,5 @@
+import type { RedisReachability } from "../redis/redis-reachability.ts";
 import type { InFlight } from "./in-flight.ts";
-import type { RedisReachability } from "./redis-reachability.ts";
 
 /**
  * What the process follows of each of its BullMQ workers: their 'error' events, so Redis being away is

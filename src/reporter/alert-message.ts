@@ -1,15 +1,7 @@
-import { utcTime } from "../format-duration.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { duration, utcTime } from "../format-duration.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
-import {
-  codeBlock,
-  context,
-  escapeMrkdwn,
-  fields,
-  header,
-  message,
-  type SlackMessage,
-  section,
-} from "./message.ts";
+import { codeBlock, context, fields, header, message, type SlackMessage, section } from "../slack/blocks.ts";
 import { gpuSummary, gpuTable } from "./status-message.ts";
 
 /** Everything one health alert says. */
@@ -135,13 +127,7 @@ export function renderRecovery(facts: RecoveryFacts): SlackMessage {
   return message(text, [section(line)]);
 }
 
-/** An outage's length for people: "48 s", "3 min 12 s", "2 h 5 min". */
+/** An outage's length for people: "48 s", "3 min 12 s", "2 h 5 min" (the one duration form). */
 export function formatOutage(ms: number): string {
-  const total = Math.max(0, Math.round(ms / 1000));
-  if (total < 60) return `${total} s`;
-  const minutes = Math.floor(total / 60);
-  if (minutes < 60) return total % 60 === 0 ? `${minutes} min` : `${minutes} min ${total % 60} s`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
-  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+  return duration(ms / 1000);
 }

@@ -1,6 +1,7 @@
 import type { BenchResult } from "../engine/bench-serving.ts";
 import { ENGINE_NAMES, type EngineKind } from "../engine/engine-kind.ts";
-import { context, escapeMrkdwn, LIMITS, type SlackMessage, section, truncate } from "./message.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { context, LIMITS, type SlackMessage, section, truncate } from "../slack/blocks.ts";
 
 export interface BenchPair {
   single: BenchResult;
@@ -15,8 +16,8 @@ export interface PreviousBench {
   loaded?: BenchResult | undefined;
   /** The last swap's benchmark (default), or a baseline taken before this switch. */
   basis?: "last-swap" | "probe" | "full" | undefined;
-  /** The engine it ran on (absent: SGLang, before there was a choice). */
-  engine?: EngineKind | undefined;
+  /** The engine it ran on. */
+  engine: EngineKind;
 }
 
 /** Longer than any Hub repo id (two parts of at most 96 characters): names are shown whole. */
@@ -29,48 +30,68 @@ interface Metric {
   higherIsBetter: boolean;
 }
 
-const TPOT: Metric = { label: "TPOT ms", pick: (r) => r.meanTpotMs, higherIsBetter: false };
-/** Engines whose summary has inter-token latency but no TPOT: shown as what they measured, and labelled so. */
-const ITL: Metric = { label: "ITL ms (mean)", pick: (r) => r.meanItlMs, higherIsBetter: false };
+/**
+ * One layout for every swap: the same rows in the same order, whatever the engine measured (a value it
+ * did not measure is "–"), and the same two columns, the loaded one's concurrency said below the table.
+ */
+const METRICS: readonly Metric[] = [
+  { label: "output tok/s", pick: (r) => r.outputThroughput, higherIsBetter: true },
+  { label: "TTFT p50 ms", pick: (r) => r.medianTtftMs, higherIsBetter: false },
+  { label: "TTFT p99 ms", pick: (r) => r.p99TtftMs, higherIsBetter: false },
+  { label: "TPOT ms", pick: (r) => r.meanTpotMs, higherIsBetter: false },
+  { label: "ITL ms (mean)", pick: (r) => r.meanItlMs, higherIsBetter: false },
+];
 
-function metricsFor(results: readonly (BenchResult | undefined)[]): Metric[] {
-  const perToken = results.every((r) => r === undefined || r.meanTpotMs !== undefined) ? TPOT : ITL;
-  return [
-    { label: "output tok/s", pick: (r) => r.outputThroughput, higherIsBetter: true },
-    { label: "TTFT p50 ms", pick: (r) => r.medianTtftMs, higherIsBetter: false },
-    { label: "TTFT p99 ms", pick: (r) => r.p99TtftMs, higherIsBetter: false },
-    perToken,
-  ];
+/** What the numbers are of: the model now, and the engine it ran on. */
+export interface BenchmarkAbout {
+  /** The new model, `org/name` or `org/name@sha`. */
+  model?: string | undefined;
+  engine?: EngineKind | undefined;
+}
+
+/** `org/name` of a model as the ledger, a baseline or a plan names it (`org/name@sha`, any case). */
+function repoOf(model: string): string {
+  return model.split("@")[0]!.trim().toLowerCase();
 }
 
 /**
- * The benchmark as a compact monospace table: output tok/s, TTFT p50/p99 and TPOT at concurrency 1
- * and loaded, each with its change against the previous model's numbers on this host (▲ up, ▼ down),
- * or a note that there are no earlier numbers.
+ * Whether a comparison says "better" or "worse": only of like with like, the same model (a new revision
+ * of it) at the same load. A 397B MoE against the 8B it replaced is two models, not one that improved.
+ */
+export function sameModel(previous: string, now: string | undefined): boolean {
+  return now !== undefined && repoOf(previous) === repoOf(now);
+}
+
+/**
+ * The benchmark as a compact monospace table: output tok/s, TTFT p50/p99, TPOT and ITL at one stream and
+ * loaded, each with its change against the previous numbers on this host (▲ up, ▼ down), judged better or
+ * worse only when they are of the same model at the same load, or a note that there are no earlier numbers.
  */
 export function renderBenchmarkComparison(
   current: BenchPair,
   previous?: PreviousBench,
-  engine?: EngineKind,
+  about: BenchmarkAbout = {},
 ): SlackMessage {
+  const likeModel = previous !== undefined && sameModel(previous.model, about.model);
   const columns = [
+    { title: "1 stream", now: current.single, before: previous?.single },
     {
-      title: streams(current.single.maxConcurrency, "single"),
-      now: current.single,
-      before: previous?.single,
-    },
-    {
-      title: streams(current.loaded.maxConcurrency, "loaded"),
+      title: "loaded",
       now: current.loaded,
-      before: previous?.loaded,
+      // a loaded run at another concurrency is another test: shown, never compared
+      before:
+        previous?.loaded?.maxConcurrency === current.loaded.maxConcurrency ? previous?.loaded : undefined,
     },
   ];
-  const METRICS = metricsFor(columns.flatMap((c) => [c.now, c.before]));
-  // One cell per setting: the value, then its change (better or worse, said), padded so they line up.
+  // One cell per setting: the value, then its change (judged when like with like), padded so they line up.
   const cells = columns.map((c) => {
     const values = METRICS.map((m) => formatNumber(m.pick(c.now)));
     const changes = METRICS.map((m) =>
-      previous === undefined || c.before === undefined ? "" : judged(m, m.pick(c.now), m.pick(c.before)),
+      c.before === undefined
+        ? ""
+        : likeModel
+          ? judged(m, m.pick(c.now), m.pick(c.before))
+          : changeText(m.pick(c.now), m.pick(c.before)),
     );
     const valueWidth = Math.max(...values.map(width));
     const changeWidth = Math.max(...changes.map(width));
@@ -83,19 +104,23 @@ export function renderBenchmarkComparison(
   const table = alignColumns(rows);
 
   const model = previous === undefined ? undefined : truncate(previous.model, MODEL_MAX);
-  const title =
-    model === undefined ? "*Benchmark*" : `*Benchmark* vs \`${escapeMrkdwn(model.replaceAll("`", "'"))}\``;
   const notes: string[] = [];
   notes.push(
     model === undefined
       ? "no earlier numbers for this host"
-      : "▲/▼: change vs the previous model, said better or worse (higher tok/s and lower ms are better)",
+      : likeModel
+        ? `▲/▼: change vs the same model's last numbers here (\`${escapeMrkdwn(model.replaceAll("`", "'"))}\`), said better or worse (higher tok/s and lower ms are better)`
+        : `⚖️ across models: ▲/▼ compare \`${escapeMrkdwn(model.replaceAll("`", "'"))}\` then with ${about.model === undefined ? "the model now" : `\`${escapeMrkdwn(truncate(about.model, MODEL_MAX).replaceAll("`", "'"))}\``} now: two different models, so neither better nor worse is said`,
   );
-  const before = previous?.engine ?? "sglang";
-  const now = engine ?? "sglang";
-  if (previous !== undefined && before !== now)
+  notes.push(`loaded: ${loadedStreams(current.loaded)}`);
+  const previousLoaded = previous?.loaded?.maxConcurrency;
+  if (previous?.loaded !== undefined && previousLoaded !== current.loaded.maxConcurrency)
     notes.push(
-      `⚖️ across engines: ${ENGINE_NAMES[before]} then, ${ENGINE_NAMES[now]} now, each measured with its own client (the same prompts, lengths and concurrency)`,
+      `the loaded run is not compared: ${loadedStreams(current.loaded)} now, ${loadedStreams(previous.loaded)} then`,
+    );
+  if (previous !== undefined && about.engine !== undefined && previous.engine !== about.engine)
+    notes.push(
+      `⚖️ across engines: ${ENGINE_NAMES[previous.engine]} then, ${ENGINE_NAMES[about.engine]} now, each measured with its own client (the same prompts, lengths and concurrency)`,
     );
   if (previous?.basis === "probe" || previous?.basis === "full") {
     notes.push(
@@ -112,11 +137,15 @@ export function renderBenchmarkComparison(
 
   const fence = "```";
   const blocks = [
-    section(title),
+    section("*Benchmark*"),
     section(`${fence}\n${truncate(table, LIMITS.sectionText - 8)}\n${fence}`),
     context(...notes),
   ];
   return { text: truncate(fallbackText(columns, model), LIMITS.fallbackText), blocks };
+}
+
+function loadedStreams(result: BenchResult): string {
+  return streams(result.maxConcurrency, "concurrency not reported");
 }
 
 export function streams(concurrency: number | null | undefined, fallback: string): string {
@@ -186,11 +215,12 @@ function fallbackText(
   const parts = columns.map((c) => {
     const tps = formatNumber(c.now.outputThroughput);
     const change = model === undefined ? "" : changeText(c.now.outputThroughput, c.before?.outputThroughput);
-    return `${tps} output tok/s at ${c.title}${change === "" ? "" : ` (${change})`}`;
+    const at = c.title === "loaded" ? streams(c.now.maxConcurrency, "loaded") : c.title;
+    return `${tps} output tok/s at ${at}${change === "" ? "" : ` (${change})`}`;
   });
   const ttft = columns.map((c) => formatNumber(c.now.medianTtftMs)).join(" / ");
-  const perToken = metricsFor(columns.map((c) => c.now))[3]!;
-  const tpot = columns.map((c) => formatNumber(perToken.pick(c.now))).join(" / ");
+  const itl = columns.every((c) => c.now.meanTpotMs === undefined);
+  const perToken = columns.map((c) => formatNumber(itl ? c.now.meanItlMs : c.now.meanTpotMs)).join(" / ");
   const against = model === undefined ? "no earlier numbers for this host" : `vs ${model}`;
-  return `Benchmark: ${parts.join(", ")}; TTFT p50 ${ttft} ms; ${perToken === ITL ? "ITL (mean)" : "TPOT"} ${tpot} ms (${against})`;
+  return `Benchmark: ${parts.join(", ")}; TTFT p50 ${ttft} ms; ${itl ? "ITL (mean)" : "TPOT"} ${perToken} ms (${against})`;
 }

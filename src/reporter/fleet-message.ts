@@ -1,5 +1,4 @@
 import { keepEnd } from "../grammar/model-name.ts";
-import type { HostStatus } from "../status/probe-host.ts";
 import {
   alignColumns,
   context,
@@ -9,7 +8,8 @@ import {
   type SlackMessage,
   section,
   truncate,
-} from "./message.ts";
+} from "../slack/blocks.ts";
+import type { HostStatus } from "../status/probe-host.ts";
 import { servedModel } from "./status-message.ts";
 
 export interface FleetRow {

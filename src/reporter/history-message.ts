@@ -1,18 +1,10 @@
-import { formatDistanceStrict } from "date-fns";
-import { formatSeconds } from "../format-duration.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { duration, durationSince } from "../format-duration.ts";
+import { by } from "../grammar/person.ts";
+import { context, header, LIMITS, message, type SlackMessage, section, truncate } from "../slack/blocks.ts";
 import { clientImpact, impactText } from "../swap/client-impact.ts";
 import type { SwapOutcome, SwapRecord } from "../swap/swap-record.ts";
 import { changeText } from "./benchmark-table.ts";
-import {
-  context,
-  escapeMrkdwn,
-  header,
-  LIMITS,
-  message,
-  type SlackMessage,
-  section,
-  truncate,
-} from "./message.ts";
 
 /** One line of the ledger, as `/llm history` shows it. */
 export interface HistoryRow {
@@ -184,17 +176,17 @@ function entry(row: HistoryRow, now: Date): string {
   const at = new Date(row.at);
   const when = Number.isNaN(at.getTime())
     ? escapeMrkdwn(row.at)
-    : `<!date^${Math.floor(at.getTime() / 1000)}^{date_short_pretty} {time}|${isoMinute(row.at)}> (${formatDistanceStrict(at, now, { addSuffix: true })})`;
+    : `<!date^${Math.floor(at.getTime() / 1000)}^{date_short_pretty} {time}|${isoMinute(row.at)}> (${durationSince(at, now)} ago)`;
   const outcome = `${OUTCOME[row.outcome]}${row.step === undefined ? "" : ` (${row.step})`}`;
   const first = `*${when}* · *${escapeMrkdwn(row.host)}* · ${outcome}`;
 
-  const people = [`asked by <@${row.requester}>`];
-  if (row.approver !== undefined) people.push(`approved by <@${row.approver}>`);
-  if (row.rejecter !== undefined) people.push(`rejected by <@${row.rejecter}>`);
+  const people = [`asked${by(row.requester)}`];
+  if (row.approver !== undefined) people.push(`approved${by(row.approver)}`);
+  if (row.rejecter !== undefined) people.push(`rejected${by(row.rejecter)}`);
   const second = [
     `${code(truncate(row.model, MODEL_CHARS))}${row.sha === undefined ? "" : ` @ ${code(row.sha.slice(0, 7))}`}`,
     ...people,
-    ...(row.downtimeSeconds === undefined ? [] : [`downtime ${formatSeconds(row.downtimeSeconds)}`]),
+    ...(row.downtimeSeconds === undefined ? [] : [`downtime ${duration(row.downtimeSeconds)}`]),
   ].join(" · ");
   const clients = row.clients === undefined ? [] : [`↳ clients: ${escapeMrkdwn(row.clients)}`];
 

@@ -1,6 +1,6 @@
-import { formatSeconds } from "../format-duration.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { duration } from "../format-duration.ts";
 import type { DeadReason, HeldLock } from "../store/host-lock-check.ts";
-import { escapeMrkdwn } from "./message.ts";
 
 /** Why a swap that holds a lock will never run again, as "which …" / "that swap …" would go on. */
 export function deadReason(why: DeadReason, job?: string): string {
@@ -19,7 +19,7 @@ export function deadReason(why: DeadReason, job?: string): string {
 /** "2026-12-02 00:34 UTC (10 min ago)". */
 export function sinceWhen(iso: string, now: number = Date.now()): string {
   const ago = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  return `${iso.slice(0, 16).replace("T", " ")} UTC (${formatSeconds(ago)} ago)`;
+  return `${iso.slice(0, 16).replace("T", " ")} UTC (${duration(ago)} ago)`;
 }
 
 /**

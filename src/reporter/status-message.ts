@@ -1,20 +1,19 @@
-import { formatDistanceStrict } from "date-fns";
-import { utcTime } from "../format-duration.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { durationSince, utcTime } from "../format-duration.ts";
 import type { GpuInfo } from "../gpu/nvidia-smi.ts";
 import { modelName } from "../grammar/model-name.ts";
-import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
 import {
   alignColumns,
   codeBlock,
   context,
-  escapeMrkdwn,
   fields,
   header,
   message,
   type SlackMessage,
   section,
   truncate,
-} from "./message.ts";
+} from "../slack/blocks.ts";
+import type { HostStatus, HostVerdict } from "../status/probe-host.ts";
 
 const VERDICT: Record<HostVerdict, { emoji: string; label: string }> = {
   healthy: { emoji: "🟢", label: "healthy" },
@@ -80,7 +79,7 @@ function unitLine(status: HostStatus, now: Date): string {
   const state = `${unit.activeState}${unit.subState && unit.subState !== unit.activeState ? ` (${unit.subState})` : ""}`;
   const since =
     unit.activeState === "active" && unit.activeSince !== undefined
-      ? `, up ${formatDistanceStrict(unit.activeSince, now)}`
+      ? `, up ${durationSince(unit.activeSince, now)}`
       : "";
   const enabled = unit.unitFileState === "enabled" ? "" : `, ${unit.unitFileState || "not enabled"} ⚠️`;
   const restarts = unit.restarts > 0 ? `, ${unit.restarts} restart(s)` : "";

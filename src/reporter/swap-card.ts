@@ -1,19 +1,11 @@
 import { describeEngineSource } from "../engine/engine-source.ts";
-import { formatSeconds } from "../format-duration.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { duration } from "../format-duration.ts";
 import { hubPullRequest } from "../grammar/model-ref.ts";
+import { by } from "../grammar/person.ts";
+import { context, header, LIMITS, message, type SlackMessage, section, truncate } from "../slack/blocks.ts";
 import { clientImpact, impactText } from "../swap/client-impact.ts";
 import type { StageName, StageState, SwapRecord } from "../swap/swap-record.ts";
-import {
-  context,
-  escapeMrkdwn,
-  header,
-  LIMITS,
-  message,
-  type SlackMessage,
-  section,
-  truncate,
-} from "./message.ts";
-import { by } from "./words.ts";
 
 const ICON: Record<StageState["state"], string> = {
   pending: "○",
@@ -23,7 +15,7 @@ const ICON: Record<StageState["state"], string> = {
   skipped: "➖",
 };
 
-const LABEL: Record<StageName, string> = {
+export const STAGE_LABEL: Record<StageName, string> = {
   resolve: "Resolve on the Hub",
   preflight: "Preflight and plan",
   download: "Download",
@@ -50,7 +42,7 @@ const OUTCOME: Record<NonNullable<SwapRecord["outcome"]>, string> = {
 function clientsPart(record: SwapRecord): string {
   const impact = clientImpact(record);
   if (impact !== undefined && impact.mode !== "refused") return ` · clients: ${impactText(impact)}`;
-  return record.downtimeSeconds !== undefined ? ` · downtime ${formatSeconds(record.downtimeSeconds)}` : "";
+  return record.downtimeSeconds !== undefined ? ` · downtime ${duration(record.downtimeSeconds)}` : "";
 }
 
 /** Each stage line stays short, so every stage fits the card's one section. */
@@ -72,7 +64,7 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   const host = truncate(record.host, 60);
   const room = LIMITS.headerText - `${outcome}:  → ${host}`.length;
   const shortModel = truncate(model, room);
-  const lines = (Object.keys(LABEL) as StageName[]).map((name) => {
+  const lines = (Object.keys(STAGE_LABEL) as StageName[]).map((name) => {
     const stage = record.stages[name];
     // the reason a swap failed is said once on the card, in its *Why:* line
     const said = stage.state === "failed" && stage.detail === record.reason;
@@ -80,7 +72,7 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
       stage.detail && !said ? ` — ${escapeMrkdwn(truncate(stage.detail, STAGE_DETAIL_MAX))}` : "";
     // who decided is named from the record's ids (stage details are plain text, always escaped)
     const who = name === "approval" ? decidedBy(record) : "";
-    return `${ICON[stage.state]} ${LABEL[name]}${who}${detail}`;
+    return `${ICON[stage.state]} ${STAGE_LABEL[name]}${who}${detail}`;
   });
   const blocks = [header(`${outcome}: ${shortModel} → ${host}`)];
   if (shortModel !== model) blocks.push(context(`model \`${escapeMrkdwn(model)}\``));
@@ -94,8 +86,8 @@ export function renderSwapCard(record: SwapRecord): SlackMessage {
   blocks.push(
     context(`swap \`${record.id}\` · ${people(record)}${clientsPart(record)} · details in the thread`),
   );
-  const current = (Object.keys(LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
-  const text = `${title}${current ? ` (${LABEL[current]}${record.stages[current].detail ? `: ${truncate(record.stages[current].detail, STAGE_DETAIL_MAX)}` : ""})` : ""}`;
+  const current = (Object.keys(STAGE_LABEL) as StageName[]).find((n) => record.stages[n].state === "running");
+  const text = `${title}${current ? ` (${STAGE_LABEL[current]}${record.stages[current].detail ? `: ${truncate(record.stages[current].detail, STAGE_DETAIL_MAX)}` : ""})` : ""}`;
   return message(text, blocks);
 }
 

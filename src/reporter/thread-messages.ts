@@ -1,10 +1,11 @@
-import { formatSeconds, shortSeconds, utcTime } from "../format-duration.ts";
-import { formatGiB } from "../plan/byte-units.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { duration, utcTime } from "../format-duration.ts";
+import { formatGB, formatGiB } from "../plan/byte-units.ts";
 import { movedBytes } from "../plan/weight-scale.ts";
+import { codeBlock, message, type SlackMessage, section } from "../slack/blocks.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { finalLine } from "./final-line.ts";
-import { codeBlock, escapeMrkdwn, message, type SlackMessage, section } from "./message.ts";
 
 const STAGE_WORD = { health: "health wait", sanity: "sanity check" } as const;
 
@@ -34,7 +35,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say("❌ Download failed:", event.log);
     case "built":
       return say(
-        `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (${event.engine ?? "sglang"} ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,
+        `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (${event.engine} ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,
       );
     case "build-failed":
       return say("❌ Engine build failed:", event.log);
@@ -44,8 +45,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           `🔀 Started beside: \`${escapeMrkdwn(event.to)}\` on GPU${event.beside.devices.length === 1 ? "" : "s"} ${event.beside.devices.join(",")} (port ${event.beside.port}, ${event.beside.gpus === "spare" ? "spare GPUs" : "sharing the old unit's GPUs"}); production stays on the old unit until the flip.`,
         );
       const clients = event.held === true ? "New requests are held meanwhile." : "Downtime clock running.";
-      const stop =
-        event.stopSeconds === undefined ? "" : ` (its stop took ${shortSeconds(event.stopSeconds)})`;
+      const stop = event.stopSeconds === undefined ? "" : ` (its stop took ${duration(event.stopSeconds)})`;
       return say(
         event.from === undefined
           ? `🔀 Switched: \`${escapeMrkdwn(event.to)}\` enabled and started (nothing served before).`
@@ -60,23 +60,27 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say(
         `🛑 \`${escapeMrkdwn(event.unit)}\` stopped and disabled after the flip-back window; ${
           event.cut === 0
-            ? `its last requests had ended by ${shortSeconds(event.drainSeconds)} after the flip.`
+            ? `its last requests had ended by ${duration(event.drainSeconds)} after the flip.`
             : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out and ${event.cut === 1 ? "was" : "were"} cut by the stop.`
         }`,
       );
     case "restarting":
       return say(
-        `🔄 Restarting \`${escapeMrkdwn(event.unit)}\` at full memory now that the old unit has stopped: the front door holds new requests (up to ${shortSeconds(event.holdSeconds)}) while it loads again.`,
+        `🔄 Restarting \`${escapeMrkdwn(event.unit)}\` at full memory now that the old unit has stopped: the front door holds new requests (up to ${duration(event.holdSeconds)}) while it loads again.`,
       );
     case "restarted":
       return say(
         event.failed === undefined
-          ? `🔄 \`${escapeMrkdwn(event.unit)}\` serves at full memory (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache): the held requests went to it after ${shortSeconds(event.heldSeconds)}; none failed.`
-          : `⚠️ The restart at full memory failed (${escapeMrkdwn(event.failed)}): \`${escapeMrkdwn(event.unit)}\` serves again as it did beside the old unit (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache); new requests were held ${shortSeconds(event.heldSeconds)}.`,
+          ? `🔄 \`${escapeMrkdwn(event.unit)}\` serves at full memory (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache): the held requests went to it after ${duration(event.heldSeconds)}; none failed.`
+          : `⚠️ The restart at full memory failed (${escapeMrkdwn(event.failed)}): \`${escapeMrkdwn(event.unit)}\` serves again as it did beside the old unit (${formatGiB(event.kvPerGpuBytes)}/GPU KV cache); new requests were held ${duration(event.heldSeconds)}.`,
       );
     case "flipped-back":
       return say(
         `🔁 Flipped back: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` again; \`${escapeMrkdwn(event.unit)}\` never stopped. The new unit drains, then stops.`,
+      );
+    case "flip-back-refused":
+      return say(
+        `⚠️ Not flipped back: \`${escapeMrkdwn(event.unit)}\` no longer serves (${escapeMrkdwn(event.why)}); \`${escapeMrkdwn(event.serving)}\` keeps serving, and the swap goes on. Put the old model back with a new swap once \`${escapeMrkdwn(event.unit)}\` is fixed.`,
       );
     case "discarded":
       return say(
@@ -85,32 +89,32 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     case "preloaded":
       return say(
         event.ok
-          ? `📥 The new weights are in the page cache (read in ${shortSeconds(event.seconds)}): the load reads memory, not disk.`
+          ? `📥 The new weights are in the page cache (read in ${duration(event.seconds)}): the load reads memory, not disk.`
           : `⚠️ The page-cache preload did not finish (${escapeMrkdwn(event.detail)}): the new unit reads its weights from disk.`,
       );
     case "parked":
       return say(
         event.failed === undefined
-          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${shortSeconds(event.seconds)} (sleep mode: its weights in host RAM, its GPUs free): if the new model fails, it wakes in seconds.`
+          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${duration(event.seconds)} (sleep mode: its weights in host RAM, its GPUs free): if the new model fails, it wakes in seconds.`
           : `⚠️ \`${escapeMrkdwn(event.unit)}\` would not sleep (${escapeMrkdwn(event.failed)}): stopped instead, so a rollback reloads it.`,
       );
     case "unparked":
       return say(
         event.how === "woken"
-          ? `⏰ \`${escapeMrkdwn(event.unit)}\` woken${event.seconds === undefined ? "" : ` in ${shortSeconds(event.seconds)}`}: its weights are back on the GPUs.`
+          ? `⏰ \`${escapeMrkdwn(event.unit)}\` woken${event.seconds === undefined ? "" : ` in ${duration(event.seconds)}`}: its weights are back on the GPUs.`
           : `🛑 \`${escapeMrkdwn(event.unit)}\`, parked, stopped: the new model took the requests.`,
       );
     case "drained":
       return say(
-        `🚪 Front door: new requests are held (up to ${formatSeconds(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${
+        `🚪 Front door: new requests are held (up to ${duration(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${
           event.cut === 0
-            ? `its requests in flight ended after ${shortSeconds(event.seconds)}.`
-            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out (${shortSeconds(event.seconds)}) and ${event.cut === 1 ? "is" : "are"} cut by the stop.`
+            ? `its requests in flight ended after ${duration(event.seconds)}.`
+            : `${event.cut} request${event.cut === 1 ? " was" : "s were"} still in flight when the drain's bound ran out (${duration(event.seconds)}) and ${event.cut === 1 ? "is" : "are"} cut by the stop.`
         }`,
       );
     case "released":
       return say(
-        `🚪 Front door: the held requests go to \`${escapeMrkdwn(event.server)}\` now; new requests waited at most ${shortSeconds(event.heldSeconds)}.`,
+        `🚪 Front door: the held requests go to \`${escapeMrkdwn(event.server)}\` now; new requests waited at most ${duration(event.heldSeconds)}.`,
       );
     case "health-failed":
       return say(
@@ -125,7 +129,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     }
     case "benchmark-failed":
       return say(
-        `⚠️ The benchmark could not run: ${escapeMrkdwn(event.error)}. The new model is healthy and sane; it stays.`,
+        `⚠️ The benchmark could not run: ${escapeMrkdwn(event.error)}. The swap goes on without its numbers (a benchmark that cannot run never undoes a swap).`,
       );
     case "rolling-back": {
       // A failed health wait or sanity check has told its reason in the reply just above: not again.
@@ -144,6 +148,14 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       return say(
         `❌ \`${escapeMrkdwn(event.unit)}\` did not come back: ${escapeMrkdwn(event.why)}`,
         event.journal,
+      );
+    case "disk-reclaimed":
+      if (event.error !== undefined)
+        return say(`🧹 Disk retention after the swap did not run to the end: ${escapeMrkdwn(event.error)}`);
+      if (event.deletedCount === 0) return undefined;
+      return say(
+        `🧹 Disk retention: deleted ${event.deletedCount} old ${event.deletedCount === 1 ? "entry" : "entries"} (freed ${formatGB(event.freedBytes)}, as df measures it); kept ${event.kept}, what serves and what a rollback needs among them. \`/llm gc ${escapeMrkdwn(record.host)} --dry-run\` lists what is kept and why.`,
+        event.deleted,
       );
     case "finished": {
       const line = finalLine(record);

@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { Principals } from "../config/file-schema.ts";
 import { CodedError } from "../errors.ts";
+import { duration } from "../format-duration.ts";
 import type { Logger } from "../log.ts";
 import { slackErrorWord } from "./slack-error-word.ts";
 
@@ -37,18 +38,34 @@ export interface LookupOptions {
  */
 export class AccessControl {
   private readonly groups = new Map<string, { members: Set<string>; fetchedAt: number }>();
-  private readonly stalenessMs: number;
+  private stalenessMs: number;
   private readonly now: () => number;
 
   constructor(
-    private readonly requesters: Principals,
-    private readonly approvers: Principals,
+    private requesters: Principals,
+    private approvers: Principals,
     private readonly client: WebClient,
     private readonly log: Logger,
     options: AccessOptions = {},
   ) {
     this.stalenessMs = options.groupStalenessMs ?? DEFAULT_GROUP_STALENESS_MINUTES * 60_000;
     this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Who may do what from now on (a reloaded config): the next check uses the new lists. Members already
+   * read of a group that stays listed are kept; those of a group no longer listed are forgotten.
+   */
+  update(
+    requesters: Principals,
+    approvers: Principals,
+    options: Pick<AccessOptions, "groupStalenessMs"> = {},
+  ): void {
+    this.requesters = requesters;
+    this.approvers = approvers;
+    if (options.groupStalenessMs !== undefined) this.stalenessMs = options.groupStalenessMs;
+    const listed = new Set([...requesters.groups, ...approvers.groups]);
+    for (const group of this.groups.keys()) if (!listed.has(group)) this.groups.delete(group);
   }
 
   isRequester(user: string, options: LookupOptions = {}): Promise<boolean> {
@@ -116,11 +133,11 @@ function groupUnavailable(
   ageMs: number | undefined,
   stalenessMs: number,
 ): CodedError {
-  const limit = `${Math.round((stalenessMs / 60_000) * 10) / 10} min`;
+  const limit = duration(stalenessMs / 1000);
   const when =
     ageMs === undefined
       ? "and has not been read since the bot started"
-      : `and its members were last read ${Math.round(ageMs / 60_000)} min ago, more than the ${limit} access.groupStalenessMinutes allows`;
+      : `and its members were last read ${duration(ageMs / 1000)} ago, more than the ${limit} access.groupStalenessMinutes allows`;
   return new CodedError(
     "SLACK_GROUP_UNAVAILABLE",
     `the user group ${group} could not be checked: Slack did not give its members (${slackError}), ${when}, so nobody is let in through it`,

@@ -1,7 +1,7 @@
 import { WebClient } from "@slack/web-api";
 import { type DoctorRow, pass, problem } from "../doctor/doctor-row.ts";
 import { manifestBotScopes } from "./manifest-scopes.ts";
-import { APP_TOKEN_FIX, slackErrorWord } from "./slack-error-word.ts";
+import { APP_TOKEN_FIX, networkReason, SILENT_SLACK_LOGGER, slackErrorWord } from "./slack-error-word.ts";
 
 export interface SlackCheckInput {
   botToken: string;
@@ -29,7 +29,13 @@ const TOKEN_ERRORS = new Set([
  * one message, read-only, under channels:history, which the manifest grants). Never prints a token.
  */
 export async function checkSlack(input: SlackCheckInput): Promise<DoctorRow[]> {
-  const options = { slackApiUrl: input.apiUrl, timeout: input.timeoutMs, retryConfig: { retries: 0 } };
+  // the SDK's own console lines ("[WARN] web-api:WebClient …") would print around the table: the rows say it
+  const options = {
+    slackApiUrl: input.apiUrl,
+    timeout: input.timeoutMs,
+    retryConfig: { retries: 0 },
+    logger: SILENT_SLACK_LOGGER,
+  };
   const client = new WebClient(input.botToken, options);
   const rows: DoctorRow[] = [];
   let auth: Awaited<ReturnType<WebClient["auth"]["test"]>>;
@@ -54,7 +60,7 @@ export async function checkSlack(input: SlackCheckInput): Promise<DoctorRow[]> {
           "fail",
           TARGET,
           "bot token",
-          `auth.test failed: ${said ?? errorText(error)}`,
+          `auth.test could not be asked: ${said ?? errorText(error)}`,
           "SLACK_UNREACHABLE",
           `check that this machine reaches Slack's Web API (${input.apiUrl}) over HTTPS, and Slack's status page`,
         ),
@@ -118,12 +124,24 @@ async function checkAppToken(
     return [pass(TARGET, "socket mode", "apps.connections.open gave a WebSocket URL (not opened)")];
   } catch (error) {
     const said = slackErrorWord(error);
+    // Slack's refusal of the token is the token's; no answer at all is the network's
+    if (said === undefined)
+      return [
+        problem(
+          "fail",
+          TARGET,
+          "socket mode",
+          `apps.connections.open could not be asked: ${errorText(error)}`,
+          "SLACK_UNREACHABLE",
+          `check that this machine reaches Slack's Web API (${input.apiUrl}) over HTTPS, and Slack's status page`,
+        ),
+      ];
     return [
       problem(
         "fail",
         TARGET,
         "socket mode",
-        `apps.connections.open refused SLACK_APP_TOKEN: ${said ?? errorText(error)}`,
+        `apps.connections.open refused SLACK_APP_TOKEN: ${said}`,
         "SLACK_APP_TOKEN_INVALID",
         APP_TOKEN_FIX,
       ),
@@ -152,6 +170,7 @@ async function checkChannel(client: WebClient, channel: string): Promise<DoctorR
   }
 }
 
+/** An error as a row says it: the network's own words when the call got no answer. */
 function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return networkReason(error) ?? (error instanceof Error ? error.message : String(error));
 }

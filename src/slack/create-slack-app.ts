@@ -1,12 +1,13 @@
 import { createServer } from "node:http";
 import { App, type CustomRoute, HTTPReceiver, SocketModeReceiver } from "@slack/bolt";
 import type { DecideDeps } from "../approval/decide.ts";
+import type { ConfigSource } from "../config/live-config.ts";
 import type { Config } from "../config/load-config.ts";
 import { CodedError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { SlackMessage } from "../reporter/message.ts";
 import type { EventDeliveries } from "../store/event-deliveries.ts";
 import { registerApprovalListeners } from "./approval-listeners.ts";
+import type { SlackMessage } from "./blocks.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { handleEachEventOnce } from "./event-deliveries.ts";
 import { guardAgainstReplays } from "./replay-guard.ts";
@@ -16,7 +17,9 @@ import { APP_TOKEN_FIX, slackErrorWord } from "./slack-error-word.ts";
 import type { CommandDeps, SubCommand } from "./sub-command.ts";
 
 export interface SlackAppOptions {
-  deps: CommandDeps;
+  /** Each command gets the config as it is when it arrives (a reload may change it). */
+  config: ConfigSource;
+  deps: Omit<CommandDeps, "config">;
   commands: readonly SubCommand[];
   decisions: DecideDeps;
   /** Events API deliveries already taken: Slack's retries of an event are not handled again. */
@@ -42,6 +45,7 @@ export type SlackApp = App;
  * worker, never here.
  */
 export function createSlackApp({
+  config,
   deps,
   commands,
   decisions,
@@ -51,7 +55,7 @@ export function createSlackApp({
   routes,
   redact,
 }: SlackAppOptions): App {
-  const { env } = deps.config;
+  const { env } = config.current();
   const logger = boltLogger(log);
   // Served on PORT in both modes: Socket Mode needs no Request URL, but probes still need /healthz.
   const customRoutes: CustomRoute[] = routes ?? [
@@ -71,8 +75,13 @@ export function createSlackApp({
           logger,
           customRoutes,
           // apps.connections.open goes to the same Slack as every other call (SLACK_API_URL), not
-          // always to slack.com; `port` is where the custom routes listen
-          installerOptions: { port: env.PORT, clientOptions: { slackApiUrl: env.SLACK_API_URL } },
+          // always to slack.com; `port` is where the custom routes listen. It is asked once per try: a
+          // failed open is retried by the link's watch with its own pause, said in the log and /healthz
+          // (socket-link.ts), not by the client's policy, which retries one call for half an hour in silence
+          installerOptions: {
+            port: env.PORT,
+            clientOptions: { slackApiUrl: env.SLACK_API_URL, retryConfig: { retries: 0 } },
+          },
         })
       : httpReceiver(requireSigningSecret(env.SLACK_SIGNING_SECRET), deps, log, logger, customRoutes, redact);
   const app = new App({
@@ -90,7 +99,7 @@ export function createSlackApp({
       command.text ?? "",
       { user: command.user_id, channel: command.channel_id },
       commands,
-      deps,
+      { ...deps, config: config.current() },
     );
     const clean = redact(answer);
     await ack({ response_type: "ephemeral", text: clean.text, blocks: clean.blocks });
@@ -111,7 +120,7 @@ export function createSlackApp({
 /** Bolt's HTTP receiver on /slack/events, each signed request accepted once (replay-guard.ts). */
 function httpReceiver(
   signingSecret: string,
-  deps: CommandDeps,
+  deps: Pick<CommandDeps, "store">,
   log: Logger,
   logger: ReturnType<typeof boltLogger>,
   customRoutes: CustomRoute[],

@@ -31,7 +31,12 @@ export function handleEachEventOnce(deliveries: EventDeliveries, log: Logger): M
   };
 }
 
-function eventIdOf(body: unknown): string | undefined {
+/**
+ * The event id of an Events API delivery (`type: "event_callback"`) that this dedupe can key, else
+ * undefined. The replay guard asks the same question of a request's body: a retry number counts there only
+ * for a delivery this middleware will see by its id.
+ */
+export function eventIdOf(body: unknown): string | undefined {
   if (typeof body !== "object" || body === null) return undefined;
   const { type, event_id: eventId } = body as { type?: unknown; event_id?: unknown };
   // Slack's event ids are short words (Ev08MFMKH6); anything else is not used as a key

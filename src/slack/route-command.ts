@@ -1,4 +1,4 @@
-import type { SlackMessage } from "../reporter/message.ts";
+import type { SlackMessage } from "./blocks.ts";
 import { echo, failure } from "./reply.ts";
 import type { CommandDeps, CommandRequest, SubCommand } from "./sub-command.ts";
 import { usageMessage } from "./usage.ts";

@@ -1,53 +1,11 @@
-import { ErrorCode, type WebClient } from "@slack/web-api";
-import { CodedError } from "../errors.ts";
+import type { WebClient } from "@slack/web-api";
 import type { Logger } from "../log.ts";
 import { redactStrings } from "../log.ts";
-import type { SlackMessage } from "../reporter/message.ts";
+import type { SlackMessage } from "./blocks.ts";
 import { Pacer } from "./pacer.ts";
+import type { FoundMessage, PostOptions, UploadFile, UploadOptions } from "./post-types.ts";
+import { HURRIED_MS, LIMITS, SlackApiError } from "./slack-api-error.ts";
 import { slackErrorWord } from "./slack-error-word.ts";
-
-export interface PostOptions {
-  threadTs?: string;
-  /** Also show a thread reply in the channel (used for a swap's final outcome only). */
-  broadcast?: boolean;
-  /** Slack's message metadata: finds the message again later (a post whose answer was lost). */
-  metadata?: PostMetadata;
-  /** Ahead of every call that is not (a plan to approve, an ended swap's outcome): see Pacer. */
-  urgent?: boolean;
-  /** Whose call this is (a swap's id): `hurry(tag)` makes its waiting and later calls urgent. */
-  tag?: string;
-}
-
-/** What modelswap marks its reports with (https://docs.slack.dev/messaging/message-metadata). */
-export interface PostMetadata {
-  event_type: string;
-  event_payload: Record<string, string | number | boolean>;
-}
-
-/** A message as conversations.history and conversations.replies give it back: its ts and metadata. */
-export interface FoundMessage {
-  ts: string;
-  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
-}
-
-export interface UploadFile {
-  bytes: Buffer;
-  filename: string;
-  /** Shown above the file in Slack. */
-  title: string;
-  /** For screen readers (Slack takes up to 1000 characters). */
-  altText?: string;
-}
-
-export interface UploadOptions {
-  /** Upload into this thread. */
-  threadTs?: string;
-  /** The message the file is shared with. */
-  comment?: string;
-  urgent?: boolean;
-  /** As PostOptions.tag. */
-  tag?: string;
-}
 
 /**
  * Every Web API call the bot makes to say something goes through here: one place that redacts secrets before they can
@@ -303,84 +261,5 @@ export class SlackPoster {
       this.log.warn({ method, slackError }, "slack call failed");
       throw new SlackApiError(method, slackError, error);
     }
-  }
-}
-
-/** Slack refused a call, or could not be reached: which method, and Slack's error word (or the network's message). */
-export class SlackApiError extends CodedError {
-  constructor(
-    readonly method: string,
-    readonly slackError: string,
-    cause: unknown,
-  ) {
-    super("SLACK_API_ERROR", `Slack refused ${method}: ${slackError}`, slackFix(slackError), { cause });
-    this.name = "SlackApiError";
-  }
-
-  /**
-   * Slack answered and said no (`ok: false`): the call did nothing. Otherwise (a timeout, a 5xx, a lost
-   * connection) it may have been done without the bot hearing so.
-   */
-  get refused(): boolean {
-    return (
-      (this.cause as { code?: unknown } | undefined)?.code === ErrorCode.PlatformError ||
-      this.cause === undefined
-    );
-  }
-
-  /** The message this call was about is gone (deleted, or never there). */
-  get messageGone(): boolean {
-    return this.slackError === "message_not_found" || this.slackError === "thread_not_found";
-  }
-
-  /** The request itself is wrong (a bug in what the bot sends): sending it again cannot help. */
-  get badRequest(): boolean {
-    return BAD_REQUEST.has(this.slackError);
-  }
-}
-
-const BAD_REQUEST = new Set([
-  "invalid_blocks",
-  "invalid_blocks_format",
-  "msg_too_long",
-  "no_text",
-  "invalid_arguments",
-  "too_many_attachments",
-  "invalid_metadata_format",
-]);
-
-export function isSlackApiError(error: unknown): error is SlackApiError {
-  return error instanceof SlackApiError;
-}
-
-/**
- * Slack's rate limits (docs: "Rate limits"): chat.postMessage about one message per second per channel
- * (short bursts tolerated), Tier 2 methods (reactions.remove) 20 a minute, Tier 3 methods 50 a minute, Tier 4
- * 100 a minute, per workspace. Kept as
- * [calls per second, burst].
- */
-/** How long a hurried tag stays urgent: longer than any swap's remaining thread takes to post. */
-const HURRIED_MS = 10 * 60_000;
-
-const LIMITS = {
-  postMessagePerChannel: [1, 2],
-  tier2: [20 / 60, 3],
-  tier3: [50 / 60, 5],
-  tier4: [100 / 60, 10],
-} as const;
-
-function slackFix(error: string): string {
-  switch (error) {
-    case "not_in_channel":
-    case "channel_not_found":
-      return "invite the bot to the channel (/invite @modelswap) and check slack.channel in the config";
-    case "invalid_auth":
-    case "not_authed":
-    case "token_revoked":
-      return "SLACK_BOT_TOKEN is wrong or revoked: copy the Bot User OAuth Token again";
-    case "missing_scope":
-      return "add the missing scope to the Slack app (see manifest.yml) and reinstall it";
-    default:
-      return "check the bot's log for details";
   }
 }

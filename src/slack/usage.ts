@@ -1,4 +1,5 @@
-import { context, escapeMrkdwn, header, message, type SlackMessage, section } from "../reporter/message.ts";
+import { escapeMrkdwn } from "../escape-mrkdwn.ts";
+import { context, header, message, type SlackMessage, section } from "./blocks.ts";
 import type { SubCommand } from "./sub-command.ts";
 
 /** How options may be typed: what `optionWord` (src/grammar/option-word.ts) reads as an option. */

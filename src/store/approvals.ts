@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { redactSecretsInJson } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import { type Decision, decisionSchema } from "../swap/swap-record.ts";
 import type { AuditEvent, AuditLog } from "./audit-log.ts";

@@ -1,48 +1,18 @@
-import type { ChainableCommander } from "ioredis";
 import { z } from "zod";
+import { AUDIT_KINDS, type AuditEvent, type AuditKind } from "../audit/audit-event.ts";
 import { type Logger, redactSecrets } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
 import { keys } from "./keys.ts";
+import type { SaveWrites } from "./save-writes.ts";
+
+export { AUDIT_KINDS, type AuditEvent, type AuditKind, SYSTEM_ACTOR } from "../audit/audit-event.ts";
 
 /** The audit stream's key, under the deployment's hash tag (same Redis Cluster slot as everything else). */
 export const AUDIT_STREAM = keys.audit;
 
 /** Default retention: about a million events — tens of thousands of swaps — so nothing is lost in practice. */
 export const DEFAULT_AUDIT_MAX_ENTRIES = 1_000_000;
-
-/** What happened. Swap events come from the bot and the pipeline; alerts and recoveries from the health monitor. */
-export const AUDIT_KINDS = [
-  "request",
-  "approval",
-  "rejection",
-  "expiry",
-  "cancel",
-  "stage",
-  "rollback",
-  "outcome",
-  "alert",
-  "recovery",
-] as const;
-export type AuditKind = (typeof AUDIT_KINDS)[number];
-
-/** Who acts when no person does (the pipeline, the health monitor). */
-export const SYSTEM_ACTOR = "modelswap";
-
-export interface AuditEvent {
-  /** ISO 8601 time of the event. */
-  at: string;
-  kind: AuditKind;
-  /** A Slack user id (U…/W…) for people, `modelswap` for the bot itself. */
-  who: string;
-  host?: string;
-  /** The swap's id, for swap events. */
-  swap?: string;
-  /** For `stage` events: which stage (resolve, download, switch, …). */
-  stage?: string;
-  /** One line for people: the model, the stage's result, the reason. Redacted and capped. */
-  detail: string;
-}
 
 /**
  * A kind this version does not know: a later version added it. Kept and shown as it is (an audit trail
@@ -73,6 +43,7 @@ const entrySchema = z.object({
   swap: z.string().optional(),
   stage: z.string().optional(),
   detail: z.string(),
+  process: z.string().optional(),
 });
 
 export interface AuditLogOptions {
@@ -87,12 +58,12 @@ export interface AuditLogOptions {
 /** The longest detail kept; more is cut with a mark (an event is one line, not a log). */
 export const MAX_DETAIL_CHARS = 2000;
 
-const FIELDS = ["at", "kind", "who", "host", "swap", "stage", "detail"] as const;
+const FIELDS = ["at", "kind", "who", "host", "swap", "stage", "detail", "process"] as const;
 const PAGE = 500;
 
 /**
  * The append-only audit trail: a Redis Stream (`{modelswap}:store:audit`) of every request, decision, stage
- * outcome, rollback, outcome, alert and recovery, with who and when. Entries are only ever added (XADD);
+ * outcome, rollback, outcome, alert, recovery and config reload, with who and when. Entries are only ever added (XADD);
  * the stream is trimmed with `MAXLEN ~ audit.maxEntries`, which drops the oldest events only once the
  * stream holds more than that many (default 1,000,000). Every value is a string; details are passed
  * through the same secret redaction as Slack posts, because they can carry text from hosts.
@@ -117,8 +88,8 @@ export class AuditLog {
     return id ?? "";
   }
 
-  /** Appends events inside a MULTI (a swap's save writes its events in the same transaction as its record). */
-  inTransaction(tx: ChainableCommander, events: readonly AuditEvent[]): void {
+  /** Appends events with a swap's save (written atomically with its record: src/store/save-writes.ts). */
+  inTransaction(tx: SaveWrites, events: readonly AuditEvent[]): void {
     for (const event of events) tx.xadd(AUDIT_STREAM, ...this.xaddArgs(event));
   }
 
@@ -183,12 +154,13 @@ export class AuditLog {
       reportCorrupt(this.log, "audit entry", id, parsed.error);
       return undefined;
     }
-    const { at, host, swap, stage, ...rest } = parsed.data;
+    const { at, host, swap, stage, process: by, ...rest } = parsed.data;
     // every entry this version writes has `at`; the stream id's time stands in for one that has none
     const entry: AuditEntry = { id, at: at ?? new Date(Number(id.split("-")[0])).toISOString(), ...rest };
     if (host !== undefined) entry.host = host;
     if (swap !== undefined) entry.swap = swap;
     if (stage !== undefined) entry.stage = stage;
+    if (by !== undefined) entry.process = by;
     return entry;
   }
 }

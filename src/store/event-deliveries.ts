@@ -1,4 +1,4 @@
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { keys } from "./keys.ts";
 
 /** How long a claimed delivery may take before a retry may handle it after all (a crash mid-handling). */

@@ -1,3 +1,4 @@
+import { asCodedError } from "../errors.ts";
 import { swapIdTime } from "../grammar/swap-id.ts";
 import type { SwapOutcome, SwapRecord } from "../swap/swap-record.ts";
 import { type AuditEvent, SYSTEM_ACTOR } from "./audit-log.ts";
@@ -102,9 +103,18 @@ export async function checkHostLock(host: string, deps: HostLockCheckDeps): Prom
   }
   const created = swapIdTime(holder);
   const since = record?.createdAt ?? new Date(created ?? 0).toISOString();
-  const liveness: SwapLiveness = unreadable
+  let liveness: SwapLiveness = unreadable
     ? { alive: true, why: "unreadable" }
     : await swapLiveness(holder, record, deps);
+  // judged dead on a record read before its job and lease were: a run may have ended the swap between
+  // (its final save comes before its lease goes and its job completes), and its record says so now
+  if (!liveness.alive && record !== undefined && record.outcome === undefined) {
+    const now = await deps.store.swaps.get(holder).catch(() => record);
+    if (now?.outcome !== undefined) {
+      record = now;
+      liveness = { alive: false, why: "finished" };
+    }
+  }
   return { host, holder, record, since, liveness, touched: record?.switch !== undefined };
 }
 
@@ -114,11 +124,14 @@ export function isStuck(lock: HostLock): lock is HeldLock & { liveness: { alive:
 }
 
 /**
- * Clears a stuck lock and ends its swap, in one transaction: the record gets `outcome` (with `reason`,
- * the stages that were running skipped), its audit entries (a `cancel` by `by` when a person asked, and
- * the `outcome`) and a `finished` event for its thread, and the lock goes only if that swap still holds
- * it. A holder without a record only loses the lock (and the audit stream says who cleared it). Returns
- * false when the lock was no longer that swap's.
+ * Clears a stuck lock and ends its swap, in one write: the record gets `outcome` (with `reason`, the
+ * stages that were running skipped), its audit entries (a `cancel` by `by` when a person asked, and the
+ * `outcome`) and a `finished` event for its thread, and the lock goes. The lock was judged from reads
+ * made a moment before; Redis checks again, in the script that writes (src/store/save-writes.ts), that
+ * the swap still holds the host, that no run holds its lease and that it has not ended: a run that ended
+ * it meanwhile keeps its outcome (its thread already said it), and one that took it up ends it itself.
+ * A holder without a record only loses the lock (and the audit stream says who cleared it). Returns
+ * false when the lock was no longer that swap's to clear.
  */
 export async function clearStuckLock(
   lock: HeldLock,
@@ -134,7 +147,6 @@ export async function clearStuckLock(
     if (cleared) await store.audit.record(cancel);
     return cleared;
   }
-  if ((await store.locks.hostHolder(host)) !== holder) return false;
   const stages = structuredClone(record.stages);
   for (const stage of Object.values(stages)) {
     if (stage.state === "running") Object.assign(stage, { state: "skipped", finishedAt: at });
@@ -149,21 +161,29 @@ export async function clearStuckLock(
     swap: holder,
     detail: `${outcome}: ${record.request.model.repo} — ${reason}`,
   });
-  await store.swaps.save(
-    {
-      ...record,
-      stages,
-      outcome,
-      step: "done",
-      finishedAt: at,
-      reason,
-      ...(by === SYSTEM_ACTOR ? {} : { cancel: { by, at } }),
-    },
-    {
-      events: [{ type: "finished", outcome, at }],
-      audit,
-      also: (tx) => store.locks.unlockHostInTransaction(tx, host, holder),
-    },
-  );
+  try {
+    await store.swaps.save(
+      {
+        ...record,
+        stages,
+        outcome,
+        step: "done",
+        finishedAt: at,
+        reason,
+        ...(by === SYSTEM_ACTOR ? {} : { cancel: { by, at } }),
+      },
+      {
+        events: [{ type: "finished", outcome, at }],
+        audit,
+        also: (tx) => store.locks.unlockHostInTransaction(tx, host, holder),
+        when: { stuck: true },
+      },
+    );
+  } catch (error) {
+    // ended meanwhile, taken up by a run, or the host is another swap's now: nothing was written
+    const code = asCodedError(error).code;
+    if (code === "SWAP_ENDED" || code === "SWAP_SUPERSEDED") return false;
+    throw error;
+  }
   return true;
 }

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { Logger } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
+import { incidentRuleScript } from "./incident-rule.ts";
 import { keys } from "./keys.ts";
 
 /** An open incident: the host failed `failureThreshold` checks in a row and has not recovered since. */
@@ -80,64 +81,6 @@ export interface CheckLateness {
   maxSeconds: number;
 }
 
-const INCIDENT_FIELDS = ["incSince", "incFirst", "incLast", "incAlertTs", "incClaimedAt", "incModel"];
-
-/**
- * KEYS[1] the host's hash, KEYS[2] the fleet's lateness histogram. ARGV: outcome (pass|fail), now (ms),
- * detail, failureThreshold, recoveryThreshold, claimTimeoutMs, how late the check started (ms, '' when
- * unknown) and its bucket's bound. Returns { kind, count, incSince, incFirst, incLast, incAlertTs, incModel }.
- */
-const RECORD = `
-local k = KEYS[1]
-local outcome, now, detail = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local n, m, claimMs = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-redis.call('hset', k, 'lastCheck', now, 'lastResult', outcome, 'lastDetail', detail)
-if ARGV[7] ~= '' then
-  local late, lk = tonumber(ARGV[7]), KEYS[2]
-  redis.call('hincrby', lk, 'le:' .. ARGV[8], 1)
-  redis.call('hincrby', lk, 'count', 1)
-  redis.call('hincrby', lk, 'sumMs', late)
-  if late > tonumber(redis.call('hget', lk, 'maxMs') or '-1') then redis.call('hset', lk, 'maxMs', late) end
-end
-local open = redis.call('hexists', k, 'incSince') == 1
-local function incident(kind, count)
-  local v = redis.call('hmget', k, 'incSince', 'incFirst', 'incLast', 'incAlertTs', 'incModel', 'passSince')
-  return {kind, tostring(count), v[1] or '', v[2] or '', v[3] or '', v[4] or '', v[5] or '', v[6] or ''}
-end
-if outcome == 'fail' then
-  local f = redis.call('hincrby', k, 'failures', 1)
-  redis.call('hset', k, 'passes', 0)
-  if f == 1 then redis.call('hset', k, 'streakSince', now, 'streakFirst', detail) end
-  if open then
-    redis.call('hset', k, 'incLast', detail)
-    local posted = redis.call('hexists', k, 'incAlertTs') == 1
-    local claimed = tonumber(redis.call('hget', k, 'incClaimedAt') or '0')
-    if (not posted) and now - claimed >= claimMs then
-      redis.call('hset', k, 'incClaimedAt', now)
-      return incident('alert', f)
-    end
-    return incident('still-down', f)
-  end
-  if f >= n then
-    local s = redis.call('hmget', k, 'streakSince', 'streakFirst')
-    redis.call('hset', k, 'incSince', s[1] or now, 'incFirst', s[2] or detail, 'incLast', detail, 'incClaimedAt', now)
-    return incident('alert', f)
-  end
-  return {'failing', tostring(f)}
-end
-local p = redis.call('hincrby', k, 'passes', 1)
-if p == 1 then redis.call('hset', k, 'passSince', now) end
-redis.call('hset', k, 'failures', 0)
-redis.call('hdel', k, 'streakSince', 'streakFirst')
-if not open then return {'healthy', tostring(p)} end
-if p >= m then
-  local closed = incident('recovered', p)
-  redis.call('hdel', k, '${INCIDENT_FIELDS.join("', '")}')
-  return closed
-end
-return incident('recovering', p)
-`;
-
 /** KEYS[1] the host's hash. ARGV: now (ms), detail. A swap is switching the host: its checks do not count. */
 const SUPPRESS = `
 redis.call('hset', KEYS[1], 'failures', 0, 'passes', 0, 'lastCheck', ARGV[1], 'lastResult', 'suppressed', 'lastDetail', ARGV[2])
@@ -197,10 +140,15 @@ export class IncidentTracker {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly thresholds: Thresholds,
+    private thresholds: Thresholds,
     log?: Logger,
   ) {
     this.log = storeLog(log);
+  }
+
+  /** The thresholds of the checks recorded from now on (a reloaded config's `health:`). */
+  setThresholds(thresholds: Thresholds): void {
+    this.thresholds = thresholds;
   }
 
   /**
@@ -216,7 +164,7 @@ export class IncidentTracker {
     const { failureThreshold, recoveryThreshold, claimTimeoutMs } = this.thresholds;
     const late = lateMs === undefined ? undefined : Math.max(0, Math.round(lateMs));
     const reply = (await this.redis.eval(
-      RECORD,
+      incidentRuleScript(),
       2,
       hostKey(host),
       keys.monitorLateness,

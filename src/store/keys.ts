@@ -15,7 +15,7 @@ const STORE = `${HASH_TAG}:store`;
 export const STORE_NAMESPACE = "store";
 
 /** The version of the key layout and record shape; `migrate()` brings older deployments here. */
-export const STORE_VERSION = 2;
+export const STORE_VERSION = 3;
 
 export const keys = {
   version: `${STORE}:version`,
@@ -28,6 +28,8 @@ export const keys = {
   swapReportLock: (id: string) => `${STORE}:swap:${id}:report:lock`,
   /** Who may advance the swap now (a token with a TTL). */
   swapLease: (id: string) => `${STORE}:swap:${id}:lease`,
+  /** The fence numbers' counter: every lease taken gets the next one (src/host/fence.ts). */
+  fence: `${STORE}:fence`,
   /** A cancel request (first wins). */
   swapCancel: (id: string) => `${STORE}:swap:${id}:cancel`,
   /** The decisions on a swap's plans: plan hash → decision (the first on each plan wins). */
@@ -59,6 +61,8 @@ export const keys = {
 
   /** The append-only audit stream. */
   audit: `${STORE}:audit`,
+  /** The pub/sub channel on which a process says which config file it has just loaded (not a key). */
+  configNotes: `${STORE}:config-loaded`,
   /** The deployment's swap metrics and the swaps already counted in them. */
   tally: `${STORE}:tally`,
   tallied: `${STORE}:tally:swaps`,

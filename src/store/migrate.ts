@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log.ts";
-import { type RedisClient, requireSlotOwner } from "../queue/redis-client.ts";
+import { type RedisClient, requireSlotOwner } from "../redis/redis-client.ts";
 import { SWAP_OUTCOMES, type SwapOutcome, swapRecordSchema } from "../swap/swap-record.ts";
 import { keys, STORE_VERSION, swapKeys } from "./keys.ts";
+import { type HostEngineOf, recordEngineKinds, swapWithEngineKinds } from "./migrate-engine-kinds.ts";
 import type { Store } from "./store.ts";
 import { RELEASE_IF_HELD } from "./swap-locks.ts";
 
@@ -10,7 +11,8 @@ import { RELEASE_IF_HELD } from "./swap-locks.ts";
  * Version 1 (modelswap before the store): keys straight under the hash tag, some of them inside the
  * BullMQ queues' namespaces (`{modelswap}:swaps` and `{modelswap}:swaps:host:*` are the "swaps" queue's,
  * `{modelswap}:monitor:*` the "monitor" queue's), whole Hub config files in the records, and the card's
- * and plan's Slack ts in the record. Version 2 keeps everything under `{modelswap}:store:`.
+ * and plan's Slack ts in the record. Version 2 keeps everything under `{modelswap}:store:`. Version 3:
+ * every record names its engine (migrate-engine-kinds.ts).
  */
 const V1 = "{modelswap}";
 
@@ -40,7 +42,11 @@ interface Retained {
  * every process of the old version first (docs/redis.md, Upgrades): an old process would go on writing
  * the old keys.
  */
-export async function migrateStore(store: Store, log: Logger): Promise<MigrationResult> {
+export async function migrateStore(
+  store: Store,
+  log: Logger,
+  hostEngine: HostEngineOf,
+): Promise<MigrationResult> {
   const redis = store.redis;
   const current = Number((await redis.get(keys.version)) ?? 0);
   const nothing = (at: number): MigrationResult => ({
@@ -60,7 +66,9 @@ export async function migrateStore(store: Store, log: Logger): Promise<Migration
   }
   try {
     const result: MigrationResult = { ...nothing(current), to: STORE_VERSION };
-    if (current < 2) await fromV1(store, log, result);
+    if (current < 2) await fromV1(store, log, hostEngine, result);
+    if (current < 3)
+      result.migrated += await recordEngineKinds(redis, hostEngine, (pattern) => scan(redis, pattern));
     await redis.set(keys.version, String(STORE_VERSION));
     return result;
   } finally {
@@ -68,7 +76,12 @@ export async function migrateStore(store: Store, log: Logger): Promise<Migration
   }
 }
 
-async function fromV1(store: Store, log: Logger, result: MigrationResult): Promise<void> {
+async function fromV1(
+  store: Store,
+  log: Logger,
+  hostEngine: HostEngineOf,
+  result: MigrationResult,
+): Promise<void> {
   const redis = store.redis;
   const retained: Retained[] = [];
   const rename = async (from: string, to: string) => {
@@ -80,7 +93,7 @@ async function fromV1(store: Store, log: Logger, result: MigrationResult): Promi
   for (const key of await scan(redis, `${V1}:swap:*`)) {
     const id = key.slice(`${V1}:swap:`.length);
     if (id.includes(":")) continue;
-    const kept = await migrateRecord(store, key, id, log, result);
+    const kept = await migrateRecord(store, key, id, log, hostEngine, result);
     if (kept !== undefined) retained.push(kept);
   }
   await rename(`${V1}:swaps`, keys.ledger);
@@ -146,6 +159,7 @@ async function migrateRecord(
   key: string,
   id: string,
   log: Logger,
+  hostEngine: HostEngineOf,
   result: MigrationResult,
 ): Promise<Retained | undefined> {
   const redis = store.redis;
@@ -177,7 +191,9 @@ async function migrateRecord(
   if (typeof approvalExpiresAt === "string") {
     record.approval = { requestedAt: record.createdAt, expiresAt: approvalExpiresAt };
   }
-  const parsed = swapRecordSchema.safeParse(record);
+  const parsed = swapRecordSchema.safeParse(
+    swapWithEngineKinds(record, hostEngine(typeof record.host === "string" ? record.host : "")),
+  );
   if (!parsed.success) {
     result.invalid.push(id);
     log.warn(

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "../log.ts";
-import { type RedisClient, slotOwner } from "../queue/redis-client.ts";
+import { type RedisClient, slotOwner } from "../redis/redis-client.ts";
 
 /** How long a write waits for a replica to confirm it before the swap goes on without that confirmation. */
 export const REPLICA_ACK_TIMEOUT_MS = 1000;

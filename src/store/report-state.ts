@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { keys } from "./keys.ts";
 import { RELEASE_IF_HELD, RENEW_IF_HELD } from "./swap-locks.ts";
 import { parseStored } from "./swap-records.ts";

@@ -1,5 +1,5 @@
 import { CodedError } from "../errors.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { keys } from "./keys.ts";
 
 /**

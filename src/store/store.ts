@@ -1,5 +1,5 @@
 import type { Logger } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { ApprovalState } from "./approvals.ts";
 import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from "./audit-log.ts";
 import { EventDeliveries } from "./event-deliveries.ts";

@@ -1,9 +1,16 @@
-import type { ChainableCommander } from "ioredis";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { keys } from "./keys.ts";
 import type { ReplicaAck } from "./replica-ack.ts";
+import type { SaveWrites } from "./save-writes.ts";
 
 const RELEASE_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+/** The lease, and with it the next fence number (KEYS: lease, counter; ARGV: token, ms). */
+const TAKE_LEASE = `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return redis.call('incr', KEYS[2]) else return false end`;
+/** A fence number above `seen`, for the lease's holder only (KEYS: lease, counter; ARGV: token, seen). */
+const CATCH_UP = `if redis.call('get', KEYS[1]) ~= ARGV[1] then return false end
+local n = tonumber(redis.call('get', KEYS[2]) or '0')
+if n < tonumber(ARGV[2]) then redis.call('set', KEYS[2], ARGV[2]) end
+return redis.call('incr', KEYS[2])`;
 const RENEW_IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 
 /**
@@ -44,17 +51,48 @@ export class SwapLocks {
     return (await this.redis.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId)) === 1;
   }
 
-  /** The same, inside the MULTI that saves the swap's final record. */
-  unlockHostInTransaction(tx: ChainableCommander, host: string, swapId: string): void {
-    tx.eval(RELEASE_IF_HELD, 1, keys.hostLock(host), swapId);
+  /** The same, with the save of the swap's final record. */
+  unlockHostInTransaction(tx: SaveWrites, host: string, swapId: string): void {
+    tx.delIfHolds(keys.hostLock(host), swapId);
   }
 
-  /** Taken for `ms`, renewed by its holder, given back at the end of each advance. */
-  async takeLease(swapId: string, token: string, ms: number): Promise<boolean> {
-    if ((await this.redis.set(keys.swapLease(swapId), token, "PX", ms, "NX")) !== "OK") return false;
+  /**
+   * Taken for `ms`, renewed by its holder, given back at the end of each advance. Returns the run's fence
+   * number (src/host/fence.ts: larger than any taken before, for any swap), or undefined when another run
+   * holds the lease.
+   */
+  async takeLease(swapId: string, token: string, ms: number): Promise<number | undefined> {
+    const number = await this.redis.eval(
+      TAKE_LEASE,
+      2,
+      keys.swapLease(swapId),
+      keys.fence,
+      token,
+      String(ms),
+    );
+    if (typeof number !== "number") return undefined;
     // a lease lost in a failover would let a second run advance the swap beside this one
     await this.replicas?.confirm(`the lease of swap ${swapId}`);
-    return true;
+    return number;
+  }
+
+  /**
+   * A host's fence has seen `seen`, more than the number of the run holding `token`: Redis's counter fell
+   * behind (a failover or restart lost writes). A new number above `seen` for that run, or undefined when
+   * it no longer holds the lease (another run has the swap: the host was right to refuse it).
+   */
+  async catchUpFence(swapId: string, token: string, seen: number): Promise<number | undefined> {
+    const number = await this.redis.eval(
+      CATCH_UP,
+      2,
+      keys.swapLease(swapId),
+      keys.fence,
+      token,
+      String(seen),
+    );
+    if (typeof number !== "number") return undefined;
+    await this.replicas?.confirm(`the fence number of swap ${swapId}`);
+    return number;
   }
 
   /** Extends the lease if `token` still holds it; false when it was lost. */

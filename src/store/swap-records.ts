@@ -1,14 +1,14 @@
-import type { ChainableCommander } from "ioredis";
 import type { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { redactSecretsInJson } from "../log.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { type StoredSwapEvent, storedSwapEventSchema } from "../swap/swap-events.ts";
 import { type SwapRecord, swapRecordSchema } from "../swap/swap-record.ts";
 import type { AuditEvent, AuditLog } from "./audit-log.ts";
 import { invalidRecord } from "./corrupt-value.ts";
 import { keys, swapKeys } from "./keys.ts";
 import type { ReplicaAck } from "./replica-ack.ts";
+import { SAVE_IF_ALLOWED, type SaveCondition, SaveWrites, saveRefused } from "./save-writes.ts";
 import { tallyInTransaction } from "./swap-tally.ts";
 
 /** How long finished swaps are kept (`records:` in the config). */
@@ -27,14 +27,16 @@ export const DEFAULT_RETENTION: Retention = { finishedDays: 365, dryRunHours: 24
  */
 export const MAX_RECORD_BYTES = 512 * 1024;
 
-/** What is written with a record, in the same transaction. */
+/** What is written with a record, atomically with it, and on what condition. */
 export interface SaveExtras {
   /** The swap's new events, in order (the reporter posts them). */
   events?: readonly StoredSwapEvent[];
   /** Its new audit events. */
   audit?: readonly AuditEvent[];
   /** Writes of other store parts that belong to this save (what the host serves, the host lock). */
-  also?: (tx: ChainableCommander) => void;
+  also?: (writes: SaveWrites) => void;
+  /** Who saves (a run, by its lease; or someone ending a stuck swap): refused, with nothing written, otherwise. */
+  when?: SaveCondition;
 }
 
 /** Parses one stored JSON value with its schema; a mismatch throws STORE_RECORD_INVALID. */
@@ -57,8 +59,9 @@ export function parseStored<T>(schema: z.ZodType<T>, raw: string, what: string, 
 
 /**
  * Swap records, their events and the ledger. A record is saved with its new events, its audit events, its
- * ledger entries, its tally (once, when it has an outcome) and whatever else belongs to the save, in one
- * MULTI: what the record says and what was reported, audited and counted never disagree. A finished
+ * ledger entries, its tally (once, when it has an outcome) and whatever else belongs to the save, by one
+ * script that first checks who may save (src/store/save-writes.ts): what the record says and what was
+ * reported, audited and counted never disagree, and a swap ends once. A finished
  * swap's keys expire after the retention; the ledger forgets them with it.
  */
 export class SwapRecords {
@@ -76,6 +79,11 @@ export class SwapRecords {
     return raw === null ? undefined : parseStored(swapRecordSchema, raw, "swap record", id);
   }
 
+  /**
+   * Saves the record with its extras, atomically with the save's conditions: a record that has ended is
+   * never saved again (SWAP_ENDED: a swap ends once, and its thread's last line and its card say the same),
+   * and `extras.when` says who may save (SWAP_SUPERSEDED otherwise). A refused save writes nothing.
+   */
   async save(record: SwapRecord, extras: SaveExtras = {}): Promise<void> {
     const json = this.redact(JSON.stringify(record));
     if (Buffer.byteLength(json) > MAX_RECORD_BYTES) {
@@ -86,11 +94,9 @@ export class SwapRecords {
       );
     }
     const created = Date.parse(record.createdAt);
-    const tx = this.redis
-      .multi()
-      .set(keys.swap(record.id), json)
-      .zadd(keys.ledger, created, record.id)
-      .zadd(keys.hostLedger(record.host), created, record.id);
+    const tx = new SaveWrites();
+    tx.zadd(keys.ledger, created, record.id);
+    tx.zadd(keys.hostLedger(record.host), created, record.id);
     const events = extras.events ?? [];
     if (events.length > 0) {
       tx.rpush(keys.swapEvents(record.id), ...events.map((e) => this.redact(JSON.stringify(e))));
@@ -111,7 +117,22 @@ export class SwapRecords {
         Date.now() - this.retention.finishedDays * 86_400_000,
       );
     }
-    await tx.exec();
+    const when = extras.when;
+    const writes = tx.scriptArgs();
+    const answer = await this.redis.eval(
+      SAVE_IF_ALLOWED,
+      3 + writes.keys.length,
+      keys.swap(record.id),
+      keys.swapLease(record.id),
+      keys.hostLock(record.host),
+      ...writes.keys,
+      when === undefined ? "" : "lease" in when ? when.lease : "-",
+      when !== undefined && "stuck" in when ? record.id : "",
+      json,
+      ...writes.args,
+    );
+    const refused = saveRefused(record.id, record.host, String(answer));
+    if (refused !== undefined) throw refused;
     // the saved step is what the next run trusts about the host: on a replica before the host is touched
     await this.replicas?.confirm(`swap ${record.id}'s record (step ${record.step})`);
   }

@@ -1,34 +1,21 @@
-import type { ChainableCommander } from "ioredis";
 import { z } from "zod";
 import type { Logger } from "../log.ts";
-import { DURATION_BUCKETS } from "../metrics/duration-buckets.ts";
-import type { RedisClient } from "../queue/redis-client.ts";
+import type { RedisClient } from "../redis/redis-client.ts";
 import { STAGES, type SwapRecord } from "../swap/swap-record.ts";
 import { reportCorrupt, storeLog } from "./corrupt-value.ts";
+import { DURATION_BUCKETS } from "./duration-buckets.ts";
 import { keys } from "./keys.ts";
+import type { SaveWrites } from "./save-writes.ts";
 
 /**
  * The deployment's swap metrics, kept in Redis because a swap is advanced by whichever worker takes its
  * next step: a counter in one process's memory would hold a random part of it. Each swap is tallied
- * once, when the save that records its outcome commits (the tally runs inside that same MULTI), so a
+ * once, when the save that records its outcome commits (the tally is one of that save's writes), so a
  * worker killed and replaced mid-finish neither loses nor repeats it.
  */
 export const SWAP_TALLY_KEY = keys.tally;
 /** The ids of the swaps already tallied (one short member per finished swap). */
 export const SWAP_TALLIED_KEY = keys.tallied;
-
-/**
- * KEYS[1] the tally hash, KEYS[2] the set of tallied ids. ARGV[1] the swap id, then triples
- * (op, field, value): `+` adds (HINCRBYFLOAT), `=` sets. Nothing happens for a swap already tallied.
- */
-const TALLY_ONCE = `
-if redis.call('sadd', KEYS[2], ARGV[1]) == 0 then return 0 end
-for i = 2, #ARGV, 3 do
-  if ARGV[i] == '+' then redis.call('hincrbyfloat', KEYS[1], ARGV[i + 1], ARGV[i + 2])
-  else redis.call('hset', KEYS[1], ARGV[i + 1], ARGV[i + 2]) end
-end
-return 1
-`;
 
 /** Hash fields are JSON arrays, so host and stage names need no separator of their own. */
 const name = z.string();
@@ -103,12 +90,12 @@ export function tallyOf(record: SwapRecord): string[] {
 }
 
 /**
- * Adds the tally of a finished swap to a MULTI that saves its record (a record without an outcome adds
- * nothing). Run in the same transaction as the save, the tally and the ledger never disagree.
+ * Adds the tally of a finished swap to the writes of the save of its record (a record without an outcome adds
+ * nothing). Made with the save, the tally and the ledger never disagree.
  */
-export function tallyInTransaction(tx: ChainableCommander, record: SwapRecord): void {
+export function tallyInTransaction(tx: SaveWrites, record: SwapRecord): void {
   if (record.outcome === undefined) return;
-  tx.eval(TALLY_ONCE, 2, SWAP_TALLY_KEY, SWAP_TALLIED_KEY, record.id, ...tallyOf(record));
+  tx.tallyOnce(SWAP_TALLY_KEY, SWAP_TALLIED_KEY, record.id, tallyOf(record));
 }
 
 /** What the tally holds, read back at scrape time. */

@@ -1,4 +1,4 @@
-import { shortSeconds } from "../format-duration.ts";
+import { duration } from "../format-duration.ts";
 import type { SwapRecord } from "./swap-record.ts";
 
 /**
@@ -91,23 +91,23 @@ const PHASE_WORDS = { drain: "drain", stop: "stop", load: "load", sanity: "sanit
 export function impactText(impact: ClientImpact): string {
   const parts = (Object.keys(PHASE_WORDS) as (keyof typeof PHASE_WORDS)[])
     .filter((k) => impact.phases[k] !== undefined)
-    .map((k) => `${PHASE_WORDS[k]} ${shortSeconds(impact.phases[k]!)}`);
+    .map((k) => `${PHASE_WORDS[k]} ${duration(impact.phases[k]!)}`);
   const cut = impact.cut !== undefined && impact.cut > 0 ? `, ${impact.cut} cut at the drain's bound` : "";
   if (impact.mode === "flipped" || impact.mode === "unseen") {
     const load = (["load", "sanity"] as const)
       .filter((k) => impact.phases[k] !== undefined)
-      .map((k) => `${PHASE_WORDS[k]} ${shortSeconds(impact.phases[k]!)}`);
+      .map((k) => `${PHASE_WORDS[k]} ${duration(impact.phases[k]!)}`);
     const beside = load.length === 0 ? "" : ` (${load.join(" · ")} beside production`;
     const drain =
-      impact.phases.drain === undefined ? "" : `; old unit drained in ${shortSeconds(impact.phases.drain)}`;
+      impact.phases.drain === undefined ? "" : `; old unit drained in ${duration(impact.phases.drain)}`;
     const open = beside === "" ? (drain === "" ? "" : ` (${drain.slice(2)})`) : `${beside}${drain})`;
     if (impact.mode === "unseen") return `blue/green, production never saw the new unit${open}`;
     const restart =
       impact.restartHeldSeconds === undefined
         ? ""
-        : `; then requests held ${shortSeconds(impact.restartHeldSeconds)} for the restart at full memory`;
+        : `; then requests held ${duration(impact.restartHeldSeconds)} for the restart at full memory`;
     return `blue/green, no gap${impact.back === true ? ", flipped back" : ""}${cut}${open}${restart}`;
   }
   const how = impact.mode === "held" ? "requests held" : "requests refused";
-  return `${how} ${shortSeconds(impact.gapSeconds)}${cut}${parts.length === 0 ? "" : ` (${parts.join(" · ")})`}`;
+  return `${how} ${duration(impact.gapSeconds)}${cut}${parts.length === 0 ? "" : ` (${parts.join(" · ")})`}`;
 }

@@ -1,5 +1,7 @@
+import type { AuditKind } from "../audit/audit-event.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../config/file-schema.ts";
+import type { RetentionConfig } from "../config/retention-schema.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EnginePolicy } from "../engine/engine-source.ts";
 import { asCodedError, type ErrorCode } from "../errors.ts";
@@ -9,13 +11,14 @@ import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
 import type { ModelInfo, ModelRef } from "../hub/types.ts";
 import type { Logger } from "../log.ts";
-import type { RecipeOverride } from "../plan/make-plan.ts";
-import type { Recipe } from "../plan/recipes.ts";
+import type { CatalogueRecipe, CompatibilityRow } from "../plan/catalogue-schema.ts";
+import type { RecipeOverride } from "../plan/plan-input.ts";
+import type { ModelProfile } from "../plan/profile-schema.ts";
 import type { SwapPlan } from "../plan/types.ts";
-import type { AuditKind } from "../store/audit-log.ts";
-import type { LastBenchmark, ServingState } from "../store/host-state.ts";
+import type { LastBenchmark, ServingState } from "./host-serving.ts";
 import type { SwapEvent } from "./swap-events.ts";
 import type { Decision, StageName, StageState, SwapRecord } from "./swap-record.ts";
+import type { DataPatch, SwapTransitions } from "./swap-transitions.ts";
 
 /*
  * What a stage of the swap pipeline gets, and nothing more: its record (read, and changed through
@@ -28,8 +31,13 @@ import type { Decision, StageName, StageState, SwapRecord } from "./swap-record.
 /** A swap's record as a stage sees it. */
 export interface SwapState {
   readonly record: Readonly<SwapRecord>;
-  /** Changes top-level fields (a nested object is replaced whole); `undefined` removes a field. */
-  set(patch: Partial<SwapRecord>): void;
+  /**
+   * Changes the record's data (a nested object is replaced whole; `undefined` removes a field): the plan,
+   * the tasks, the numbers. Never its lifecycle, which only `to` moves.
+   */
+  set(patch: DataPatch): void;
+  /** The record's lifecycle (src/swap/swap-transitions.ts): each checks the state it leaves from. */
+  readonly to: SwapTransitions;
   /** Sets a stage's state and its one-line detail; a stage that ends (done, failed) is audited. */
   stage(name: StageName, state: StageState["state"], detail?: string): void;
   /** Marks a stage running and saves at once, so the card shows it without waiting for the stage's end. */
@@ -43,18 +51,35 @@ export interface SwapState {
   checkpoint(): Promise<void>;
 }
 
-/** One host, as the pipeline may use it: commands, privileged commands, detached tasks. */
+/** Options of a command that changes the host. */
+export interface ChangeOptions extends ExecOptions {
+  /** As `sudo -n <command>` on a host with `sudo: true` (the unit commands: src/engine/unit-commands.ts). */
+  privileged?: boolean;
+}
+
+/**
+ * One host, as the pipeline may use it: commands that read, commands that change it, detached tasks, its
+ * front door. Every change runs under the swap's fence (src/host/fence.ts): the host itself refuses it
+ * once a later run of the swap, or a later swap, has changed the host, so a worker that lost its lease
+ * while paused can never touch the host again. The front door's and the tasks' commands are fenced too.
+ */
 export interface HostPort {
   readonly name: string;
   /** The host's section of the config (paths, port, units; never a secret). */
   readonly config: Readonly<HostConfig>;
   /** The host's front door (hosts[].frontDoor), or undefined: clients reach the unit's port directly. */
   readonly frontDoor?: HostFrontDoor;
+  /** A command that only reads the host (never one that changes it: that is `change`). */
   exec(command: ShellCommand, options?: ExecOptions): Promise<ExecResult>;
   /** exec that throws HOST_COMMAND_FAILED (with the output's last line) on a non-zero exit. */
   must(command: ShellCommand, what: string, options?: ExecOptions): Promise<ExecResult>;
-  /** Prefixed with `sudo -n` on hosts configured with `sudo: true`. */
-  privileged(command: ShellCommand): ShellCommand;
+  /**
+   * A command that changes the host, under the fence; throws HOST_COMMAND_FAILED on a non-zero exit, and
+   * FENCE_STALE or SWAP_SUPERSEDED (this run is over) when the host refused it.
+   */
+  change(command: ShellCommand, what: string, options?: ChangeOptions): Promise<ExecResult>;
+  /** `change` that returns the result whatever the command's exit status (the fence's refusals still throw). */
+  tryChange(command: ShellCommand, options?: ChangeOptions): Promise<ExecResult>;
   startTask(dir: string, script: ShellCommand, secrets?: Record<string, string>): Promise<void>;
   taskStatus(dir: string): Promise<DetachedStatus>;
   stopTask(dir: string): Promise<void>;
@@ -105,8 +130,16 @@ export interface StageSettings {
   restartAtFullMemory: boolean;
   /** swaps.sleepMode: vLLM units start parkable, and a cold swap parks a parkable old unit. */
   sleepMode: boolean;
+  /** The top-level retention: (src/config/retention-schema.ts); absent in contexts built before it. */
+  retention?: RetentionConfig;
   /** recipes.overrides: the config's changes to known recipes. */
   recipeOverrides: readonly RecipeOverride[];
+  /** recipes.own: the operator's own recipes, after the shipped catalogue's. */
+  ownRecipes?: readonly CatalogueRecipe[];
+  /** recipes.compatibility: the operator's own compatibility rows, before the shipped ones. */
+  ownCompatibility?: readonly CompatibilityRow[];
+  /** models[]: per-model profiles (flags, tp, engine, engine ref). */
+  profiles?: readonly ModelProfile[];
   /** bench.weightScale: 1 in production; on the bench, the real weight files are this many times the Hub's. */
   weightScale: number;
 }
@@ -118,7 +151,7 @@ export interface StageContext {
   readonly ledger: LedgerPort;
   readonly gate: GatePort;
   /** The recipe table when a test injects one; else the plan's engine's own. */
-  readonly recipes?: readonly Recipe[];
+  readonly recipes?: readonly CatalogueRecipe[];
   /**
    * The engine the swap's new unit runs (the plan's; the host's before there is a plan): its health
    * probe, sanity requests, benchmark and fatal lines.

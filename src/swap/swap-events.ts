@@ -33,7 +33,7 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     planHash: z.string(),
     approved: z.boolean(),
     by: z.string(),
-    via: z.enum(["reaction", "button"]),
+    via: z.enum(["reaction", "button", "api"]),
   }),
   /** The plan can no longer be decided on: nobody did in time, or the swap was cancelled. */
   z.object({
@@ -62,8 +62,8 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     type: z.literal("built"),
     commit: z.string(),
     version: z.string(),
-    /** The engine built (absent: SGLang). */
-    engine: z.enum(ENGINE_KINDS).optional(),
+    /** The engine built (events from before there was a choice: SGLang, store migration v3). */
+    engine: z.enum(ENGINE_KINDS),
   }),
   z.object({ type: z.literal("build-failed"), log: lines }),
   /** The new unit started; `from` is the unit stopped for it (none when the host served nothing). */
@@ -108,6 +108,13 @@ export const swapEventSchema = z.discriminatedUnion("type", [
   }),
   /** Blue/green rollback: the front door sends requests to the old unit again, which never stopped. */
   z.object({ type: z.literal("flipped-back"), to: z.string(), unit: z.string() }),
+  /** A cancel in the flip-back window not carried out: the old unit no longer serves; the new one stays. */
+  z.object({
+    type: z.literal("flip-back-refused"),
+    unit: z.string(),
+    serving: z.string(),
+    why: z.string(),
+  }),
   /** Blue/green: a gate failed before the flip; the new unit was stopped and production never saw it. */
   z.object({ type: z.literal("discarded"), unit: z.string(), serving: z.string() }),
   /** The new weights were read into the page cache before the stop (or that failed, and why). */
@@ -155,12 +162,12 @@ export const swapEventSchema = z.discriminatedUnion("type", [
         loaded: benchResultSchema.optional(),
         /** How the numbers compared with were taken: the last swap's benchmark, or a baseline before this switch. */
         basis: z.enum(["last-swap", "probe", "full"]).optional(),
-        /** The engine they ran on (absent: SGLang). */
-        engine: z.enum(ENGINE_KINDS).optional(),
+        /** The engine they ran on (events from before there was a choice: SGLang, store migration v3). */
+        engine: z.enum(ENGINE_KINDS),
       })
       .optional(),
-    /** The engine this benchmark ran on (absent: SGLang). */
-    engine: z.enum(ENGINE_KINDS).optional(),
+    /** The engine this benchmark ran on (events from before there was a choice: SGLang, store migration v3). */
+    engine: z.enum(ENGINE_KINDS),
     /** Blue/green: run before the flip (beside production), at a reduced load, or after it. */
     when: z.enum(["before-flip", "reduced", "after-flip"]).optional(),
   }),
@@ -173,6 +180,18 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     why: z.string(),
   }),
   z.object({ type: z.literal("rollback-failed"), unit: z.string(), why: z.string(), journal: lines }),
+  /**
+   * Disk retention at the swap's end (retention.afterSwap): what it deleted, what df says that freed, what
+   * it kept; or why it could not (the swap's outcome stands either way).
+   */
+  z.object({
+    type: z.literal("disk-reclaimed"),
+    deleted: z.array(z.string().max(EVENT_LINE_CHARS)).max(EVENT_LOG_LINES),
+    deletedCount: z.number().int(),
+    freedBytes: z.number(),
+    kept: z.number().int(),
+    error: z.string().max(EVENT_LINE_CHARS).optional(),
+  }),
   /** The swap ended; the record holds its outcome and reason. */
   z.object({ type: z.literal("finished"), outcome: z.string() }),
 ]);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { benchResultSchema } from "../engine/bench-serving.ts";
 import { ENGINE_KINDS } from "../engine/engine-kind.ts";
+import { settingSetSchema } from "../grammar/flag-setting.ts";
 import { SWAP_ID } from "../grammar/swap-id.ts";
 import { modelSummarySchema } from "../hub/types.ts";
 import { modelFactsSchema, swapPlanSchema } from "../plan/types.ts";
@@ -81,12 +82,12 @@ export type TaskHandle = z.infer<typeof taskHandleSchema>;
 
 export const decisionSchema = z.object({
   approved: z.boolean(),
-  /** The Slack user id of who decided. */
+  /** Who decided: a Slack user id, or `operator:<name>` (the CLI, the HTTP API). */
   by: z.string(),
   at: isoTime,
   /** The plan the decision was about: a later plan that differs in what matters voids an approval. */
   planHash: z.string(),
-  via: z.enum(["reaction", "button"]),
+  via: z.enum(["reaction", "button", "api"]),
 });
 export type Decision = z.infer<typeof decisionSchema>;
 
@@ -95,15 +96,18 @@ export const swapRequestSchema = z.object({
   host: z.string().optional(),
   tp: z.number().int().optional(),
   dryRun: z.boolean(),
-  engineRef: z.string(),
-  /** `--engine`: the engine to serve with; absent: the host's. */
+  /** `--engine-ref`; absent: the model's profile's, else the host's default ref, else main. */
+  engineRef: z.string().optional(),
+  /** `--engine`: the engine to serve with; absent: the profile's, else the host's. */
   engine: z.enum(ENGINE_KINDS).optional(),
+  /** `--set name=value`: this swap's engine settings (names swaps.settable allows). */
+  sets: z.array(settingSetSchema).max(16).optional(),
 });
 
 export const swapRecordSchema = z.object({
   id: z.string().regex(SWAP_ID),
   host: z.string(),
-  /** The Slack user id of who asked. */
+  /** Who asked: a Slack user id, or `operator:<name>` (the CLI, the HTTP API). */
   requester: z.string(),
   channel: z.string(),
   createdAt: isoTime,
@@ -124,8 +128,11 @@ export const swapRecordSchema = z.object({
   /** The approval window of the current plan. */
   approval: z.object({ requestedAt: isoTime, expiresAt: isoTime }).optional(),
   decision: decisionSchema.optional(),
-  /** Who cancelled it, once the swap has acted on it. */
-  cancel: z.object({ by: z.string(), at: isoTime }).optional(),
+  /**
+   * Who cancelled it, once the swap has acted on it. `refused`: why the cancel was not carried out (a
+   * blue/green flip back to an old unit that no longer serves); the swap went on.
+   */
+  cancel: z.object({ by: z.string(), at: isoTime, refused: z.string().optional() }).optional(),
   tasks: z.object({ download: taskHandleSchema.optional(), build: taskHandleSchema.optional() }),
   engine: z.object({ commit: z.string(), version: z.string() }).optional(),
   /** What served before: the unit to roll back to. */
@@ -135,8 +142,8 @@ export const swapRecordSchema = z.object({
       repo: z.string().optional(),
       /** The port it listens on (absent: the host's servingPort). */
       port: z.number().int().optional(),
-      /** The engine it runs (absent: the host's, from before there was a choice). */
-      engine: z.enum(ENGINE_KINDS).optional(),
+      /** The engine it runs (records from before there was a choice: the host's, store migration v3). */
+      engine: z.enum(ENGINE_KINDS),
     })
     .optional(),
   switch: z
@@ -217,6 +224,18 @@ export const swapRecordSchema = z.object({
     })
     .optional(),
   healthyAt: isoTime.optional(),
+  /**
+   * The unit last found serving (healthy, on its port, as the unit modelswap started) and its process:
+   * the final check expects that process still (another one means it crashed and was restarted).
+   */
+  verified: z.object({ unit: z.string(), mainPid: z.number().int(), at: isoTime }).optional(),
+  /**
+   * The last check before the outcome (jobs/swap/stages/final-check.ts): the unit the outcome names, as a
+   * client sees it — what the thread says is what this saw.
+   */
+  finalCheck: z
+    .object({ at: isoTime, unit: z.string(), ok: z.boolean(), mainPid: z.number().int(), detail: z.string() })
+    .optional(),
   downtimeSeconds: z.number().optional(),
   sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
   benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),

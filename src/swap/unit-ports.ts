@@ -1,5 +1,5 @@
 import type { SwapPlan } from "../plan/types.ts";
-import type { ServingState } from "../store/host-state.ts";
+import type { ServingState } from "./host-serving.ts";
 import type { SwapRecord } from "./swap-record.ts";
 
 /*

@@ -25,8 +25,10 @@ it("the quick bench writes every figure of every section and prints the table", 
       ["--import", "tsx", "bench/run.ts", "--quick", "--out", out],
       {
         cwd: ROOT,
-        // about 45 s alone; the suite runs beside it on two cores, so its time is not what this test is about
-        timeout: 480_000,
+        // 336 s at load 3 on 2 cores on 2026-12-06 (45 s once; the sections have grown: gc at each swap's end,
+        // the fault campaign's three schedules), and the suite runs beside it; its time is npm run bench's
+        // business, not this test's, which checks that every figure is written
+        timeout: 900_000,
         maxBuffer: 16 * 1024 * 1024,
       },
     ).catch((error: Error & { stdout?: string; stderr?: string }) => {
@@ -47,7 +49,7 @@ it("the quick bench writes every figure of every section and prints the table", 
           : typeof value === "number" && Number.isFinite(value);
         expect(ok, `${section}.${key} = ${value}`).toBe(true);
       }
-      expect(stdout).toMatch(new RegExp(`\\[\\d/${sections.length}\\] ${section}: `));
+      expect(stdout).toMatch(new RegExp(`\\[\\d+/${sections.length}\\] ${section}: `));
       expect(stdout).toContain(`${section}: done in`);
     }
     expect(stdout).toMatch(/section +figure +value +baseline +target +met/);
@@ -60,7 +62,7 @@ it("the quick bench writes every figure of every section and prints the table", 
   } finally {
     await dir.remove();
   }
-}, 490_000);
+}, 910_000);
 
 /** `{ cold: { failed: 0 } }` → `{ "cold.failed": 0 }`: the JSON's figures as RESULT_KEYS names them. */
 function flatten(figures: Record<string, unknown>, prefix = ""): Record<string, unknown> {

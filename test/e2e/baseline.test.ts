@@ -45,7 +45,7 @@ describe("the first swap on a host", () => {
       { what: "the benchmark table" },
     );
     const text = JSON.stringify(table.blocks);
-    expect(text).toContain("*Benchmark* vs `Qwen/Qwen3-8B-FP8`");
+    expect(text).toContain("⚖️ across models: ▲/▼ compare `Qwen/Qwen3-8B-FP8` then with");
     expect(text).toContain("baseline: the outgoing model's single-stream run just before the switch");
     expect(text).not.toContain("no earlier numbers");
     expect(text).toMatch(/output tok\/s +[\d.]+ +[▲▼±]/);

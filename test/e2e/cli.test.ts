@@ -1,31 +1,14 @@
-import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer, type Server } from "node:net";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeModel, startSimHub } from "../../testbench/hub/index.ts";
+import { runModelswap } from "../support/modelswap-cli.ts";
 import { tempDir } from "../support/tmp.ts";
-
-const run = promisify(execFile);
-const BIN = new URL("../../bin/modelswap.js", import.meta.url).pathname;
 
 /** Runs the real `modelswap` command; resolves with its exit code and output, whatever the code. */
 async function modelswap(args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "/tmp",
-        MODELSWAP_FROM_SOURCE: "1",
-        ...env,
-      },
-      timeout: 30_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  return await runModelswap(args, env, 30_000);
 }
 
 let dir: { path: string; remove: () => Promise<void> };
@@ -284,4 +267,95 @@ describe("modelswap arguments", () => {
       expect(result.stderr).not.toContain('"level"');
     },
   );
+});
+
+describe("modelswap recipes (issue 28 §1)", () => {
+  const FIXTURES = new URL("../fixtures/model-configs/", import.meta.url).pathname;
+
+  it("lists the catalogue: each recipe with what it matches and sets, and where each format runs", async () => {
+    const result = await modelswap(["recipes"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^\d+ recipes \(\d+ shipped in src\/plan\/catalogue\.yaml\), applied in this order:/,
+    );
+    expect(result.stdout).toContain("  nvfp4-sm120-sglang-moe: NVFP4 MoE on SM120 with SGLang\n");
+    expect(result.stdout).toContain("    sets: --tool-call-parser gpt-oss (sglang) / openai (vllm)");
+    expect(result.stdout).toMatch(/nvfp4 · vLLM · 8\.0-9\.x: weight-only FP4 through the Marlin kernel/);
+  });
+
+  it("explains which recipes a model gets on a GPU and engine, and why the others do not apply", async () => {
+    const result = await modelswap([
+      "recipes",
+      `${FIXTURES}nvidia--Llama-3.3-70B-Instruct-FP4`,
+      "--gpu",
+      "sm_120",
+      "--gpu=9.0",
+      "--engine",
+      "sglang",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const out = result.stdout;
+    expect(out).toContain("nvidia/Llama-3.3-70B-Instruct-FP4: LlamaForCausalLM (model_type llama), dense\n");
+    expect(out).toContain(
+      "  weights: ModelOpt NVFP4 (4-bit float weights and activations, FP8 scales per group of 16) (read from hf_quant_config.json)",
+    );
+    expect(out).toContain("SGLang on sm_120 (sm_120):\n");
+    expect(out).toMatch(
+      / {2}✓ modelopt-fp4 \(ModelOpt NVFP4 checkpoint\): format nvfp4 in nvfp4; quantization method modelopt in modelopt\n/,
+    );
+    expect(out).toContain(
+      "  · nvfp4-sm120-sglang-moe: not this model: a mixture-of-experts model is false\n",
+    );
+    expect(out).toMatch(
+      / {4}--fp4-gemm-backend flashinfer_cudnn {2}\(recipe nvfp4-sm120-sglang\): the default FP4 GEMM produces NaN/,
+    );
+    expect(out).toMatch(/ {4}--tool-call-parser llama3 {2}\(recipe llama3\)/);
+    // on Hopper SGLang cannot: the refusal names the engine that can
+    expect(out).toMatch(
+      /SGLang on sm_90 \(sm_90\):\n {2}✗ NVFP4 .* does not run on sm_90 .* with SGLang.*\n {4}fix: vLLM runs it on these GPUs/,
+    );
+  });
+
+  it("reads a Hub model through HF_ENDPOINT, as resolve does", async () => {
+    const hub = await startSimHub();
+    try {
+      const model = hub.addModel(makeModel("qwen3.5-moe-nvfp4", { sizes: "claimed" }));
+      const result = await modelswap(["recipes", model.id, "--gpu", "12.0", "--engine", "vllm"], {
+        HF_ENDPOINT: hub.url,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain(
+        `${model.id}: Qwen3_5MoeForConditionalGeneration (model_type qwen3_5_moe / qwen3_5_moe_text), MoE of 512 experts\n`,
+      );
+      expect(result.stdout).toMatch(/ {4}VLLM_USE_FLASHINFER_MOE_FP4=1 {2}\(recipe nvfp4-sm120-vllm-moe\)/);
+      expect(result.stdout).toContain(
+        "    note: Hierarchical KV cache (recipe qwen3.5): vLLM has none; off.\n",
+      );
+    } finally {
+      await hub.stop();
+    }
+  });
+
+  it("a model no recipe names: engine defaults, said in one line", async () => {
+    const result = await modelswap(["recipes", `${FIXTURES}Qwen--Qwen2.5-72B-Instruct-AWQ`, "--gpu", "12.0"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(
+      "  → no known-good recipe names this model: engine defaults; the sanity gate decides\n",
+    );
+    expect(result.stdout).toContain("vLLM on sm_120 (sm_120):\n");
+  });
+
+  it("refuses what it cannot read, saying what is accepted, and exits non-zero", async () => {
+    const gpu = await modelswap(["recipes", `${FIXTURES}openai--gpt-oss-120b`, "--gpu", "blackwell"]);
+    expect(gpu).toMatchObject({ code: 2, stdout: "" });
+    expect(gpu.stderr).toContain("--gpu takes a compute capability like 12.0 or sm_120, not 'blackwell'");
+    const engine = await modelswap(["recipes", "--engine", "tgi"]);
+    expect(engine.code).toBe(2);
+    expect(engine.stderr).toContain("--engine takes sglang or vllm, not 'tgi'");
+    const model = await modelswap(["recipes", "not a model; rm -rf /"]);
+    expect(model.code).toBe(1);
+    expect(model.stderr).toContain(
+      "is neither a directory with a config.json nor a Hugging Face model reference",
+    );
+  });
 });

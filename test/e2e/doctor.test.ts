@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -10,6 +10,7 @@ import { manifestBotScopes } from "../../src/slack/manifest-scopes.ts";
 import { type Bench, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { benchFrontDoor } from "../../testbench/front-door-watch.ts";
+import { type CliResult, runModelswap } from "../support/modelswap-cli.ts";
 
 /**
  * `modelswap doctor` as an operator runs it: the real command, a child process, against the bench (real
@@ -19,7 +20,6 @@ import { benchFrontDoor } from "../../testbench/front-door-watch.ts";
  * its fix and the exit code, as a person would.
  */
 const run = promisify(execFile);
-const BIN = new URL("../../bin/modelswap.js", import.meta.url).pathname;
 
 /** A host that needs no engine and serves nothing: its sandbox, its SSH key, its faults. */
 const LIGHT = { serving: false, engine: "none" } as const;
@@ -33,7 +33,8 @@ beforeAll(async () => {
     logTo: "silent",
     connectTimeoutSeconds: 3,
     hosts: [
-      { name: "gpu-1", serving: false, sudo: true },
+      // it serves a model, as a host modelswap takes over does: the "serving" row looks at it
+      { name: "gpu-1", serving: { preset: "qwen3-fp8-dense" }, sudo: true },
       // each broken in one way, for real: by the way it is reached, or by its sandbox's state
       { name: "gone", reach: "refused", ...LIGHT },
       { name: "silent", reach: "silent", ...LIGHT },
@@ -74,32 +75,15 @@ afterAll(async () => {
   await bench?.stop();
 });
 
-interface Doctor {
-  code: number;
-  stdout: string;
-  stderr: string;
+interface Doctor extends CliResult {
   ms: number;
 }
 
 /** Runs the real `modelswap doctor` with the bench's environment (plus `env`); whatever its exit code. */
 async function doctor(args: string[] = [], env: Record<string, string> = {}): Promise<Doctor> {
   const started = Date.now();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, "doctor", ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "/tmp",
-        MODELSWAP_FROM_SOURCE: "1",
-        ...bench.env,
-        ...env,
-      },
-      timeout: 90_000,
-    });
-    return { code: 0, stdout, stderr, ms: Date.now() - started };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr, ms: Date.now() - started };
-  }
+  const result = await runModelswap(["doctor", ...args], { ...bench.env, ...env }, 90_000);
+  return { ...result, ms: Date.now() - started };
 }
 
 type HostEntry = Record<string, unknown> & { name: string; ssh?: Record<string, unknown> };
@@ -192,11 +176,15 @@ describe("modelswap doctor, when everything is right", () => {
       `${bench.upstream.url}: 2 branches and tags, main at ${bench.upstream.commits.main!.slice(0, 7)}`,
     );
     expect(rowOf(out, "host gpu-1", "models dir").saw).toMatch(/: writable by \S+, 6\.4 TiB free$/);
+    expect(rowOf(out, "host gpu-1", "fence").saw).toBe("flock present; no swap has changed gpu-1 yet");
     expect(rowOf(out, "host gpu-1", "gpus").saw).toMatch(
       /^8 × NVIDIA RTX PRO 6000 Blackwell Server Edition \(sm_120, [\d.]+ GiB\), driver \d/,
     );
     expect(out).not.toMatch(/[✖!] /);
-    expect(lastLine(out)).toBe("✔ 14 checks passed");
+    expect(rowOf(out, "host gpu-1", "serving").saw).toMatch(
+      /^sglang-gpu-1\.service active; \/health_generate answered 200 on port \d+$/,
+    );
+    expect(lastLine(out)).toBe("✔ 16 checks passed");
   });
 
   it("prints no colour when stdout is not a terminal, and no secret", () => {
@@ -222,7 +210,7 @@ describe("modelswap doctor, when everything is right", () => {
     });
     expect(rowOf(low.stdout, "host low-disk", "models dir").saw).toMatch(/, 60\.0 GiB free$/);
     expect(lastLine(low.stdout)).toBe(
-      "✔ 14 checks passed, 1 warning: low-disk models dir (MODELS_DIR_LOW_SPACE)",
+      "✔ 16 checks passed, 2 warnings: low-disk models dir (MODELS_DIR_LOW_SPACE), low-disk serving (SERVING_UNIT_MISSING)",
     );
     expect(low.code).toBe(0);
   }, 120_000);
@@ -288,6 +276,23 @@ describe("modelswap doctor names what is wrong with Slack", () => {
     expect(row.fix).toContain("copy the Bot User OAuth Token (xoxb-…)");
     expect(tokens.stdout).not.toContain("xoxb-revoked-0000");
   });
+
+  it("Slack out of reach: SLACK_UNREACHABLE for the bot token and the app-level token alike, never 'token invalid', and nothing printed but the table", async () => {
+    const closed = await freePort();
+    const away = await doctor(["--host", "gone", "--timeout", "3"], {
+      SLACK_API_URL: `http://127.0.0.1:${closed}/api/`,
+      SLACK_APP_TOKEN: "xapp-1-A0MODELSWP-1-unreachable",
+    });
+    expect(away.code).toBe(1);
+    for (const check of ["bot token", "socket mode"]) {
+      const row = rowOf(away.stdout, "Slack", check);
+      expect(row, check).toMatchObject({ mark: "✖", code: "SLACK_UNREACHABLE" });
+      expect(row.saw, check).toMatch(/ECONNREFUSED|could not be reached|request failed/);
+      expect(row.fix, check).toMatch(/reaches Slack's Web API/);
+    }
+    // the Slack SDK's own console lines ("[WARN] web-api:WebClient …") do not leak around the table
+    expect(`${away.stdout}\n${away.stderr}`).not.toMatch(/\[(WARN|ERROR|INFO)\]/);
+  }, 120_000);
 
   it("a wrong app-level token: SLACK_APP_TOKEN_INVALID", () => {
     expect(tokens.code).toBe(1);
@@ -375,9 +380,11 @@ describe("modelswap doctor names what is wrong with Redis", () => {
 
 describe("modelswap doctor names what is wrong with each host of a broken fleet", () => {
   let fleet: Doctor;
+  let wrongPort = 0;
   let wrongKey: string;
   const upstream = () => `file://${bench.dir}/no-such-upstream.git`;
   beforeAll(async () => {
+    wrongPort = await freePort();
     wrongKey = join(bench.dir, "doctor-unknown-key");
     await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", wrongKey]);
     const path = await configWith(
@@ -408,17 +415,41 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
         "no-models": (h) => {
           h.modelsDir = "/srv/no-such-models";
         },
+        // gpu-1's unit runs, but the config names a port it does not listen on
+        "wrong-port": (h) => {
+          h.servingPort = wrongPort;
+        },
       },
     );
+    // a fence file something else wrote over: no swap could change that host
+    const fence = join(bench.host("no-gpu").sim.modelsDir, ".modelswap");
+    await mkdir(fence, { recursive: true });
+    await writeFile(join(fence, "fence"), "not a number\n");
     fleet = await doctor(["--timeout", "20"], { MODELSWAP_CONFIG: path });
   }, 180_000);
 
   it("exits 1, and the healthy host among them still gets every row ✔", () => {
-    expect(fleet.code).toBe(1);
-    for (const check of ["ssh", "sudo", "hf", "venv", "engine upstream", "models dir", "gpus"])
+    expect(fleet.code, fleet.stderr).toBe(1);
+    for (const check of [
+      "ssh",
+      "sudo",
+      "hf",
+      "venv",
+      "engine upstream",
+      "models dir",
+      "serving",
+      "fence",
+      "gpus",
+    ])
       expect(rowOf(fleet.stdout, "host gpu-1", check).mark, check).toBe("✔");
-    expect(lastLine(fleet.stdout)).toMatch(/^✖ 14 problems: gone ssh \(HOST_UNREACHABLE\), silent ssh/);
-    expect(lastLine(fleet.stdout)).not.toContain("warning");
+    expect(lastLine(fleet.stdout)).toMatch(/^✖ 16 problems: gone ssh \(HOST_UNREACHABLE\), silent ssh/);
+    // the light hosts serve nothing: each a warning of its own kind, and no other
+    expect(
+      lastLine(fleet.stdout)
+        .split("warnings: ")[1]
+        ?.split(", ")
+        .every((w) => w.endsWith("serving (SERVING_UNIT_MISSING)")),
+    ).toBe(true);
   });
 
   it("a host key that is not the pin: HOST_KEY_MISMATCH shows both and how to check", () => {
@@ -547,6 +578,30 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
     expect(row.fix).toContain("remove the ones you will not go back to");
   });
 
+  it("a fence file that does not hold a number: FENCE_UNAVAILABLE, and how to clear it", () => {
+    const row = rowOf(fleet.stdout, "host no-gpu", "fence");
+    expect(row).toMatchObject({ mark: "✖", code: "FENCE_UNAVAILABLE" });
+    expect(row.saw).toMatch(/\/\.modelswap\/fence does not hold a number$/);
+    expect(row.fix).toMatch(/^remove \S+\/\.modelswap\/fence once no swap of no-gpu runs/);
+  });
+
+  it("a unit that runs while nothing answers on the configured port: SERVING_PORT_SILENT, naming the port", () => {
+    const row = rowOf(fleet.stdout, "host wrong-port", "serving");
+    expect(row).toMatchObject({ mark: "✖", code: "SERVING_PORT_SILENT" });
+    expect(row.saw).toBe(
+      `sglang-gpu-1.service is active, but /health_generate on port ${wrongPort} answered nothing`,
+    );
+    expect(row.fix).toMatch(
+      /hosts\[wrong-port\]\.servingPort must be the port sglang-gpu-1\.service listens on/,
+    );
+  });
+
+  it("a host with no such unit: SERVING_UNIT_MISSING, a warning (a first swap has nothing to stop)", () => {
+    const row = rowOf(fleet.stdout, "host sudo-none", "serving");
+    expect(row).toMatchObject({ mark: "!", code: "SERVING_UNIT_MISSING" });
+    expect(row.saw).toMatch(/^no unit \S+ on the host: a first swap starts its model without stopping one$/);
+  });
+
   it("nvidia-smi that cannot talk to the driver: GPU_UNAVAILABLE", () => {
     const row = rowOf(fleet.stdout, "host no-gpu", "gpus");
     expect(row.mark).toBe("✖");
@@ -619,3 +674,42 @@ describe("modelswap doctor checks a host's front door", () => {
     }
   }, 120_000);
 });
+
+describe("roles hold only what they use (issue 30)", () => {
+  it("the bot role alone starts without the hosts' SSH keys; a worker refuses to, naming the key; config check --role says which", async () => {
+    const path = await configWith("no-keys", ["gpu-1"], {}, (config) => {
+      for (const host of config.hosts as HostEntry[])
+        if (host.ssh !== undefined) host.ssh.privateKeyPath = join(bench.dir, "no-such-key");
+    });
+    const saved = bench.env.MODELSWAP_CONFIG;
+    bench.env.MODELSWAP_CONFIG = path;
+    try {
+      // the Slack-facing process: up and healthy with no key file at all
+      const bot = await bench.spawnBot({ role: "bot" });
+      const health = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
+      expect(health.status).toBe(200);
+      await bot.kill("SIGTERM");
+      const checked = await cliRun(["config", "check", "--role", "bot"], { MODELSWAP_CONFIG: path });
+      expect(checked.code, checked.stdout).toBe(0);
+      // a worker reaches the hosts: it needs the key, and says so before it starts
+      const worker = await cliRun(["worker"], { MODELSWAP_CONFIG: path });
+      expect(worker.code).toBe(1);
+      expect(worker.stderr).toMatch(
+        /hosts\[0\]\.ssh\.privateKeyPath: the SSH key of gpu-1 cannot be read by the bot/,
+      );
+      const both = await cliRun(["config", "check"], { MODELSWAP_CONFIG: path });
+      expect(both.code).toBe(1);
+      expect(both.stdout).toMatch(/the SSH key of gpu-1 cannot be read/);
+      const wrong = await cliRun(["config", "check", "--role", "slack"], { MODELSWAP_CONFIG: path });
+      expect(wrong).toMatchObject({ code: 2 });
+      expect(wrong.stderr).toMatch(/--role is bot, worker or start/);
+    } finally {
+      bench.env.MODELSWAP_CONFIG = saved!;
+    }
+  }, 120_000);
+});
+
+/** The real `modelswap` with the bench's environment: exit code and output, whatever the code. */
+async function cliRun(args: string[], env: Record<string, string>) {
+  return await runModelswap(args, { ...bench.env, ...env }, 60_000);
+}

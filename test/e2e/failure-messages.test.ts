@@ -53,9 +53,9 @@ describe("a swap rolled back for NaN output", () => {
     const cardText = texts[0]!;
     expect(cardText.split("4/4 prompts failed").length - 1).toBe(1);
     expect(cardText).toContain("(SANITY_FAILED)");
-    // the end: reason, code, the old service back, and what to try, naming what was applied
+    // the end: reason, code, the old service back as a last check of the host saw it, and what to try, naming what was applied
     expect(final.text).toMatch(
-      /^↩️ \*Swap to .* rolled back\*: 4\/4 prompts failed \(4 NaN\/null logprobs\): NaN logits .*\(SANITY_FAILED\)\. .* is healthy again\. \*Fix:\* the plan applied .*--moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn \(recipe qwen3\.5-moe\/nvfp4\/sm_120\) on engine branch main at /,
+      /^↩️ \*Swap to .* rolled back\*: 4\/4 prompts failed \(4 NaN\/null logprobs\): NaN logits .*\(SANITY_FAILED\)\. .* is healthy again\. 🔎 Checked at \d\d:\d\d:\d\d UTC: `sglang-bw-nan\.service` active \(MainPID \d+\); \/health_generate and a sanity prompt answered on port \d+\. \*Fix:\* the plan applied .*--moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn \(recipe modelopt-fp4, recipe nvfp4-sm120-sglang-moe, recipe nvfp4-sm120-sglang\) on engine branch main at /,
     );
     expect(final.text).toContain("--engine-ref");
     // once decided, the plan no longer offers the bot's own ✅/❌

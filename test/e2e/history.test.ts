@@ -92,7 +92,7 @@ describe("ledger, audit and /llm history", () => {
       expect(entry).toContain(`asked by <@${USERS.alice}>`);
       expect(entry).toContain(`approved by <@${USERS.bob}>`);
       expect(entry).toMatch(/ @ `[0-9a-f]{7}`/);
-      expect(entry).toMatch(/downtime \d+ s/);
+      expect(entry).toMatch(/downtime [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/);
       expect(entry).toMatch(/\d+ tok\/s at 1 stream.*\d+ tok\/s at 16 streams/);
     }
     // the second swap's numbers against the first one's, in %

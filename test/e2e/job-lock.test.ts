@@ -2,7 +2,7 @@ import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { expect, it } from "vitest";
 import { holdingLock, stepJobLockOptions } from "../../src/queue/job-lock.ts";
-import { createRedis } from "../../src/queue/redis-connection.ts";
+import { createRedis } from "../../src/redis/redis-connection.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { until } from "../../testbench/until.ts";
 import { captureLog } from "../support/log-capture.ts";

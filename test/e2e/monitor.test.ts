@@ -132,7 +132,7 @@ describe("health monitor", () => {
     expect(recovery.thread_ts).toBe(alert.ts);
     expect(recovery.reply_broadcast).toBe(true);
     expect(bench.slack.thread(CHANNEL, alert.ts)).toHaveLength(1);
-    expect(recovery.text).toMatch(/after an outage of \d+ s/);
+    expect(recovery.text).toMatch(/after an outage of [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/);
     expect(body(recovery)).toContain("Qwen/Qwen3-8B-FP8");
     const seconds = Number(/outage of (\d+) s/.exec(recovery.text)?.[1]);
     expect(seconds).toBeGreaterThanOrEqual(2);
@@ -148,7 +148,7 @@ describe("health monitor", () => {
     const audit = await new AuditLog(redis).read({ host: "crashy", limit: 10 });
     expect(audit.map((e) => e.kind)).toEqual(["recovery", "alert"]);
     expect(audit.every((e) => e.who === "modelswap")).toBe(true);
-    expect(audit[0]?.detail).toMatch(/outage of \d+ s/);
+    expect(audit[0]?.detail).toMatch(/outage of [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/);
   }, 45_000);
 
   it("keeps one incident open while a hung server flaps, and recovers once when it is stable", async () => {
@@ -194,7 +194,7 @@ describe("health monitor", () => {
       step: "health",
       stages: newStages(),
       tasks: {},
-      previous: { unit },
+      previous: { unit, engine: "sglang" },
       switch: { startedAt: now, oldStoppedAt: now },
     };
     await store.swaps.save(swap);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { BENCH_WEIGHT_SCALE, type Bench, CHANNEL, SEED_BOX_FREE_DISK_BYTES } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
-import type { SlackMessage } from "../../testbench/slack/index.ts";
 import type { SwapDriver } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
+import { shown } from "../support/shown.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -56,25 +56,13 @@ useSwapBench(
   },
 );
 
-/** A message as a person reads it: header, sections, fields and context lines, in order. */
-function shown(message: SlackMessage): string {
-  type Text = { text?: string };
-  const blocks = (message.blocks ?? []) as { text?: Text; fields?: Text[]; elements?: Text[] }[];
-  return blocks
-    .flatMap((b) => [
-      b.text?.text,
-      ...(b.fields ?? []).map((f) => f.text),
-      ...(b.elements ?? []).map((e) => e.text),
-    ])
-    .filter((t): t is string => typeof t === "string")
-    .join("\n");
-}
-
 /** The dry run's plan as shown, and the card's text once it ended. */
+/** A dry run's plan and card as the channel shows them; `plan` is the plan with its details under it. */
 async function dryRun(model: string, host: string): Promise<{ plan: string; card: string }> {
   const card = await swaps.request(`${model} --dry-run`, host);
   const plan = await swaps.dryRunPlan(card.ts);
-  return { plan: shown(plan), card: shown(swaps.card(card.ts)) };
+  const details = await until(() => swaps.planDetailsOf(card.ts).at(-1), { what: "the plan's details" });
+  return { plan: `${shown(plan)}\n${shown(details)}`, card: shown(swaps.card(card.ts)) };
 }
 
 const lineOf = (text: string, start: string): string => {
@@ -91,11 +79,11 @@ describe("the seeds' swap, planned with the real model's figures", () => {
     // the bench line is among the first lines, right under the status
     expect(plan.split("\n").indexOf(BENCH_LINE)).toBe(2);
     expect(lineOf(plan, "*Expected downtime*")).toBe(
-      "*Expected downtime* about 4 min from stop to healthy (health wait limit 20 min): 223 GB of weights read from the page cache (preloaded) at 10 GB/s (22 s) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+      "*Expected downtime* about 4 min 20 s from stop to healthy (health wait limit 20 min): 223 GB of weights read from the page cache (preloaded) at 10 GB/s (20 s) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
     );
     // the real 223 GB fit in the seeds' 1 TiB of RAM: preloaded into the page cache, hence 22 s of reading
     expect(lineOf(plan, "*Page cache*")).toMatch(
-      /^\*Page cache\* yes: 223 GB of weights fit in the 1\.\d TB of RAM available: they are read into the page cache before the old unit stops/,
+      /^\*Page cache\* yes: 207\.7 GiB of weights fit in the 10\d\d\.\d GiB of RAM available: they are read into the page cache before the old unit stops/,
     );
     expect(plan).toMatch(/^223 GB \(29 files; 6\.9 MB at bench scale\)$/m);
     expect(lineOf(plan, "✓ *vram*")).toBe(
@@ -150,7 +138,7 @@ describe("the seeds' swap, planned with the real model's figures", () => {
       "_Fix:_ the model needs tp 8: 8 × NVIDIA H200 (this host has 1); choose a bigger host with --host, or a smaller checkpoint",
     );
     expect(lineOf(plan, "*Expected downtime*")).toMatch(
-      /^\*Expected downtime\* about 2 min from stop to healthy \(health wait limit 25 min\): 594 GB of weights read from the page cache \(preloaded\) at 10 GB\/s \(59 s\) \+ 90 s to stop, start and capture CUDA graphs$/,
+      /^\*Expected downtime\* about 2 min 30 s from stop to healthy \(health wait limit 25 min\): 594 GB of weights read from the page cache \(preloaded\) at 10 GB\/s \(1 min\) \+ 1 min 30 s to stop, start and capture CUDA graphs$/,
     );
   }, 90_000);
 });
@@ -172,7 +160,7 @@ describe("the download, at bench scale", () => {
         ),
       ).toBe(true);
       expect(shown(swaps.card(card.ts))).toMatch(
-        /✅ Download — 6\.9 MB at bench scale \(real model 223 GB\) verified in \d+ s/,
+        /✅ Download — 6\.9 MB at bench scale \(real model 223 GB\) verified in [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/,
       );
       const reply = await until(
         () => bench.slack.thread(CHANNEL, card.ts).find((m) => m.text.startsWith("📦")),

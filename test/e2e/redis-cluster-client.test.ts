@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { checkRedis } from "../../src/doctor/check-redis.ts";
 import { checkBotHealth } from "../../src/http/health.ts";
-import { MODELSWAP_SLOT, type RedisClient } from "../../src/queue/redis-client.ts";
-import { createRedis, waitReady } from "../../src/queue/redis-connection.ts";
+import { MODELSWAP_SLOT, type RedisClient } from "../../src/redis/redis-client.ts";
+import { createRedis, waitReady } from "../../src/redis/redis-connection.ts";
 import { useRedisCluster } from "../support/redis-cluster.ts";
 
 /**

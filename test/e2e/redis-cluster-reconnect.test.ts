@@ -1,7 +1,7 @@
 import { type Cluster, Redis } from "ioredis";
 import { expect, it } from "vitest";
-import { slotOwner } from "../../src/queue/redis-client.ts";
-import { createRedis, waitReady } from "../../src/queue/redis-connection.ts";
+import { slotOwner } from "../../src/redis/redis-client.ts";
+import { createRedis, waitReady } from "../../src/redis/redis-connection.ts";
 import type { BenchRedis } from "../../testbench/redis.ts";
 import type { BenchCluster } from "../../testbench/redis-cluster.ts";
 import { until } from "../../testbench/until.ts";

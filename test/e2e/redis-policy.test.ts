@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkRedisPolicy } from "../../src/queue/redis-policy.ts";
+import { checkRedisPolicy } from "../../src/redis/redis-policy.ts";
 import { type Bench, startBench } from "../../testbench/bench.ts";
 import { logLines } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";

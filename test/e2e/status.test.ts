@@ -135,7 +135,7 @@ describe("/llm status", () => {
     expect(body).toContain("Qwen/Qwen3-32B-FP8".split("/")[0]!);
     expect(body).toContain("8× NVIDIA RTX PRO 6000 Blackwell Server Edition (sm 12.0)");
     expect(body).toContain("sglang-gpu-1.service");
-    expect(body).toMatch(/active \(running\), up \d+ seconds?/);
+    expect(body).toMatch(/active \(running\), up [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/);
     expect(body).toContain("/health_generate OK");
   });
 

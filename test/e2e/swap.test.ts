@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RECIPES, type Recipe } from "../../src/plan/recipes.ts";
+import { catalogueRecipes } from "../../src/plan/catalogue.ts";
+import type { CatalogueRecipe } from "../../src/plan/catalogue-schema.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
@@ -66,7 +67,9 @@ describe("/llm swap", () => {
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
     const done = await swaps.outcome(swap.ts, /Swapped/);
     expect(done.text).toContain(`${QWEN}@`);
-    expect(JSON.stringify(done.blocks)).toMatch(/Download — 6\.\d MB verified in \d+ s/);
+    expect(JSON.stringify(done.blocks)).toMatch(
+      /Download — 6\.\d MB verified in [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/,
+    );
     expect(JSON.stringify(done.blocks)).not.toContain("bench scale");
     expect(JSON.stringify(done.blocks)).toMatch(/downtime \d+/);
 
@@ -133,7 +136,7 @@ describe("/llm swap", () => {
     const swap = await swaps.request(QWEN, "bw-hang");
     await swaps.approve(swap.ts);
     await swaps.outcome(swap.ts, /Rolled back/);
-    expect(swaps.threadText(swap.ts)).toMatch(/not healthy after \d+ s/);
+    expect(swaps.threadText(swap.ts)).toMatch(/not healthy after [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?/);
     expect(await host.sim.unitState(host.unit)).toMatchObject({ activeState: "active" });
   }, 120_000);
 
@@ -354,17 +357,11 @@ describe("/llm swap", () => {
   }, 120_000);
   it("with the recipe's SM120 backend flags removed, catches the NaN output and rolls back", async () => {
     // A recipe table that forgot what DESIGN.md §1 learned the hard way.
-    const forgetful: Recipe[] = RECIPES.map((recipe) => ({
+    const forgetful: CatalogueRecipe[] = catalogueRecipes().map((recipe) => ({
       ...recipe,
-      settings: (ctx) => {
-        const result = recipe.settings(ctx);
-        return {
-          ...result,
-          settings: result.settings.filter(
-            (s) => s.setting !== "moe-runner-backend" && s.setting !== "fp4-gemm-backend",
-          ),
-        };
-      },
+      flags: recipe.flags.filter(
+        (f) => f.setting !== "moe-runner-backend" && f.setting !== "fp4-gemm-backend",
+      ),
     }));
     await bench.stopBots();
     await bench.startBot({ bot: true, worker: true }, { recipes: forgetful });
@@ -373,6 +370,7 @@ describe("/llm swap", () => {
     const swap = await swaps.request(QWEN, "bw-nan");
     const plan = await swaps.plan(swap.ts);
     expect(JSON.stringify(plan.blocks)).not.toContain("flashinfer_cudnn");
+    expect(JSON.stringify((await swaps.planDetails(swap.ts)).blocks)).not.toContain("flashinfer_cudnn");
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
     await swaps.outcome(swap.ts, /Rolled back/);
     const thread = swaps.threadText(swap.ts);

@@ -3,8 +3,8 @@ import type { Redis } from "ioredis";
 import { afterAll, expect, it } from "vitest";
 import { checkBotHealth } from "../../src/http/health.ts";
 import { InFlight } from "../../src/queue/in-flight.ts";
-import { createRedis } from "../../src/queue/redis-connection.ts";
 import { lookForStalls, WorkerStallWatch } from "../../src/queue/worker-stall.ts";
+import { createRedis } from "../../src/redis/redis-connection.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { startTcpHold, type TcpHold } from "../../testbench/tcp-hold.ts";
 import { until } from "../../testbench/until.ts";
@@ -69,14 +69,16 @@ it("a worker that takes no jobs while they wait is logged once and fails /health
     const stalled = lines().filter((l) => l.code === "WORKER_STALLED");
     expect(stalled).toHaveLength(1);
     expect(stalled[0]).toMatchObject({ level: 50, worker: name, waiting: 3 });
-    expect(stalled[0]?.msg).toMatch(/started no job for \d+ s while 3 wait .*Fix: restart this process/);
+    expect(stalled[0]?.msg).toMatch(
+      /started no job for [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))? while 3 wait .*Fix: restart this process/,
+    );
     expect(done).toEqual(["first"]);
 
     const health = await checkBotHealth(redis, [worker], { stalled: (w) => watch.stalled(w) });
     expect(health.ok).toBe(false);
     expect(health.workers).toEqual({ [name]: "stalled" });
     expect(health.problems?.[0]).toMatch(
-      /^the stall-test worker has started no job for \d+ s while 3 wait: restart this process$/,
+      /^the stall-test worker has started no job for [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))? while 3 wait: restart this process$/,
     );
     // told once per episode, however long it lasts
     await new Promise((resolve) => setTimeout(resolve, 1000));

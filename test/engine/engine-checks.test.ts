@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADED, runBench, SINGLE_STREAM } from "../../src/engine/bench-serving.ts";
 import { findFatalLine } from "../../src/engine/fatal-lines.ts";
 import { runSanity } from "../../src/engine/sanity.ts";
-import { sglangEngine } from "../../src/engine/sglang-engine.ts";
+import { sglangEngine } from "../../src/engine/sglang/sglang-engine.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { sh } from "../../src/host/shell-quote.ts";
 import { renderBenchmarkComparison } from "../../src/reporter/benchmark-table.ts";

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBench } from "../../src/engine/bench-serving.ts";
 import { runSanity } from "../../src/engine/sanity.ts";
-import { vllmEngine } from "../../src/engine/vllm-engine.ts";
+import { vllmEngine } from "../../src/engine/vllm/vllm-engine.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { createSimGpuHost, type SimGpuHost } from "../../testbench/gpu-host/index.ts";
@@ -13,7 +13,7 @@ import { type Proc, running, spawnProc, stopProc } from "../support/sim-engine-p
 import { tempDir } from "../support/tmp.ts";
 
 /*
- * vLLM's run-time half (src/engine/vllm-engine.ts) against the simulated vLLM 0.18 (testbench/gpu-host/
+ * vLLM's run-time half (src/engine/vllm/) against the simulated vLLM 0.18 (testbench/gpu-host/
  * VLLM.md): a real `vllm serve` process, real curl and `vllm bench serve` runs through a local bash
  * transport. What a swap's health wait, sanity check and benchmark, the monitor and /llm status ask.
  */

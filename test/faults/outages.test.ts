@@ -28,6 +28,8 @@ useSwapBench(
     hosts: [
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-2", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
+      // left failed on purpose (its host away past the rollback's retries): nobody else's
+      { name: "gpu-3", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
   },
   (b, s) => {
@@ -191,12 +193,49 @@ describe("sshd restarted and connections cut mid-stage", () => {
     await swaps.outcome(card.ts, /Rolled back/);
     const record = await swaps.record(swapId);
     expect(record?.reason).toMatch(
-      /gpu-1 could not be reached for \d+ s \(\d+ tries; swaps\.hostRetrySeconds is 6\)/,
+      /gpu-1 could not be reached for [\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))? \(\d+ tries; swaps\.hostRetrySeconds is 6\)/,
     );
     expect(record?.rollback?.ok).toBe(true);
     expect((await bench.host("gpu-1").sim.unitState(oldUnit!)).activeState).toBe("active");
     expect((await bench.host("gpu-1").sim.unitState(unitOf(record))).activeState).not.toBe("active");
     expect(swaps.threadText(card.ts)).toMatch(/Rolling back/);
+    await bench.killChildren();
+  }, 150_000);
+
+  it("a host away at the swap's last check for longer than swaps.hostRetrySeconds: the swap stops trying and ends saying so, claiming nothing it could not see", async () => {
+    // Found by the fault campaign (seed 689774134, path 148): each new try of the ending step cleared the
+    // host's trouble before the last check ran again, so its hostRetrySeconds never ran out and the swap
+    // retried for good, until someone cancelled it.
+    const model = addModel("host-away-at-end");
+    const { sim } = bench.host("gpu-3");
+    await bench.spawnBot();
+    const card = await swaps.request(model, "gpu-3");
+    const swapId = swaps.swapId(card.ts);
+    await swaps.plan(card.ts);
+    // the last check's look at the unit (a cold swap runs this systemctl show there only)
+    await sim.hold("systemctl", " show -p ActiveState -p SubState -p MainPID ");
+    await swaps.approve(card.ts);
+    await sim.waitHeld("systemctl");
+    const down = Date.now();
+    await bench.sshd.cut();
+    await sim.release("systemctl");
+    try {
+      const record = await swaps.untilRecord(swapId, (r) => r.outcome !== undefined, {
+        what: "the swap to end while its host is away",
+        timeoutMs: 90_000,
+      });
+      // it looked for at least hostRetrySeconds, then ended as failed: nothing could be checked
+      expect(Date.now() - down).toBeGreaterThanOrEqual(HOST_RETRY_SECONDS * 1000 - 500);
+      expect(record.outcome, record.reason).toBe("failed");
+      expect(record.finalCheck).toMatchObject({ ok: false });
+      expect(record.finalCheck?.detail).toMatch(
+        /nothing could be checked: gpu-3 could not be reached for .*swaps\.hostRetrySeconds is 6/,
+      );
+    } finally {
+      await bench.sshd.start();
+    }
+    const final = await swaps.finalLine(card.ts);
+    expect(final.text).not.toMatch(/now serves/);
     await bench.killChildren();
   }, 150_000);
 });

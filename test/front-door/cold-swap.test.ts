@@ -88,7 +88,7 @@ describe("a cold swap behind the front door", () => {
     );
     expect(JSON.stringify(plan)).toMatch(/None fails/);
     expect(JSON.stringify(plan)).toMatch(
-      /\*Page cache\* yes: [\d.]+ MB of weights fit in the [\d.]+ [GT]B of RAM available/,
+      /\*Page cache\* yes: [\d.]+ [MG]iB of weights fit in the [\d.]+ [GT]iB of RAM available/,
     );
     await swaps.approve(card.ts);
     await swaps.outcome(card.ts, /Swapped/);
@@ -157,7 +157,7 @@ describe("a cold swap behind the front door", () => {
       m.text.includes("gpu-1"),
     );
     expect(JSON.stringify(status)).toMatch(
-      /🚪 \*Front door\* \(HAProxy backend `sglang`\): `blue` takes requests \(\d+ in flight\) · `hold` out/,
+      /🚪 \*Front door\* \(HAProxy backend `sglang`\): `blue` takes requests \(\d+ in flight\) · `hold` idle \(holds requests only during a swap\)/,
     );
     expect(await slots()).toMatchObject({ blue: "ready", hold: "maint" });
   }, 120_000);

@@ -80,6 +80,28 @@ echo never`,
     expect(left.stdout.trim()).toBe("");
   });
 
+  it("reads a log whose progress bars redraw one line with \\r (hf, git) as the lines a person saw, each bounded", async () => {
+    // An hour of a tqdm bar without a newline (hf's per-file bars close with \r, not \n) is one "line" of
+    // megabytes; a failure's reason was that line, and the swap's record could not be saved.
+    const task = join(dir.path, "progress");
+    await startDetached(
+      host,
+      task,
+      sh`for i in $(seq 1 40000); do printf '\rmodel-00007-of-00019.safetensors: %d%%|####      | 4.2G/11.7G [01:10<02:05, 60.1MB/s]' $((i % 100)); done
+printf '\rError: [Errno 28] No space left on device\n' >&2
+printf 'a long line: %s\n' "$(head -c 5000 /dev/zero | tr '\\0' z)"
+exit 1`,
+    );
+    await waitForState(task, (state) => state === "exited", "the task to exit");
+    const status = await detachedStatus(host, task);
+    expect(status.exitCode).toBe(1);
+    expect(status.logTail.at(-2)).toBe("Error: [Errno 28] No space left on device");
+    expect(status.logTail.at(-3)).toMatch(/^model-00007-of-00019\.safetensors: \d+%\|/);
+    expect(status.logTail.at(-1)).toMatch(/^a long line: z+…$/);
+    expect(status.logTail.length).toBeLessThanOrEqual(20);
+    for (const line of status.logTail) expect(line.length).toBeLessThanOrEqual(1000);
+  });
+
   it("says missing for a task that never started", async () => {
     expect((await detachedStatus(host, join(dir.path, "nothing"))).state).toBe("missing");
   });

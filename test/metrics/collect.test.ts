@@ -84,7 +84,12 @@ describe("a /metrics scrape", () => {
     const slack = new SlackCallMetrics(registry);
     slack.rateLimited("chat.postMessage", 2);
     slack.failed("reactions.add", "already_reacted");
-    const collector = new MetricsCollector({ registry, redis, queues: [queue], hosts: ["gpu-1", "gpu-2"] });
+    const collector = new MetricsCollector({
+      registry,
+      redis,
+      queues: [queue],
+      hosts: () => ["gpu-1", "gpu-2"],
+    });
     const { text, redisError } = await collector.scrape();
     expect(redisError).toBeUndefined();
     const families = parseExposition(text);
@@ -134,7 +139,7 @@ describe("a /metrics scrape", () => {
       registry,
       redis,
       queues: [queue],
-      hosts: ["gpu-1"],
+      hosts: () => ["gpu-1"],
       timeoutMs: 300,
     });
     await server.stop();

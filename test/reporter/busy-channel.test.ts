@@ -8,7 +8,8 @@ import { systemClock } from "../../src/clock.ts";
 import { createLogger } from "../../src/log.ts";
 import { InFlight } from "../../src/queue/in-flight.ts";
 import { REPORT_QUEUE, ReportQueue } from "../../src/queue/report-queue.ts";
-import { DEFER_AT_BACKLOG, reportSwap } from "../../src/reporter/swap-reporter.ts";
+import { DEFER_AT_BACKLOG } from "../../src/reporter/report-pace.ts";
+import { reportSwap } from "../../src/reporter/swap-reporter.ts";
 import { SlackPoster } from "../../src/slack/slack-poster.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
@@ -58,7 +59,7 @@ const deps = () => ({
 
 const PROGRESS: SwapEvent[] = [
   { type: "downloaded", files: 19, bytes: 16_000_000_000 },
-  { type: "built", commit: "0123456789abcdef", version: "0.5.10" },
+  { type: "built", commit: "0123456789abcdef", version: "0.5.10", engine: "sglang" },
   { type: "switched", from: "sglang-old.service", to: "sglang-new.service" },
 ];
 
@@ -199,7 +200,7 @@ describe("a busy channel", () => {
     const jobs = new Queue(REPORT_QUEUE, { connection: workerRedis, prefix: QUEUE_PREFIX });
     const worker = createReportWorker(
       workerRedis,
-      { ...deps(), queue },
+      { ...deps(), settings: () => ({ cardUpdateSeconds: 1 }), queue },
       { reachability: { error: () => undefined }, inFlight: new InFlight() },
       1,
     );

@@ -57,11 +57,22 @@ describe("a Hub pull request the config allows", () => {
   it("never runs a pull request's Python, even from a trusted org; the org's own main may", async () => {
     const pr = await swaps.dryRunPlan((await swaps.request(`${KIMI}@refs/pr/3 --dry-run`, "gpu-1")).ts);
     expect(JSON.stringify(pr.blocks)).toContain(
-      "✗ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code), and this revision is Hub pull request #3: anyone's code",
+      "✗ *remote-code*: runs Python from the model repo: configuration_deepseek.py and modeling_deepseek.py (config.json auto_map), tokenization_kimi.py (tokenizer_config.json auto_map), and this revision is Hub pull request #3: anyone's code",
     );
-    const main = await swaps.dryRunPlan((await swaps.request(`${KIMI} --dry-run`, "gpu-1")).ts);
+    // main's plan passes the check: the plan says what runs; its details say why it may
+    const mainTs = (await swaps.request(`${KIMI} --dry-run`, "gpu-1")).ts;
+    const main = await swaps.dryRunPlan(mainTs);
     expect(JSON.stringify(main.blocks)).toContain(
-      "✓ *remote-code*: runs Python from the model repo (config.json auto_map needs --trust-remote-code); moonshotai is trusted in hub.remoteCodeOrgs",
+      ":warning: *Runs Python from the model repo* (--trust-remote-code): `configuration_deepseek.py` and `modeling_deepseek.py` (config.json auto_map)",
+    );
+    const details = JSON.stringify((await swaps.planDetails(mainTs)).blocks);
+    expect(details).toContain(
+      "✓ *remote-code*: runs Python from the model repo: configuration_deepseek.py and modeling_deepseek.py (config.json auto_map), tokenization_kimi.py (tokenizer_config.json auto_map); moonshotai is trusted in hub.remoteCodeOrgs",
+    );
+    // the pull request's plan never has the flag; main's has it, saying what runs and why it may
+    expect(JSON.stringify(pr.blocks)).not.toContain("• `--trust-remote-code`");
+    expect(details).toContain(
+      "• `--trust-remote-code`: the engine imports the repo's own Python, which it refuses without this flag: configuration_deepseek.py and modeling_deepseek.py (config.json auto_map), tokenization_kimi.py (tokenizer_config.json auto_map); moonshotai is trusted in hub.remoteCodeOrgs",
     );
   }, 90_000);
 });

@@ -78,6 +78,148 @@ describe("a captured signed request sent again", () => {
   }, 60_000);
 });
 
+/**
+ * A captured request resent with a retry header (issue #27, item 4). `X-Slack-Retry-Num` is not signed:
+ * Slack signs `v0:<timestamp>:<body>` and nothing else. The guard counted a delivery carrying it apart from
+ * the first, for any request, so a captured `/llm swap … --dry-run` resent with `X-Slack-Retry-Num: 1`, 2
+ * and 3 added was accepted three more times: four plans from one request. Slack retries Events API
+ * deliveries only (an event comes again under its `event_id`); a slash command or a click that was not
+ * acknowledged is an error shown to the user, never sent again. Now the retry number counts only for an
+ * Events API delivery whose event id the event dedupe can key, so what it lets through is handled once.
+ */
+describe("a captured signed request resent with X-Slack-Retry-Num added", () => {
+  const withRetry = (request: SignedRequest, n: number): SignedRequest => ({
+    ...request,
+    headers: { ...request.headers, "x-slack-retry-num": String(n), "x-slack-retry-reason": "http_timeout" },
+  });
+  const explanations = () =>
+    bench.slack
+      .ephemerals(CHANNEL, USERS.mallory)
+      .filter((e) => e.text === "Only approvers can approve or reject swaps.").length;
+  const botLog = async () =>
+    (await readFile(join(bench.dir, "bot.log"), "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it("a slash command is refused: one dry run from one request, whatever retry number is added", async () => {
+    const model = addSimModel(bench, "retried-dry-run");
+    const first = await bench.slack.command(USERS.alice, `swap ${model} --host gpu-1 --dry-run`, {
+      channel: CHANNEL,
+    });
+    expect(first.ackResponse?.text).toMatch(/Planning \(dry run\)/);
+    const captured = first.request as SignedRequest;
+
+    const replays = [];
+    for (const n of [1, 2, 3]) replays.push(await bench.slack.resend(withRetry(captured, n)));
+    expect.soft(replays.map((r) => r.status)).toEqual([401, 401, 401]);
+    expect.soft(replays.map((r) => r.body)).toEqual(["", "", ""]);
+
+    // a fresh request of the same command counts; once its card is there, the store holds two dry runs
+    const again = await bench.slack.command(USERS.alice, `swap ${model} --host gpu-1 --dry-run`, {
+      channel: CHANNEL,
+    });
+    expect(again.ackResponse?.text).toMatch(/Planning \(dry run\)/);
+    const cards = () =>
+      bench.slack
+        .messages(CHANNEL)
+        .filter((m) => m.thread_ts === undefined && JSON.stringify(m.blocks ?? []).includes(model));
+    await until(() => cards().length >= 2, { what: "the fresh request's card" });
+    const { records } = await (await swaps.store()).swaps.history({ limit: 50 });
+    expect(records.filter((r) => r.request.model.repo === model)).toHaveLength(2);
+    expect(cards()).toHaveLength(2);
+
+    // the log says why, in fields a search can use
+    const refusals = await until(
+      async () => {
+        const lines = (await botLog()).filter(
+          (l) => l.refused === "replay" && l.kind === "slash command" && l.retryNum === "3",
+        );
+        return lines.length > 0 ? lines : undefined;
+      },
+      { what: "the refusal of the replayed command in the bot's log" },
+    );
+    expect(refusals[0]?.msg).toMatch(/X-Slack-Retry-Num.*not signed.*Slack retries only Events API/);
+  }, 60_000);
+
+  it("a button click is refused: one answer from one click", async () => {
+    const model = addSimModel(bench, "retried-click");
+    const card = await swaps.request(model, "gpu-1");
+    const plan = await swaps.plan(card.ts);
+    const before = explanations();
+    const click = await bench.slack.clickButton(
+      USERS.mallory,
+      CHANNEL,
+      plan.ts,
+      "swap_reject",
+      swaps.swapId(card.ts),
+    );
+    expect(click.status).toBe(200);
+    const captured = click.request as SignedRequest;
+    const replays = [];
+    for (const n of [1, 2, 3]) replays.push(await bench.slack.resend(withRetry(captured, n)));
+    expect.soft(replays.map((r) => r.status)).toEqual([401, 401, 401]);
+
+    // a fresh click after the replays: once its answer is there, mallory was answered twice, not five times
+    const fresh = await bench.slack.clickButton(
+      USERS.mallory,
+      CHANNEL,
+      plan.ts,
+      "swap_reject",
+      swaps.swapId(card.ts),
+    );
+    expect(fresh.status).toBe(200);
+    await until(() => explanations() >= before + 2, { what: "the answer to mallory's fresh click" });
+    expect.soft(explanations()).toBe(before + 2);
+    expect(await swaps.decision(swaps.swapId(card.ts))).toBeUndefined();
+    await swaps.reject(card.ts);
+    await swaps.outcome(card.ts, /Rejected/);
+  }, 60_000);
+
+  it("an event: Slack's retry numbers pass once each and the event is handled once; a keyless event is not retried", async () => {
+    const model = addSimModel(bench, "retried-event");
+    const card = await swaps.request(model, "gpu-1");
+    const plan = await swaps.plan(card.ts);
+    const id = swaps.swapId(card.ts);
+    const reaction = (name: string) => ({
+      type: "reaction_added",
+      user: USERS.mallory,
+      reaction: name,
+      item_user: plan.user ?? "",
+      item: { type: "message", channel: CHANNEL, ts: plan.ts },
+    });
+    const before = explanations();
+
+    // an event as Slack sends it: its retries (1..3, Slack's whole range) pass the guard, each once, and
+    // meet the event-id dedupe; a retry number Slack never sends does not make the bytes new
+    const first = await bench.slack.event(reaction("x"), { eventId: "Ev0REPLAYRETRY1" });
+    expect(first.status).toBe(200);
+    const captured = first.request as SignedRequest;
+    const retries = [];
+    for (const n of [1, 2, 3, 1, 9]) retries.push(await bench.slack.resend(withRetry(captured, n)));
+    expect.soft(retries.map((r) => r.status)).toEqual([200, 200, 200, 401, 401]);
+
+    // an event whose id the dedupe cannot key (Slack's ids are letters and digits): its retry number
+    // does not count, since nothing else would stop the retry from being handled again
+    const keyless = await bench.slack.event(reaction("negative_squared_cross_mark"), {
+      eventId: "Ev0-NOT-A-SLACK-ID",
+    });
+    expect(keyless.status).toBe(200);
+    const keylessRetry = await bench.slack.resend(withRetry(keyless.request as SignedRequest, 1));
+    expect.soft(keylessRetry.status).toBe(401);
+
+    // a fresh reaction after all of that: once its answer is there, mallory was answered three times
+    // (the captured event, the keyless one, the fresh one), each once
+    const fresh = await bench.slack.event(reaction("heavy_check_mark"));
+    expect(fresh.status).toBe(200);
+    await until(() => explanations() >= before + 3, { what: "the answer to mallory's fresh reaction" });
+    expect.soft(explanations()).toBe(before + 3);
+    expect(await swaps.decision(id)).toBeUndefined();
+    await swaps.reject(card.ts);
+    await swaps.outcome(card.ts, /Rejected/);
+  }, 60_000);
+});
+
 describe("a request's timestamp", () => {
   it("more than five minutes ahead is refused; a clock a minute ahead is fine", async () => {
     const hourAhead = await bench.slack.command(USERS.alice, "help", { timestamp: now() + 3600 });

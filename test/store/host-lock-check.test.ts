@@ -14,6 +14,7 @@ import {
 import { keys } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
+import { swapsRacing } from "../support/racing-save.ts";
 import { useRedisServer } from "../support/redis-server.ts";
 
 /**
@@ -114,7 +115,7 @@ describe("the host lock's check", () => {
   it("a swap whose job failed but whose lease is held (a worker is ending it) is live", async () => {
     const swap = await held("gpu-1", { switch: { startedAt: new Date().toISOString() } });
     jobs.set(swap.id, "failed");
-    expect(await store.locks.takeLease(swap.id, "ending", 5000)).toBe(true);
+    expect(await store.locks.takeLease(swap.id, "ending", 5000)).toBeGreaterThan(0);
     expect(await checkHostLock("gpu-1", deps())).toMatchObject({
       liveness: { alive: true, why: "lease" },
       touched: true,
@@ -194,5 +195,84 @@ describe("clearing a stuck lock", () => {
     expect(await store.audit.read({ swap: swap.id, limit: 10 })).toEqual([
       expect.objectContaining({ kind: "cancel", who: "U0BOB00001", host: "gpu-1", detail: "r" }),
     ]);
+  });
+});
+
+/**
+ * Deps whose store runs `meanwhile` (once) just before clearStuckLock's save reaches Redis: what another
+ * process does between the check that judged the swap dead and the write that ends it (issue 27: a run
+ * that finished there had its "rolled back" overwritten with "failed", and its thread and card disagreed).
+ */
+function racing(meanwhile: () => Promise<void>): HostLockCheckDeps {
+  return {
+    ...deps(),
+    store: { swaps: swapsRacing(store, meanwhile), locks: store.locks, audit: store.audit },
+  };
+}
+
+describe("clearing a stuck lock while its swap moves on", () => {
+  it("a swap that ended after it was judged stuck keeps its outcome, its thread one end", async () => {
+    const swap = await held("gpu-1");
+    jobs.set(swap.id, "failed");
+    const lock = await checkHostLock("gpu-1", deps());
+    if (!isStuck(lock)) throw new Error("expected a stuck lock");
+    const at = new Date().toISOString();
+    // the run that was ending it (its job failed under it) saves its end, and gives the host back
+    const finish = () =>
+      store.swaps.save(
+        { ...swap, outcome: "rolled_back", step: "done", finishedAt: at, reason: "the model answered NaN" },
+        {
+          events: [{ type: "finished", outcome: "rolled_back", at }],
+          also: (tx) => store.locks.unlockHostInTransaction(tx, "gpu-1", swap.id),
+        },
+      );
+    const reason = "it has no job; its host lock was cleared for swap x";
+    expect(await clearStuckLock(lock, { by: SYSTEM_ACTOR, outcome: "failed", reason }, racing(finish))).toBe(
+      false,
+    );
+    expect(await store.swaps.get(swap.id)).toMatchObject({
+      outcome: "rolled_back",
+      reason: "the model answered NaN",
+    });
+    expect((await store.swaps.events(swap.id, 0)).map((e) => e.type === "finished" && e.outcome)).toEqual([
+      "rolled_back",
+    ]);
+    const audit = await store.audit.read({ swap: swap.id, limit: 10 });
+    expect(audit.filter((e) => e.kind === "outcome")).toEqual([]);
+    expect(await store.locks.hostHolder("gpu-1")).toBeUndefined();
+  });
+
+  it("a swap that ends while its job is looked at is judged finished, not stuck", async () => {
+    const swap = await held("gpu-1");
+    const at = new Date().toISOString();
+    // its record was read before the run's final save; its job, after it (completed by then)
+    const lookedLate: HostLockCheckDeps = {
+      ...deps(),
+      jobState: async () => {
+        await store.swaps.save({ ...swap, outcome: "rolled_back", step: "done", finishedAt: at });
+        return "completed";
+      },
+    };
+    expect(await checkHostLock("gpu-1", lookedLate)).toMatchObject({
+      record: { outcome: "rolled_back" },
+      liveness: { alive: false, why: "finished" },
+    });
+  });
+
+  it("a swap a run took up after it was judged stuck is left to that run", async () => {
+    const swap = await held("gpu-1");
+    jobs.set(swap.id, "failed");
+    const lock = await checkHostLock("gpu-1", deps());
+    if (!isStuck(lock)) throw new Error("expected a stuck lock");
+    // a worker ending the failed job takes the swap's lease: it will roll back and save the outcome
+    const takeUp = async () => {
+      expect(await store.locks.takeLease(swap.id, "ending", 5000)).toBeGreaterThan(0);
+    };
+    expect(
+      await clearStuckLock(lock, { by: SYSTEM_ACTOR, outcome: "failed", reason: "r" }, racing(takeUp)),
+    ).toBe(false);
+    expect((await store.swaps.get(swap.id))?.outcome).toBeUndefined();
+    expect(await store.swaps.events(swap.id, 0)).toEqual([]);
+    expect(await store.locks.hostHolder("gpu-1")).toBe(swap.id);
   });
 });

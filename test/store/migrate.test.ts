@@ -178,7 +178,7 @@ useRedisServer(async (client) => {
 describe("migrating a deployment from before the store", () => {
   it("moves every key under {modelswap}:store:, with records that parse and lose the Hub's files", async () => {
     const store = new Store(redis, { retention });
-    const result = await migrateStore(store, log);
+    const result = await migrateStore(store, log, () => "sglang");
     expect(result).toMatchObject({ from: 0, to: STORE_VERSION, invalid: [], expired: [OLD_DRY] });
     expect(result.migrated).toBeGreaterThan(10);
 
@@ -238,7 +238,9 @@ describe("migrating a deployment from before the store", () => {
 
   it("does nothing the second time, and nothing on a deployment already at this version", async () => {
     const before = (await redis.keys("*")).sort();
-    expect(await migrateStore(new Store(redis, { retention }), log)).toMatchObject({ migrated: 0 });
+    expect(await migrateStore(new Store(redis, { retention }), log, () => "sglang")).toMatchObject({
+      migrated: 0,
+    });
     expect((await redis.keys("*")).sort()).toEqual(before);
   });
 });

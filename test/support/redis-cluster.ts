@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
-import type { RedisEnv } from "../../src/queue/redis-connection.ts";
+import type { RedisEnv } from "../../src/redis/redis-connection.ts";
 import { type BenchCluster, type BenchClusterOptions, startCluster } from "../../testbench/redis-cluster.ts";
 import { tempDir } from "./tmp.ts";
 

@@ -69,7 +69,8 @@ export async function expectRolledBackStory(
   const code = CODE[failed];
   expect(last.text, "the outcome, its reason, its code and what to try").toMatch(
     new RegExp(
-      `^↩️ \\*Swap to .* rolled back\\*: .+ \\(${code}\\)\\. \\S+ is healthy again\\. \\*Fix:\\* \\S`,
+      // …and what the last check of the host saw (src/reporter/final-line.ts: "🔎 Checked at …")
+      `^↩️ \\*Swap to .* rolled back\\*: .+ \\(${code}\\)\\. \\S+ is healthy again\\. 🔎 Checked at [0-9:]+ UTC: .+ active \\(MainPID \\d+\\).*\\. \\*Fix:\\* \\S`,
     ),
   );
   expect(texts.filter((t) => t.includes(`(${code})`))).toHaveLength(1);

@@ -45,7 +45,7 @@ const SIDE_BY_SIDE = [["the download", "the engine build"]] as const;
  * several progress lines tells each of them.
  */
 export function storyOf(thread: readonly SlackMessage[], story = SUCCEEDED_STORY): string[] {
-  // a busy channel folds progress lines into one message (src/reporter/swap-reporter.ts): each line is
+  // a busy channel folds progress lines into one message (src/reporter/report-pace.ts): each line is
   // read as a milestone of its own, in order; a milestone told twice in one message counts once
   const told = thread.flatMap((m) => [
     ...new Set(

@@ -160,6 +160,7 @@ describe("nvidia-smi GPU sets", () => {
     ["8x-h200", "NVIDIA H200", "143771", "9.0", "700.00"],
     ["8x-rtx-pro-6000-blackwell", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "97887", "12.0", "600.00"],
     ["8x-b200", "NVIDIA B200", "183359", "10.0", "1000.00"],
+    ["8x-a100", "NVIDIA A100-SXM4-80GB", "81920", "8.0", "400.00"],
   ] as const)("%s has 8 distinct GPUs with the right specs", async (set, name, mem, cc, limit) => {
     const host = await newHost(set);
     const r = await host.nvidiaSmi(

@@ -652,6 +652,37 @@ describe("simulated SGLang faults", () => {
     expect(r.output).toContain(`OSError: ${empty} does not appear to have a file named config.json.`);
   });
 
+  it("a repo's own code: an auto_map naming AutoConfig, or a tokenizer of its own, refuses to start without --trust-remote-code; an empty auto_map does not", async () => {
+    await withFaults({ sglang: { loadSeconds: 0.1 } });
+    const start = (dir: string, extra: string[] = []) =>
+      run(sb, ["-m", "sglang.launch_server", "--model-path", dir, "--port", "1", ...extra]);
+    const configCode = await writeModel(sb.root, "config-code", {
+      ...DENSE_CONFIG,
+      auto_map: { AutoConfig: "configuration_x.XConfig" },
+    });
+    const byConfig = await start(configCode);
+    expect(byConfig.code).toBe(1);
+    expect(byConfig.output).toContain(
+      `ValueError: The repository ${configCode} contains custom code which must be executed to correctly load the model.`,
+    );
+    // Kimi K2's shape: a tokenizer class of its own, named only in tokenizer_config.json
+    const tokenizerCode = await writeModel(sb.root, "tokenizer-code", { ...DENSE_CONFIG, auto_map: {} });
+    await writeFile(
+      join(tokenizerCode, "tokenizer_config.json"),
+      JSON.stringify({
+        tokenizer_class: "TikTokenTokenizer",
+        auto_map: { AutoTokenizer: ["tokenization_kimi.TikTokenTokenizer", null] },
+      }),
+    );
+    const byTokenizer = await start(tokenizerCode);
+    expect(byTokenizer.code).toBe(1);
+    expect(byTokenizer.output).toContain("    tokenizer = AutoTokenizer.from_pretrained(");
+    expect(byTokenizer.output).toContain(
+      "ValueError: Tokenizer class TikTokenTokenizer does not exist or is not currently imported.",
+    );
+    expect(byTokenizer.output).not.toContain("contains custom code");
+  });
+
   it("oom: torch.OutOfMemoryError in the journal, exit 1", async () => {
     await withFaults({ sglang: { mode: "oom", loadSeconds: 0.1 } });
     const r = await run(sb, [

@@ -569,6 +569,21 @@ describe("simulated vLLM: startup failures", () => {
     );
   });
 
+  it("a tokenizer of the repo's own (tokenizer_config.json auto_map) refuses to start without --trust-remote-code", async () => {
+    await withFaults({ vllm: { loadSeconds: 0.1 } });
+    const dir = await writeModel(sb.root, "tokenizer-code", DENSE_CONFIG);
+    await writeFile(
+      join(dir, "tokenizer_config.json"),
+      JSON.stringify({ auto_map: { AutoTokenizer: ["tokenization_x.XTokenizer", null] } }),
+    );
+    const r = await run((await startServer(sb, dir)).proc);
+    expect(r.code).toBe(1);
+    expect(r.output).toMatch(/\(APIServer pid=\d+\) +tokenizer = AutoTokenizer\.from_pretrained\(/);
+    expect(r.output).toContain(
+      `ValueError: The repository ${dir} contains custom code which must be executed to correctly load the model.`,
+    );
+  });
+
   it("oom and a too small --gpu-memory-utilization give vLLM's errors", async () => {
     await withFaults({ vllm: { mode: "oom", loadSeconds: 0.1 } });
     const oom = await run((await startServer(sb, model)).proc);

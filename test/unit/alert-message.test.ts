@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { checkHealth } from "../../jobs/monitor/health-check.ts";
 import { modelOfUnit } from "../../jobs/monitor/incident-facts.ts";
-import { sglangEngine } from "../../src/engine/sglang-engine.ts";
+import { sglangEngine } from "../../src/engine/sglang/sglang-engine.ts";
 import { CodedError } from "../../src/errors.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
 import type { ExecResult, HostTransport } from "../../src/host/transport.ts";
 import { formatOutage, renderAlert, renderRecovery } from "../../src/reporter/alert-message.ts";
-import { LIMITS } from "../../src/reporter/message.ts";
+import { LIMITS } from "../../src/slack/blocks.ts";
 
 const gpu = (index: number): GpuInfo => ({
   index,

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
   type BenchResult,
-  benchCommand,
   LOADED,
   parseBenchSummary,
   runBench,
   SINGLE_STREAM,
 } from "../../src/engine/bench-serving.ts";
-import { sglangEngine } from "../../src/engine/sglang-engine.ts";
+import { benchCommand } from "../../src/engine/sglang/bench-command.ts";
+import { sglangEngine } from "../../src/engine/sglang/sglang-engine.ts";
 import { isCodedError } from "../../src/errors.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../../src/host/transport.ts";
@@ -290,55 +290,90 @@ describe("renderBenchmarkComparison", () => {
     requested: 32,
   });
 
-  it("renders a table with the change vs the previous model", () => {
-    const msg = renderBenchmarkComparison(
-      { single, loaded },
-      {
-        model: "Qwen/Qwen3-8B",
-        single: result({ outputThroughput: 140.1, medianTtftMs: 42.04, p99TtftMs: 55, meanTpotMs: 6.52 }),
-        loaded: result({ outputThroughput: 1889, medianTtftMs: 107.1, meanTpotMs: 8.7 }),
-      },
-    );
-    const table = (msg.blocks[1] as { text: { text: string } }).text.text;
-    expect(table).toBe(
+  const previous = {
+    model: "Qwen/Qwen3-8B",
+    engine: "sglang" as const,
+    single: result({ outputThroughput: 140.1, medianTtftMs: 42.04, p99TtftMs: 55, meanTpotMs: 6.52 }),
+    loaded: result({ maxConcurrency: 16, outputThroughput: 1889, medianTtftMs: 107.1, meanTpotMs: 8.7 }),
+  };
+  const tableOf = (msg: { blocks: unknown[] }) => (msg.blocks[1] as { text: { text: string } }).text.text;
+
+  it("renders a new revision of the same model against its last numbers, judged better or worse", () => {
+    const msg = renderBenchmarkComparison({ single, loaded }, previous, { model: "Qwen/Qwen3-8B@9f1e2d3" });
+    expect(tableOf(msg)).toBe(
       [
         "```",
-        "              1 stream            16 streams",
-        "output tok/s  152.3 ▲8.7% better  1830  ▼3.1% worse",
-        "TTFT p50 ms   41.2  ▼2.0% better  120.0 ▲12.0% worse",
-        "TTFT p99 ms   55.0  ±0.0%         300.1",
-        "TPOT ms       6.54  ▲0.3% worse   8.70  ±0.0%",
+        "               1 stream            loaded",
+        "output tok/s   152.3 ▲8.7% better  1830  ▼3.1% worse",
+        "TTFT p50 ms    41.2  ▼2.0% better  120.0 ▲12.0% worse",
+        "TTFT p99 ms    55.0  ±0.0%         300.1",
+        "TPOT ms        6.54  ▲0.3% worse   8.70  ±0.0%",
+        "ITL ms (mean)  –                   –",
         "```",
       ].join("\n"),
     );
-    expect((msg.blocks[0] as { text: { text: string } }).text.text).toBe("*Benchmark* vs `Qwen/Qwen3-8B`");
-    expect(JSON.stringify(msg.blocks[2])).toContain("change vs the previous model");
+    expect((msg.blocks[0] as { text: { text: string } }).text.text).toBe("*Benchmark*");
+    const notes = JSON.stringify(msg.blocks[2]);
+    expect(notes).toContain("change vs the same model's last numbers here (`Qwen/Qwen3-8B`)");
+    expect(notes).toContain("loaded: 16 streams");
     expect(msg.text).toBe(
       "Benchmark: 152.3 output tok/s at 1 stream (▲8.7%), 1830 output tok/s at 16 streams (▼3.1%); TTFT p50 41.2 / 120.0 ms; TPOT 6.54 / 8.70 ms (vs Qwen/Qwen3-8B)",
     );
   });
 
-  it("says when the previous numbers ran on another engine, and not otherwise", () => {
-    const previous = { model: "Qwen/Qwen3-8B", single, loaded };
-    const across = JSON.stringify(renderBenchmarkComparison({ single, loaded }, previous, "vllm").blocks[2]);
-    expect(across).toContain("across engines: SGLang then, vLLM now");
-    const back = JSON.stringify(
-      renderBenchmarkComparison({ single, loaded }, { ...previous, engine: "vllm" }).blocks[2],
+  it("compares two different models without calling either better or worse, and says so", () => {
+    const msg = renderBenchmarkComparison({ single, loaded }, previous, {
+      model: "nvidia/Qwen3.5-397B-A17B-NVFP4@43da92d",
+    });
+    const table = tableOf(msg);
+    expect(table).toMatch(/^output tok\/s +152\.3 ▲8\.7% +1830 +▼3\.1%$/m);
+    expect(table).not.toMatch(/better|worse/);
+    expect(JSON.stringify(msg.blocks[2])).toContain(
+      "⚖️ across models: ▲/▼ compare `Qwen/Qwen3-8B` then with `nvidia/Qwen3.5-397B-A17B-NVFP4@43da92d` now: two different models, so neither better nor worse is said",
     );
-    expect(back).toContain("across engines: vLLM then, SGLang now");
-    const same = JSON.stringify(renderBenchmarkComparison({ single, loaded }, previous).blocks[2]);
-    expect(same).not.toContain("across engines");
   });
 
-  it("shows what the engine measured when its summary has ITL but no TPOT, labelled so", () => {
-    const msg = renderBenchmarkComparison({
-      single: { ...single, meanTpotMs: undefined, meanItlMs: 6.1 },
-      loaded: { ...loaded, meanTpotMs: undefined, meanItlMs: 8.4 },
-    });
-    const table = (msg.blocks[1] as { text: { text: string } }).text.text;
-    expect(table).toMatch(/^ITL ms \(mean\) +6\.10 +8\.40$/m);
-    expect(table).not.toContain("–");
-    expect(msg.text).toContain("ITL (mean) 6.10 / 8.40 ms");
+  it("keeps one layout whatever the engine measured or the load was: same rows, same columns", () => {
+    const first = tableOf(renderBenchmarkComparison({ single, loaded }));
+    const other = tableOf(
+      renderBenchmarkComparison(
+        {
+          single: { ...single, meanTpotMs: undefined, meanItlMs: 6.1 },
+          loaded: { ...loaded, maxConcurrency: 4, meanTpotMs: undefined, meanItlMs: 8.4 },
+        },
+        undefined,
+        { engine: "vllm" },
+      ),
+    );
+    const layout = (table: string) => table.split("\n").map((line) => line.split(/\s{2,}/)[0]);
+    expect(layout(other)).toEqual(layout(first));
+    expect(first.split("\n")[1]).toBe(other.split("\n")[1]);
+    expect(other).toMatch(/^ITL ms \(mean\) +6\.10 +8\.40$/m);
+  });
+
+  it("does not compare a loaded run at another concurrency: it is another test", () => {
+    const reduced = { ...loaded, maxConcurrency: 4 };
+    const msg = renderBenchmarkComparison({ single, loaded: reduced }, previous, { model: "Qwen/Qwen3-8B" });
+    expect(tableOf(msg)).toMatch(/^output tok\/s +152\.3 ▲8\.7% better +1830$/m);
+    expect(JSON.stringify(msg.blocks[2])).toContain(
+      "the loaded run is not compared: 4 streams now, 16 streams then",
+    );
+  });
+
+  it("says when the previous numbers ran on another engine, and not otherwise", () => {
+    const same = { model: "Qwen/Qwen3-8B", engine: "sglang" as const, single, loaded };
+    const across = JSON.stringify(
+      renderBenchmarkComparison({ single, loaded }, same, { engine: "vllm" }).blocks[2],
+    );
+    expect(across).toContain("across engines: SGLang then, vLLM now");
+    const back = JSON.stringify(
+      renderBenchmarkComparison({ single, loaded }, { ...same, engine: "vllm" }, { engine: "sglang" })
+        .blocks[2],
+    );
+    expect(back).toContain("across engines: vLLM then, SGLang now");
+    expect(
+      JSON.stringify(renderBenchmarkComparison({ single, loaded }, same, { engine: "sglang" }).blocks[2]),
+    ).not.toContain("across engines");
   });
 
   it("says when there are no earlier numbers, shows missing values as – and warns of failed requests", () => {
@@ -346,19 +381,19 @@ describe("renderBenchmarkComparison", () => {
       single: { ...single, meanTpotMs: undefined, meanItlMs: undefined },
       loaded: { ...loaded, successfulRequests: 30 },
     });
-    const table = (msg.blocks[1] as { text: { text: string } }).text.text;
-    expect(table).toMatch(/^ITL ms \(mean\) +–/m);
+    const table = tableOf(msg);
+    expect(table).toMatch(/^ITL ms \(mean\) +– +–$/m);
     expect(table).not.toMatch(/[▲▼]/);
     const notes = JSON.stringify(msg.blocks[2]);
     expect(notes).toContain("no earlier numbers for this host");
-    expect(notes).toContain("16 streams: 2 of 32 requests failed");
+    expect(notes).toContain("loaded: 2 of 32 requests failed");
     expect(msg.text).toContain("no earlier numbers for this host");
   });
 
   it("stays within Slack's limits with an absurd model name", () => {
     const msg = renderBenchmarkComparison(
       { single, loaded },
-      { model: `org/${"x".repeat(5000)}<b>`, single, loaded },
+      { model: `org/${"x".repeat(5000)}<b>`, engine: "sglang", single, loaded },
     );
     expect(msg.text.length).toBeLessThanOrEqual(4000);
     for (const block of msg.blocks) {

@@ -76,11 +76,12 @@ function barHeights(png: DecodedPng, color: number, panel: number): number[] {
 const count = (png: DecodedPng, color: number): number => countColor(png, rgb(color));
 
 describe("renderBenchmarkChart", () => {
-  it("draws the faster model's bar taller, lower latency in green and higher in red", async () => {
+  it("draws the faster revision's bar taller, lower latency in green and higher in red", async () => {
     const chart = await renderBenchmarkChart(
       { single: result(1, 80, 300, 20), loaded: result(16, 600, 500, 30) },
       {
-        model: "moonshotai/Kimi-K2-Thinking",
+        model: "nvidia/Qwen3.5-397B-A17B-NVFP4",
+        engine: "sglang",
         single: result(1, 40, 200, 25),
         loaded: result(16, 300, 700, 35),
       },
@@ -109,7 +110,25 @@ describe("renderBenchmarkChart", () => {
     expect(chart.filename).toBe("benchmark-sw-20261129-0001.png");
     expect(chart.title).toBe(`Benchmark on gpu-1: ${about.model}`);
     expect(chart.altText).toContain("80.0 output tok/s at 1 stream (▲100%)");
-    expect(chart.altText).toContain("vs moonshotai/Kimi-K2-Thinking");
+    expect(chart.altText).toContain("vs nvidia/Qwen3.5-397B-A17B-NVFP4");
+  });
+
+  it("colours no change better or worse when the numbers before are another model's", async () => {
+    const chart = await renderBenchmarkChart(
+      { single: result(1, 80, 300, 20), loaded: result(16, 600, 500, 30) },
+      {
+        model: "Qwen/Qwen3-8B",
+        engine: "sglang",
+        single: result(1, 40, 200, 25),
+        loaded: result(16, 300, 700, 35),
+      },
+      about,
+    );
+    const png = decodePng(chart.png);
+    // both models' bars are drawn, the changes are written, but in neither green nor red
+    expect(barHeights(png, COLOR.before, 0)).toHaveLength(1);
+    expect(count(png, COLOR.better)).toBe(0);
+    expect(count(png, COLOR.worse)).toBe(0);
   });
 
   it("shows the new model alone when there are no earlier numbers, and n/a for what is missing", async () => {
@@ -159,7 +178,7 @@ describe("renderBenchmarkChart", () => {
           });
           const chart = await renderBenchmarkChart(
             { single: r(0), loaded: r(3) },
-            { model: name, single: r(3), loaded: r(0) },
+            { model: name, engine: "sglang", single: r(3), loaded: r(0) },
             { ...about, model: name, host: name },
           );
           expect(chart.png.readUInt32BE(16)).toBe(720); // IHDR width
@@ -174,6 +193,7 @@ describe("renderBenchmarkChart", () => {
     const pair = { single: result(1, 80, 300, 20), loaded: result(16, 600, 500, 30) };
     const previous = {
       model: "moonshotai/Kimi-K2-Thinking",
+      engine: "sglang" as const,
       single: result(1, 40, 200, 25),
       loaded: result(16, 300, 700, 35),
     };

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { renderPlan } from "../../src/approval/plan-message.ts";
 import type { BenchResult } from "../../src/engine/bench-serving.ts";
+import { escapeMrkdwn } from "../../src/escape-mrkdwn.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
 import { makePlan } from "../../src/plan/make-plan.ts";
 import type { SwapPlan } from "../../src/plan/types.ts";
@@ -14,16 +14,11 @@ import {
   renderFleetSummary,
 } from "../../src/reporter/fleet-message.ts";
 import { type HistoryRow, renderHistory } from "../../src/reporter/history-message.ts";
-import {
-  codeBlock,
-  escapeMrkdwn,
-  LIMITS,
-  message,
-  type SlackMessage,
-  section,
-} from "../../src/reporter/message.ts";
+import { renderPlanDetails } from "../../src/reporter/plan-details.ts";
+import { renderPlan } from "../../src/reporter/plan-message.ts";
 import { renderHostStatus } from "../../src/reporter/status-message.ts";
 import { renderSwapCard } from "../../src/reporter/swap-card.ts";
+import { codeBlock, LIMITS, message, type SlackMessage, section } from "../../src/slack/blocks.ts";
 import type { HostStatus } from "../../src/status/probe-host.ts";
 import { newStages, STAGES, type SwapOutcome, type SwapRecord } from "../../src/swap/swap-record.ts";
 import { MESSAGE_TEXT_LIMIT, validateMessage } from "../../testbench/slack/index.ts";
@@ -96,6 +91,9 @@ const gpu = (index: number, name = "NVIDIA RTX PRO 6000 Blackwell Server Edition
 describe("Block Kit limits: the plan", () => {
   const base = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-rtx-pro-6000-blackwell"));
 
+  // built once: 5000 lines of 500 characters take a while, and no run changes them
+  const worstDiff = Array.from({ length: 5000 }, (_, i) => `+${nastyLine(i, 500)}`).join("\n");
+
   function worstPlan(repo: string): SwapPlan {
     return {
       ...base,
@@ -117,7 +115,7 @@ describe("Block Kit limits: the plan", () => {
         })),
       ],
       notes: Array.from({ length: 30 }, (_, i) => nastyLine(i)),
-      unitDiff: Array.from({ length: 5000 }, (_, i) => `+${nastyLine(i, 500)}`).join("\n"),
+      unitDiff: worstDiff,
     };
   }
 
@@ -129,6 +127,11 @@ describe("Block Kit limits: the plan", () => {
       // the model is named in full (in the fields and the fallback), the cuts are said
       expect(msg.text).toContain(LONG_REPO);
       expect(JSON.stringify(msg.blocks)).toContain(LONG_REPO);
+      expect(allText(msg)).toMatch(/and \d+ more/);
+    }
+    {
+      const msg = renderPlanDetails(plan, "sw-20261129-0001");
+      expectAccepted(msg, "details");
       expect(allText(msg)).toMatch(/… \d+ more lines/);
       expect(allText(msg)).toMatch(/… and \d+ more/);
     }
@@ -137,7 +140,8 @@ describe("Block Kit limits: the plan", () => {
   it("fits for any Hub name (property)", () => {
     fc.assert(
       fc.property(repoArb, fc.integer({ min: 0, max: 200 }), (repo, flags) => {
-        const plan: SwapPlan = { ...worstPlan(repo), flags: worstPlan(repo).flags.slice(0, flags) };
+        const worst = worstPlan(repo);
+        const plan: SwapPlan = { ...worst, flags: worst.flags.slice(0, flags) };
         const msg = renderPlan(plan, { swapId: "sw-1", requester: ALICE, status: "awaiting-approval" });
         expectAccepted(msg, repo);
         expect(msg.text).toContain(repo);
@@ -235,7 +239,7 @@ describe("Block Kit limits: the live card and the final report", () => {
     });
     const table = renderBenchmarkComparison(
       { single: result(1, 41.2), loaded: result(1_000_000, 9e15) },
-      { model: LONG_REPO, single: result(1, 1e-9), loaded: result(16, 0) },
+      { model: LONG_REPO, engine: "sglang", single: result(1, 1e-9), loaded: result(16, 0) },
     );
     expectAccepted(table, "benchmark");
     expect(allText(table)).toContain(LONG_REPO);

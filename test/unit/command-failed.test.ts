@@ -35,3 +35,13 @@ it("keeps the last line otherwise, and a lone pointer when that is all there is"
     "x failed on h (exit 1): only out",
   );
 });
+
+it("quotes at most 1,000 characters of that line, and the last of a line a progress bar redrew with \\r", () => {
+  // the message becomes a swap's reason, its stage's detail and an event: one line of megabytes (a
+  // progress bar without a newline) made a record the store refused
+  const bar = Array.from({ length: 50_000 }, (_, i) => `\rpulling ${i % 100}%`).join("");
+  const error = commandFailed("h", "x", failed(1, `${bar}\rError: no space left on device\n`));
+  expect(error.message).toBe("x failed on h (exit 1): Error: no space left on device");
+  const long = commandFailed("h", "x", failed(1, `${"z".repeat(5000)}\n`)).message;
+  expect(long).toBe(`x failed on h (exit 1): ${"z".repeat(999)}…`);
+});

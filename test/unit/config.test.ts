@@ -77,7 +77,7 @@ describe("configuration", () => {
   it("takes recipe overrides, and refuses one that names the plan's own settings or a value with specials", async () => {
     const withOverrides = `${good(keyPath)}recipes:
   overrides:
-    - recipe: qwen3.5-moe/nvfp4/sm_120
+    - recipe: nvfp4-sm120-sglang
       set: { fp4-gemm-backend: flashinfer_cutlass, disable-cuda-graph: true }
       remove: [tool-call-parser]
       reason: cudnn answers NaN on 0.5.7
@@ -85,7 +85,7 @@ describe("configuration", () => {
     const ok = await readConfig(env(await write("overrides.yaml", withOverrides)));
     expect(ok.problems).toEqual([]);
     expect(ok.config?.file.recipes.overrides[0]).toMatchObject({
-      recipe: "qwen3.5-moe/nvfp4/sm_120",
+      recipe: "nvfp4-sm120-sglang",
       set: { "fp4-gemm-backend": "flashinfer_cutlass", "disable-cuda-graph": true },
     });
     const bad = withOverrides
@@ -95,6 +95,17 @@ describe("configuration", () => {
     const paths = problems.map((p) => p.path).sort();
     expect(paths).toEqual(["recipes.overrides[0].remove[0]", "recipes.overrides[0].set.tp-size"].sort());
     expect(problems.find((p) => p.path.endsWith("tp-size"))?.what).toMatch(/the plan.s own/);
+
+    // whether a repo's Python runs is the repo's files' and hub.remoteCodeOrgs' to say, never an override's
+    const trust = withOverrides.replace("disable-cuda-graph: true", "trust-remote-code: true");
+    const refused = await readConfig(env(await write("trust-overrides.yaml", trust)));
+    expect(refused.problems.map((p) => [p.path, p.what, p.fix])).toEqual([
+      [
+        "recipes.overrides[0].set.trust-remote-code",
+        "trust-remote-code is decided from the model repo's files and allowed per org (hub.remoteCodeOrgs), never set",
+        "remove it; to let an org's models run their own code, add the org to hub.remoteCodeOrgs",
+      ],
+    ]);
   });
 
   it("takes bench.weightScale (1 unless set, for the demo and the bench only) and refuses anything but a whole number ≥ 1", async () => {

@@ -2,7 +2,7 @@ import type { KnownBlock } from "@slack/types";
 import { describe, expect, it } from "vitest";
 import { parseHistoryArgs } from "../../commands/history.ts";
 import { type HistoryRow, historyRow, renderHistory } from "../../src/reporter/history-message.ts";
-import { LIMITS } from "../../src/reporter/message.ts";
+import { LIMITS } from "../../src/slack/blocks.ts";
 import { newStages, type SwapOutcome, type SwapRecord } from "../../src/swap/swap-record.ts";
 
 const ALICE = "U0ALICE001";
@@ -89,9 +89,9 @@ describe("renderHistory", () => {
     expect(all).toContain(`rejected by <@${BOB}>`);
     expect(all).toContain("✅ succeeded");
     expect(all).toContain("🚫 rejected");
-    expect(all).toContain("downtime 75 s");
+    expect(all).toContain("downtime 1 min 15 s");
     expect(all).toContain("2026-03-09 12:00 UTC");
-    expect(all).toContain("1 day ago");
+    expect(all).toContain("1 d ago");
     expect(all).toContain("41.3 tok/s at 1 stream");
     expect(all).toContain("512 tok/s at 16 streams");
     // no swap succeeded on the host before it: nothing to compare with
@@ -153,7 +153,7 @@ describe("renderHistory", () => {
     const running = record("sw-1", "2026-03-10T11:59:00Z", undefined);
     const all = texts(renderHistory([historyRow(running)], { limit: 10, now: NOW }).blocks).join("\n");
     expect(all).toContain("🔄 in progress (prepare)");
-    expect(all).toContain("1 minute ago");
+    expect(all).toContain("1 min ago");
   });
 
   it("fits 50 entries with long model names and long reasons in Slack's limits, every entry shown", () => {

@@ -71,6 +71,7 @@ describe("HubClient.resolve against the simulated Hub", () => {
     expect(info.repo).toBe(qwen.id);
     expect(info.revision).toBe("main");
     expect(info.files.map((f) => [f.path, f.size])).toEqual(qwen.files.map((f) => [f.path, f.size]));
+    expect(info.notFetched).toBeUndefined();
     const shards = info.files.filter((f) => f.path.endsWith(".safetensors"));
     expect(shards.map((f) => f.path)).toEqual([
       "model-00001-of-00003.safetensors",
@@ -95,7 +96,12 @@ describe("HubClient.resolve against the simulated Hub", () => {
       `/api/models/${qwen.id}/tree/${qwen.sha}?recursive=true&expand=false`,
       `/${qwen.id}/resolve/${qwen.sha}/config.json?`,
       `/${qwen.id}/resolve/${qwen.sha}/hf_quant_config.json?`,
+      // every config that may name the repo's Python, where the repo has one
+      `/${qwen.id}/resolve/${qwen.sha}/tokenizer_config.json?`,
+      `/${qwen.id}/resolve/${qwen.sha}/preprocessor_config.json?`,
     ]);
+    expect(Object.keys(info.codeConfigs)).toEqual(["tokenizer_config.json", "preprocessor_config.json"]);
+    expect(info.codeConfigs["tokenizer_config.json"]).toMatchObject({ tokenizer_class: "Qwen2Tokenizer" });
     expect(requests.every((r) => r.status === 200 && r.token === undefined)).toBe(true);
   });
 
@@ -115,7 +121,11 @@ describe("HubClient.resolve against the simulated Hub", () => {
     try {
       const model = paged.addModel(makeModel("kimi-k2-int4"));
       const info = await client({}, paged.url).client.resolve(ref(model.id));
-      expect(info.files.map((f) => f.path)).toEqual(model.files.map((f) => f.path));
+      // every file was listed: what is fetched and what is left make the whole repository
+      expect(info.files.length + (info.notFetched?.files ?? 0)).toBe(model.files.length);
+      expect(info.files.filter((f) => f.path.endsWith(".safetensors"))).toHaveLength(
+        model.files.filter((f) => f.path.endsWith(".safetensors")).length,
+      );
       const treeRequests = paged.requests().filter((r) => r.path.includes("/tree/"));
       expect(treeRequests.length).toBe(Math.ceil(model.files.length / 4));
       expect(treeRequests.slice(1).every((r) => /cursor=\d+/.test(r.query))).toBe(true);
@@ -202,9 +212,16 @@ describe("HubClient.resolve against the simulated Hub", () => {
     const info = await c.resolve(ref(llama.id));
     expect(info).toMatchObject({ gated: "manual", license: "llama3.2", quantConfig: undefined });
     expect(info.weightBytes).toBe(info.files.find((f) => f.path === "model.safetensors")?.size);
-    expect(info.files.some((f) => f.path === "original/consolidated.00.pth")).toBe(true);
+    // Meta's own format in original/ (on the real 405B, another 800 GB) is not downloaded
+    expect(info.files.some((f) => f.path.startsWith("original/"))).toBe(false);
+    expect(info.notFetched).toEqual({
+      files: 3,
+      bytes: llama.files.filter((f) => f.path.startsWith("original/")).reduce((n, f) => n + f.size, 0),
+    });
+    expect(info.files.some((f) => f.path === "USE_POLICY.md")).toBe(true);
     const requests = hub.requests();
-    expect(requests.length).toBe(3);
+    // model info, the file list, config.json and tokenizer_config.json
+    expect(requests.length).toBe(4);
     expect(requests.every((r) => r.token === SIM_HUB_TOKEN && r.tokenValid)).toBe(true);
     expect(logText()).toContain("model resolved");
     expect(logText()).not.toContain(SIM_HUB_TOKEN);
@@ -244,6 +261,69 @@ describe("HubClient.resolve against the simulated Hub", () => {
     expect(empty.message).toContain("no weight files at all (README.md)");
   });
 
+  it("downloads the weights and the files beside them the engine reads, and counts the rest of a crowded repository", async () => {
+    const crowded = makeModel("qwen3.5-moe-nvfp4", { id: "sim-org/crowded" });
+    const files: SimModel["files"] = [
+      ...crowded.files,
+      { path: "consolidated.safetensors", size: 3000 },
+      { path: "pytorch_model.bin", size: 3000 },
+      { path: "modeling_crowded.py", size: 0, content: "# remote code\n" },
+      { path: "LICENSE", size: 0, content: "Apache-2.0\n" },
+      { path: "figure.PNG", size: 700 },
+      { path: "docs/guide.pdf", size: 900 },
+    ];
+    for (let i = 0; i < 5000; i++) files.push({ path: `assets/img-${i}.jpg`, size: 10 });
+    hub.addModel({ ...crowded, files });
+    const info = await client().client.resolve(ref("sim-org/crowded"));
+    const paths = info.files.map((f) => f.path);
+    expect(paths).toEqual(
+      expect.arrayContaining(["chat_template.jinja", "modeling_crowded.py", "LICENSE", "README.md"]),
+    );
+    expect(paths.filter((p) => p.endsWith(".safetensors"))).toEqual([
+      "model-00001-of-00003.safetensors",
+      "model-00002-of-00003.safetensors",
+      "model-00003-of-00003.safetensors",
+    ]);
+    for (const left of ["consolidated.safetensors", "pytorch_model.bin", "figure.PNG", "docs/guide.pdf"])
+      expect(paths).not.toContain(left);
+    expect(info.notFetched).toEqual({
+      files: 5000 + 4,
+      bytes: 5000 * 10 + 3000 + 3000 + 700 + 900,
+    });
+    expect(info.totalBytes).toBe(info.files.reduce((n, f) => n + f.size, 0));
+  });
+
+  it("refuses a repository with more files to download than a record keeps, before reading any file, saying what to do", async () => {
+    const base = makeModel("tiny", { id: "sim-org/many-shards" });
+    const shards = (n: number, name: (i: number) => string) =>
+      Array.from({ length: n }, (_, i) => ({ path: name(i), size: 10 }));
+    hub.addModel({
+      ...base,
+      files: [
+        ...base.files.filter((f) => !f.path.endsWith(".safetensors")),
+        ...shards(1001, (i) => `model-${String(i + 1).padStart(5, "0")}-of-01001.safetensors`),
+      ],
+    });
+    const many = await failure(client().client.resolve(ref("sim-org/many-shards")), "HUB_TOO_MANY_FILES");
+    expect(many.message).toMatch(
+      /^sim-org\/many-shards has [\d,]+ files to download \(at most 1,000\): 1,001 safetensors weight files and \d+ other files at its top level/,
+    );
+    expect(many.fix).toContain("max_shard_size");
+    expect(hub.requests().some((r) => r.kind === "resolve")).toBe(false);
+
+    // fewer files, but names so long that their list would not fit either
+    hub.addModel({
+      ...base,
+      id: "sim-org/long-names",
+      files: [
+        ...base.files.filter((f) => !f.path.endsWith(".safetensors")),
+        ...shards(600, (i) => `${"w".repeat(200)}-${String(i + 1).padStart(5, "0")}.safetensors`),
+      ],
+    });
+    const long = await failure(client().client.resolve(ref("sim-org/long-names")), "HUB_TOO_MANY_FILES");
+    expect(long.message).toMatch(/whose list with sizes and checksums takes \d+ KB \(at most 128 KB\)/);
+  });
+
   it("refuses a repository without config.json", async () => {
     hub.addModel({ id: "sim-org/no-config", files: [{ path: "model.safetensors", size: 4096 }] });
     const error = await failure(
@@ -265,7 +345,7 @@ describe("HubClient.resolve against the simulated Hub", () => {
     const info = await c.resolve(ref(fp8.id));
     expect(info.sha).toBe(fp8.sha);
     const statuses = hub.requests().map((r) => r.status);
-    expect(statuses).toEqual([502, 502, 200, 200, 200]);
+    expect(statuses).toEqual([502, 502, 200, 200, 200, 200]);
     expect(logText()).toContain("hub request failed, retrying");
   });
 
@@ -378,6 +458,8 @@ function fakeHub(
     info?: unknown;
     tree?: (path: string, res: ServerResponse) => void;
     config?: (res: ServerResponse) => void;
+    /** Other files at the commit, by path. */
+    files?: Record<string, (res: ServerResponse) => void>;
   } = {},
 ): Handler {
   return (_req, res, path) => {
@@ -395,6 +477,8 @@ function fakeHub(
       if (override.config) return override.config(res);
       return sendJson(res, CONFIG);
     }
+    const file = override.files?.[path.slice(`/${REPO}/resolve/${SHA}/`.length)];
+    if (path.startsWith(`/${REPO}/resolve/${SHA}/`) && file !== undefined) return file(res);
     res.writeHead(404, { "X-Error-Code": "EntryNotFound" });
     res.end("Entry not found");
   };
@@ -438,6 +522,53 @@ describe("HubClient.resolve against a hostile or broken Hub", () => {
       const info = await c.resolve(ref(REPO));
       expect(info.quantConfig).toEqual(quantization_config);
       expect(fake.requests.at(-1)?.path).toBe(`/${REPO}/resolve/${SHA}/hf_quant_config.json`);
+    });
+  });
+
+  it("reads every config that may name the repo's Python when the file list has it, and refuses one it cannot read", async () => {
+    const listed =
+      (...names: string[]) =>
+      (_p: string, res: ServerResponse) =>
+        sendJson(res, [
+          { type: "file", path: "config.json", size: 60 },
+          ...names.map((path) => ({ type: "file", path, size: 40 })),
+          { type: "file", path: "model.safetensors", size: 100, lfs: { oid: LFS, size: 100 } },
+        ]);
+    const tokenizer = { auto_map: { AutoTokenizer: ["tokenization_x.XTokenizer", null] } };
+    const files = {
+      "tokenizer_config.json": (res: ServerResponse) => sendJson(res, tokenizer),
+      "processor_config.json": (res: ServerResponse) => sendJson(res, { processor_class: "XProcessor" }),
+      "sub/tokenizer_config.json": (res: ServerResponse) => sendJson(res, tokenizer),
+    };
+    const tree = listed(
+      "tokenizer_config.json",
+      "processor_config.json",
+      "sub/tokenizer_config.json",
+      "generation_config.json",
+    );
+    await withFake(fakeHub({ tree, files }), async (c, fake) => {
+      const info = await c.resolve(ref(REPO));
+      expect(info.codeConfigs).toEqual({
+        "tokenizer_config.json": tokenizer,
+        "processor_config.json": { processor_class: "XProcessor" },
+      });
+      // one request per config the repo has at its top level, where the engines read them; nothing else
+      expect(fake.requests.slice(3).map((r) => r.path)).toEqual([
+        `/${REPO}/resolve/${SHA}/tokenizer_config.json`,
+        `/${REPO}/resolve/${SHA}/processor_config.json`,
+      ]);
+    });
+    // listed but missing, or not a JSON object: what it names cannot be known, so nothing is planned
+    await withFake(fakeHub({ tree: listed("tokenizer_config.json") }), async (c) => {
+      const error = await failure(c.resolve(ref(REPO)), "HUB_BAD_RESPONSE");
+      expect(error.message).toContain(
+        "tokenizer_config.json of evil-org/model: the file list names it but the Hub says it does not exist",
+      );
+    });
+    const notJson = { "preprocessor_config.json": (res: ServerResponse) => sendJson(res, "[1,") };
+    await withFake(fakeHub({ tree: listed("preprocessor_config.json"), files: notJson }), async (c) => {
+      const error = await failure(c.resolve(ref(REPO)), "HUB_BAD_RESPONSE");
+      expect(error.message).toContain("preprocessor_config.json of evil-org/model is not JSON");
     });
   });
 

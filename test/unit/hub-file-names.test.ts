@@ -2,7 +2,8 @@ import { spawnSync } from "node:child_process";
 import { posix } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { downloadScript, verificationFiles } from "../../jobs/swap/stages/download-task.ts";
+import { downloadScript, includeArgs, verificationFiles } from "../../jobs/swap/stages/download-task.ts";
+import { sh } from "../../src/host/shell-quote.ts";
 import { showName, unsafePathReason } from "../../src/hub/hub-schemas.ts";
 import type { ModelInfo } from "../../src/hub/types.ts";
 import { modelDirFor } from "../../src/plan/model-dir.ts";
@@ -180,6 +181,11 @@ describe("file names from the Hub", () => {
     });
     expect(read.status).toBe(0);
     expect(read.stdout.split("\0").slice(0, -1)).toEqual(names);
+    // hf download is told exactly these files, each an fnmatch pattern of itself (no [ * ? in them)
+    const include = spawnSync("bash", ["-c", `printf '%s\\0' ${sh`${includeArgs(info)}`.text}`], {
+      encoding: "utf8",
+    });
+    expect(include.stdout.split("\0").slice(0, -1)).toEqual(names.flatMap((n) => ["--include", n]));
     // sha256sum's check-file format: two spaces, then the name to the end of the line
     expect(
       sums
@@ -195,7 +201,7 @@ describe("file names from the Hub", () => {
       fc.property(fc.string({ unit: "binary", minLength: 1, maxLength: 30 }), (raw) => {
         const modelDir = `/srv/${raw.replaceAll("\0", "")}`;
         const script = downloadScript(
-          { repo: "org/model", sha } as ModelInfo,
+          { repo: "org/model", sha, files: [] } as unknown as ModelInfo,
           modelDir,
           "/srv/t/download",
         ).text;

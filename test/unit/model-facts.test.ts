@@ -3,6 +3,7 @@ import { CodedError } from "../../src/errors.ts";
 import { HubClient } from "../../src/hub/hub-client.ts";
 import type { ModelInfo } from "../../src/hub/types.ts";
 import { modelFacts } from "../../src/plan/model-facts.ts";
+import { describeRemoteCode } from "../../src/plan/remote-code.ts";
 import type { ModelFacts } from "../../src/plan/types.ts";
 import {
   type ModelPreset,
@@ -38,6 +39,8 @@ const EXPECTED: Record<ModelPreset, Omit<ModelFacts, "weightBytes">> = {
     layers: 60,
     hiddenSize: 4096,
     headDim: 256,
+    // 15 of its 60 layers are full attention, the rest Gated DeltaNet (layer_types)
+    fullAttentionLayers: 15,
     experts: 512,
     maxContext: 262144,
     needsRemoteCode: false,
@@ -52,9 +55,26 @@ const EXPECTED: Record<ModelPreset, Omit<ModelFacts, "weightBytes">> = {
     hiddenSize: 7168,
     // MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64.
     headDim: 192,
+    // MLA's KV cache: the compressed rank and the rope part, one copy per token and layer
+    kvLoraRank: 512,
+    qkRopeHeadDim: 64,
     experts: 384,
     maxContext: 262144,
     needsRemoteCode: true,
+    remoteCode: {
+      files: [
+        { file: "configuration_deepseek.py", namedBy: ["config.json"] },
+        { file: "modeling_deepseek.py", namedBy: ["config.json"] },
+        { file: "tokenization_kimi.py", namedBy: ["tokenizer_config.json"] },
+      ],
+      moreFiles: 0,
+      otherRepos: [],
+      moreOtherRepos: 0,
+      unreadable: [],
+      moreUnreadable: 0,
+      otherPy: [],
+      moreOtherPy: 0,
+    },
   },
   "llama-bf16-small": {
     family: "llama",
@@ -102,8 +122,9 @@ describe("modelFacts of the simulated Hub's presets (real config shapes)", () =>
   for (const kind of Object.keys(EXPECTED) as ModelPreset[]) {
     it(kind, async () => {
       const info = await resolvePreset(kind);
-      const facts = modelFacts(info);
+      const { quant, modelType: _type, textModelType: _text, ...facts } = modelFacts(info);
       expect(facts).toEqual({ ...EXPECTED[kind], weightBytes: presetInfo(kind).claimedWeightBytes });
+      expect(quant?.format).toBe(EXPECTED[kind].quantization);
     });
   }
 
@@ -118,14 +139,19 @@ describe("modelFacts of the simulated Hub's presets (real config shapes)", () =>
 
 function info(
   config: Record<string, unknown>,
-  opts: { repo?: string; quantConfig?: Record<string, unknown> } = {},
+  opts: {
+    repo?: string;
+    quantConfig?: Record<string, unknown>;
+    codeConfigs?: ModelInfo["codeConfigs"];
+    files?: string[];
+  } = {},
 ): ModelInfo {
   const quant = config.quantization_config;
   return {
     repo: opts.repo ?? "org/model",
     revision: "main",
     sha: "0".repeat(40),
-    files: [],
+    files: (opts.files ?? []).map((path) => ({ path, size: 10 })),
     totalBytes: 1000,
     weightBytes: 900,
     gated: false,
@@ -134,6 +160,7 @@ function info(
     quantConfig:
       opts.quantConfig ??
       (typeof quant === "object" && quant !== null ? (quant as Record<string, unknown>) : undefined),
+    codeConfigs: opts.codeConfigs ?? {},
   };
 }
 
@@ -277,15 +304,87 @@ describe("modelFacts quantization", () => {
     ],
     ["AWQ", { config: { quantization_config: { quant_method: "awq", bits: 4, group_size: 128 } } }, "int4"],
     ["GPTQ 4-bit", { config: { quantization_config: { quant_method: "gptq", bits: 4 } } }, "int4"],
-    ["GPTQ 8-bit", { config: { quantization_config: { quant_method: "gptq", bits: 8 } } }, "unknown"],
+    // GPTQ 8-bit and bitsandbytes were "unknown" (refused) before issue 28: both engines serve them
+    ["GPTQ 8-bit", { config: { quantization_config: { quant_method: "gptq", bits: 8 } } }, "int8"],
+    [
+      "GPTQ 3-bit: the 4-bit-or-less row",
+      { config: { quantization_config: { quant_method: "gptq", bits: 3 } } },
+      "int4",
+    ],
+    [
+      "AWQ 8-bit: no engine has it",
+      { config: { quantization_config: { quant_method: "awq", bits: 8 } } },
+      "unknown",
+    ],
+    [
+      "bitsandbytes 4-bit",
+      { config: { quantization_config: { quant_method: "bitsandbytes", load_in_4bit: true } } },
+      "int4",
+    ],
+    [
+      "bitsandbytes 8-bit",
+      { config: { quantization_config: { quant_method: "bitsandbytes", load_in_8bit: true } } },
+      "int8",
+    ],
+    // gpt-oss: "could not tell the weights' format" before issue 28
+    ["MXFP4 (gpt-oss)", { config: { quantization_config: { quant_method: "mxfp4" } } }, "mxfp4"],
+    [
+      "FP8 per channel (fbgemm_fp8, Meta's Llama 3.1 405B FP8)",
+      { config: { quantization_config: { quant_method: "fbgemm_fp8", activation_scale_ub: 1200 } } },
+      "fp8",
+    ],
+    [
+      "ModelOpt FP8 in config.json alone",
+      { config: { quantization_config: { quant_method: "modelopt", quant_algo: "FP8" } } },
+      "fp8",
+    ],
+    [
+      "compressed-tensors W4A16",
+      {
+        config: {
+          quantization_config: {
+            quant_method: "compressed-tensors",
+            format: "pack-quantized",
+            config_groups: {
+              group_0: {
+                weights: { num_bits: 4, type: "int", strategy: "group", group_size: 128 },
+                input_activations: null,
+              },
+            },
+          },
+        },
+      },
+      "int4",
+    ],
+    [
+      "compressed-tensors W8A8 INT8",
+      {
+        config: {
+          quantization_config: {
+            quant_method: "compressed-tensors",
+            format: "int-quantized",
+            config_groups: {
+              group_0: {
+                weights: { num_bits: 8, type: "int", strategy: "channel" },
+                input_activations: { num_bits: 8, type: "int", strategy: "token", dynamic: true },
+              },
+            },
+          },
+        },
+      },
+      "int8",
+    ],
     [
       "a method modelswap does not know, over a bf16 dtype",
-      { config: { quantization_config: { quant_method: "bitsandbytes", load_in_4bit: true } } },
+      { config: { quantization_config: { quant_method: "exl2", bits: 4.0 } } },
       "unknown",
     ],
     ["torch_dtype float16", { config: { torch_dtype: "float16" } }, "fp16"],
     ["the newer `dtype` key", { config: { torch_dtype: undefined, dtype: "bfloat16" } }, "bf16"],
-    ["float32", { config: { torch_dtype: "float32" } }, "unknown"],
+    ["float32", { config: { torch_dtype: "float32" } }, "fp32"],
+    // GPT-2's config names no dtype: transformers' default is float32, which the engines serve in 16-bit
+    ["no dtype at all", { config: { torch_dtype: undefined } }, "fp32"],
+    ["a dtype no engine serves", { config: { torch_dtype: "int64" } }, "unknown"],
   ];
   for (const [name, opts, expected] of cases) {
     it(`${name} → ${expected}`, () => {
@@ -332,5 +431,237 @@ describe("modelFacts refuses configs it cannot plan with, naming the field", () 
     expect(unsupported(() => modelFacts(info(llamaConfig({ num_key_value_heads: 3 })))).message).toContain(
       "3 KV heads for 32 attention heads",
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Which of the repo's Python runs: every config transformers reads, and the repo's .py files.
+
+const NONE = {
+  moreFiles: 0,
+  otherRepos: [],
+  moreOtherRepos: 0,
+  unreadable: [],
+  moreUnreadable: 0,
+  otherPy: [],
+  moreOtherPy: 0,
+};
+
+describe("remote code, from the repo's files", () => {
+  it("tokenizer_config.json's auto_map alone names tokenization_kimi.py: remote code, named", () => {
+    const facts = modelFacts(
+      info(deepseekV3Config({ auto_map: undefined }), {
+        codeConfigs: {
+          "tokenizer_config.json": {
+            tokenizer_class: "TokenizationKimi",
+            auto_map: { AutoTokenizer: ["tokenization_kimi.TokenizationKimi", null] },
+          },
+        },
+        files: ["config.json", "tokenization_kimi.py", "model.safetensors"],
+      }),
+    );
+    expect(facts.needsRemoteCode).toBe(true);
+    expect(facts.remoteCode).toEqual({
+      ...NONE,
+      files: [{ file: "tokenization_kimi.py", namedBy: ["tokenizer_config.json"] }],
+    });
+    expect(describeRemoteCode(facts.remoteCode!)).toBe(
+      "tokenization_kimi.py (tokenizer_config.json auto_map)",
+    );
+  });
+
+  it("no auto_map, an empty one, or one naming only null: none of the repo's Python runs, .py files or not", () => {
+    const files = ["config.json", "tokenization_kimi.py", "modeling_deepseek.py"];
+    for (const autoMap of [undefined, {}, { AutoTokenizer: [null, null] }, [null, null]]) {
+      const facts = modelFacts(
+        info(deepseekV3Config({ auto_map: autoMap }), {
+          codeConfigs: { "tokenizer_config.json": { auto_map: autoMap } },
+          files,
+        }),
+      );
+      expect(facts.needsRemoteCode, JSON.stringify(autoMap)).toBe(false);
+      expect(facts).not.toHaveProperty("remoteCode");
+    }
+  });
+
+  it("reads every config transformers follows: nested configs, processor, preprocessor, video, the tokenizer's list form", () => {
+    const config = llamaConfig({
+      vision_config: { auto_map: { AutoConfig: "configuration_vision.VisionConfig" } },
+    });
+    const facts = modelFacts(
+      info(config, {
+        codeConfigs: {
+          "tokenizer_config.json": {
+            auto_map: ["tokenization_x.XTokenizer", "tokenization_x.XTokenizerFast"],
+          },
+          "processor_config.json": { auto_map: { AutoProcessor: "processing_x.XProcessor" } },
+          "preprocessor_config.json": {
+            auto_map: {
+              AutoImageProcessor: "image_processing_x.XImageProcessor",
+              AutoProcessor: "processing_x.XProcessor",
+            },
+          },
+          "video_preprocessor_config.json": { auto_map: { AutoVideoProcessor: "video_processing_x.XVideo" } },
+        },
+        files: [
+          "configuration_vision.py",
+          "tokenization_x.py",
+          "processing_x.py",
+          "image_processing_x.py",
+          "video_processing_x.py",
+          "utils/helpers.py",
+        ],
+      }),
+    );
+    expect(facts.remoteCode).toEqual({
+      ...NONE,
+      files: [
+        { file: "configuration_vision.py", namedBy: ["config.json vision_config"] },
+        { file: "tokenization_x.py", namedBy: ["tokenizer_config.json"] },
+        { file: "processing_x.py", namedBy: ["processor_config.json", "preprocessor_config.json"] },
+        { file: "image_processing_x.py", namedBy: ["preprocessor_config.json"] },
+        { file: "video_processing_x.py", namedBy: ["video_preprocessor_config.json"] },
+      ],
+      otherPy: ["utils/helpers.py"],
+    });
+    expect(describeRemoteCode(facts.remoteCode!)).toBe(
+      "configuration_vision.py (config.json vision_config auto_map), tokenization_x.py (tokenizer_config.json auto_map), processing_x.py (processor_config.json, preprocessor_config.json auto_map), image_processing_x.py (preprocessor_config.json auto_map), video_processing_x.py (video_preprocessor_config.json auto_map); they may import the repo's other .py file (utils/helpers.py)",
+    );
+  });
+
+  it("names code of another repo (org/name--module.Class) with that repo, and a module the repo lacks", () => {
+    const facts = modelFacts(
+      info(
+        deepseekV3Config({
+          auto_map: {
+            AutoConfig: "deepseek-ai/DeepSeek-V3--configuration_deepseek.DeepseekV3Config",
+            AutoModelForCausalLM: "org/model--modeling_deepseek.DeepseekV3ForCausalLM",
+          },
+        }),
+        { files: ["config.json"] },
+      ),
+    );
+    expect(facts.remoteCode).toEqual({
+      ...NONE,
+      files: [
+        // naming its own repo is its own code; and that file is not in it
+        { file: "modeling_deepseek.py", namedBy: ["config.json"], missing: true },
+        { file: "configuration_deepseek.py", repo: "deepseek-ai/DeepSeek-V3", namedBy: ["config.json"] },
+      ],
+      otherRepos: ["deepseek-ai/DeepSeek-V3"],
+    });
+    expect(describeRemoteCode(facts.remoteCode!)).toBe(
+      "modeling_deepseek.py (config.json auto_map; not in the repo), configuration_deepseek.py of deepseek-ai/DeepSeek-V3 (config.json auto_map; another repo's code, at its main branch)",
+    );
+  });
+
+  it("keeps what is not a class reference as unreadable, quoted, escaped and cut", () => {
+    const facts = modelFacts(
+      info(
+        llamaConfig({
+          auto_map: {
+            A: "a.b.C",
+            B: "$(touch pwned).C",
+            C: 42,
+            D: "no-org--m.C",
+            E: "x/y--z--m.C",
+            F: { nested: "m.C" },
+            G: `m\u202e.${"C".repeat(100)}`,
+          },
+        }),
+      ),
+    );
+    expect(facts.needsRemoteCode).toBe(true);
+    expect(facts.remoteCode?.files).toEqual([]);
+    expect(facts.remoteCode?.unreadable).toEqual([
+      "42 (config.json auto_map)",
+      '{"nested":"m.C"} (config.json auto_map)',
+      '"a.b.C" (config.json auto_map)',
+    ]);
+    expect(facts.remoteCode?.moreUnreadable).toBe(4);
+  });
+
+  it("is bounded whatever the repo holds: 20 names of each kind, then a count", () => {
+    const autoMap = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`Auto${i}`, `org${i}/repo--module_${i}.Class`]),
+    );
+    const own = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`Own${i}`, `own_${i}.Class`]));
+    const facts = modelFacts(
+      info(llamaConfig({ auto_map: { ...autoMap, ...own } }), {
+        files: Array.from({ length: 50 }, (_, i) => `extra_${i}.py`),
+      }),
+    );
+    const code = facts.remoteCode!;
+    expect([code.files.length, code.moreFiles]).toEqual([20, 110]);
+    expect([code.otherRepos.length, code.moreOtherRepos]).toEqual([20, 80]);
+    expect([code.otherPy.length, code.moreOtherPy]).toEqual([20, 30]);
+    expect(describeRemoteCode(code).length).toBeLessThan(1400);
+    expect(describeRemoteCode(code)).toMatch(
+      /\d+ more files; they may import the repo's other \.py files \(extra_0\.py, .* and 45 more\)$/,
+    );
+  });
+});
+
+describe("modelFacts quantization in full (issue 28)", () => {
+  it("says the method, the scheme and where it was read", () => {
+    const fp8 = modelFacts(info(llamaConfig({ quantization_config: undefined }), {})).quant;
+    expect(fp8).toMatchObject({ format: "bf16", method: "none", source: "config.json torch_dtype" });
+    const block = modelFacts(
+      info(
+        llamaConfig({
+          quantization_config: {
+            quant_method: "fp8",
+            fmt: "e4m3",
+            activation_scheme: "dynamic",
+            weight_block_size: [128, 128],
+          },
+        }),
+        {},
+      ),
+    ).quant;
+    expect(block).toMatchObject({ format: "fp8", method: "fp8", scheme: "block", blockSize: [128, 128] });
+    expect(block?.description).toBe("FP8 e4m3 in 128×128 blocks, dynamic activations");
+    const modelopt = modelFacts(
+      info(llamaConfig({}), {
+        quantConfig: {
+          producer: { name: "modelopt" },
+          quantization: { quant_algo: "NVFP4", group_size: 16 },
+        },
+      }),
+    ).quant;
+    expect(modelopt).toMatchObject({
+      format: "nvfp4",
+      method: "modelopt",
+      groupSize: 16,
+      source: "hf_quant_config.json",
+    });
+    const awq = modelFacts(
+      info(
+        llamaConfig({
+          quantization_config: { quant_method: "awq", bits: 4, group_size: 128, version: "gemm" },
+        }),
+        {},
+      ),
+    ).quant;
+    expect(awq?.description).toBe("AWQ 4-bit (group 128, gemm), 16-bit activations");
+    const unknown = modelFacts(
+      info(llamaConfig({ quantization_config: { quant_method: "exl2" } }), {}),
+    ).quant;
+    expect(unknown).toMatchObject({ format: "unknown", method: "exl2", description: 'quant_method "exl2"' });
+    // HQQ of 4 bits (vLLM's HQQ Marlin); other widths no engine serves
+    const hqq = (nbits: number) =>
+      modelFacts(
+        info(
+          llamaConfig({
+            quantization_config: {
+              quant_method: "hqq",
+              quant_config: { weight_quant_params: { nbits, group_size: 64 } },
+            },
+          }),
+          {},
+        ),
+      ).quant;
+    expect(hqq(4)).toMatchObject({ format: "int4", method: "hqq", groupSize: 64 });
+    expect(hqq(2)?.format).toBe("unknown");
   });
 });

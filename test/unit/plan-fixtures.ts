@@ -1,8 +1,8 @@
 import type { EngineSource } from "../../src/engine/engine-source.ts";
 import type { GpuInfo } from "../../src/gpu/nvidia-smi.ts";
-import type { ModelInfo } from "../../src/hub/types.ts";
+import { CODE_CONFIG_FILES, type ModelInfo } from "../../src/hub/types.ts";
 import { weightFiles } from "../../src/hub/weight-files.ts";
-import type { PlanInput } from "../../src/plan/make-plan.ts";
+import type { PlanInput } from "../../src/plan/plan-input.ts";
 import type { HostFacts, ModelFacts } from "../../src/plan/types.ts";
 import { gpuSet } from "../../testbench/gpu-host/shims/gpu-sets.mjs";
 import { defaultSha, type MakeModelOptions, type ModelPreset, makeModel } from "../../testbench/hub/index.ts";
@@ -45,6 +45,11 @@ export function modelInfoOf(preset: ModelPreset, sizes: MakeModelOptions = { siz
     hfQuant !== undefined
       ? (JSON.parse(hfQuant) as Record<string, unknown>)
       : (config.quantization_config as Record<string, unknown> | undefined);
+  const codeConfigs: Record<string, Record<string, unknown>> = {};
+  for (const name of CODE_CONFIG_FILES) {
+    const content = text(name);
+    if (content !== undefined) codeConfigs[name] = JSON.parse(content) as Record<string, unknown>;
+  }
   return {
     repo: sim.id,
     revision: "main",
@@ -56,6 +61,7 @@ export function modelInfoOf(preset: ModelPreset, sizes: MakeModelOptions = { siz
     license: sim.license,
     config,
     quantConfig,
+    codeConfigs,
   };
 }
 
@@ -67,12 +73,25 @@ export function factsOf(preset: "qwen3.5-moe-nvfp4" | "kimi-k2-int4" | "llama-bf
       return {
         family: "qwen3.5-moe",
         architecture: "Qwen3_5MoeForConditionalGeneration",
+        modelType: "qwen3_5_moe",
+        textModelType: "qwen3_5_moe_text",
         quantization: "nvfp4",
+        quant: {
+          format: "nvfp4",
+          method: "modelopt",
+          description: "ModelOpt NVFP4 (4-bit float weights and activations, FP8 scales per group of 16)",
+          weightBits: 4,
+          activationBits: 4,
+          groupSize: 16,
+          source: "config.json quantization_config",
+        },
         attentionHeads: 32,
         kvHeads: 2,
         layers: 60,
         hiddenSize: 4096,
         headDim: 256,
+        // 15 of its 60 layers are full attention, the rest Gated DeltaNet (layer_types)
+        fullAttentionLayers: 15,
         experts: 512,
         maxContext: 262144,
         weightBytes,
@@ -82,22 +101,58 @@ export function factsOf(preset: "qwen3.5-moe-nvfp4" | "kimi-k2-int4" | "llama-bf
       return {
         family: "kimi-k2",
         architecture: "DeepseekV3ForCausalLM",
+        modelType: "kimi_k2",
         quantization: "int4",
+        quant: {
+          format: "int4",
+          method: "compressed-tensors",
+          description: "compressed-tensors W4A16 INT4 (pack-quantized, group 32)",
+          weightBits: 4,
+          activationBits: 16,
+          scheme: "group",
+          groupSize: 32,
+          source: "config.json quantization_config",
+        },
         attentionHeads: 64,
         kvHeads: 64,
         layers: 61,
         hiddenSize: 7168,
         headDim: 192,
+        kvLoraRank: 512,
+        qkRopeHeadDim: 64,
         experts: 384,
         maxContext: 262144,
         weightBytes,
         needsRemoteCode: true,
+        // config.json's auto_map names the DeepSeek-V3 config and model, tokenizer_config.json's the tokenizer
+        remoteCode: {
+          files: [
+            { file: "configuration_deepseek.py", namedBy: ["config.json"] },
+            { file: "modeling_deepseek.py", namedBy: ["config.json"] },
+            { file: "tokenization_kimi.py", namedBy: ["tokenizer_config.json"] },
+          ],
+          moreFiles: 0,
+          otherRepos: [],
+          moreOtherRepos: 0,
+          unreadable: [],
+          moreUnreadable: 0,
+          otherPy: [],
+          moreOtherPy: 0,
+        },
       };
     case "llama-bf16-small":
       return {
         family: "llama",
         architecture: "LlamaForCausalLM",
+        modelType: "llama",
         quantization: "bf16",
+        quant: {
+          format: "bf16",
+          method: "none",
+          description: "BF16 weights, not quantized",
+          weightBits: 16,
+          source: "config.json torch_dtype",
+        },
         attentionHeads: 32,
         kvHeads: 8,
         layers: 16,
@@ -169,6 +224,7 @@ export function planInput(
     },
     ...(extra.requestedTp === undefined ? {} : { requestedTp: extra.requestedTp }),
     swapId: "sw-20261129-0001",
+    engineKind: "sglang",
     engine: ENGINE_MAIN,
     // the presets' own orgs are trusted here; the remote-code check has tests of its own
     remoteCodeOrgs: extra.remoteCodeOrgs ?? [modelInfoOf(preset).repo.split("/")[0]!],

@@ -1,14 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { renderPlan } from "../../src/approval/plan-message.ts";
 import { chooseTp, headsProblem } from "../../src/plan/choose-tp.ts";
-import {
-  expectedDowntimeSeconds,
-  healthTimeoutSeconds,
-  makePlan,
-  type PlanInput,
-} from "../../src/plan/make-plan.ts";
-import { findRecipe } from "../../src/plan/recipes.ts";
+import { expectedDowntimeSeconds, healthTimeoutSeconds } from "../../src/plan/downtime.ts";
+import { makePlan } from "../../src/plan/make-plan.ts";
+import type { PlanInput } from "../../src/plan/plan-input.ts";
 import type { HostFacts, ModelFacts, SwapPlan } from "../../src/plan/types.ts";
+import { renderPlan } from "../../src/reporter/plan-message.ts";
 import { factsOf, GiB, gpusOf, modelInfoOf, planInput } from "./plan-fixtures.ts";
 
 const RTX = "8x-rtx-pro-6000-blackwell";
@@ -31,7 +27,7 @@ describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackw
   it("passes every check with the SM120 recipe at tp 8", () => {
     expect(failing(plan)).toEqual([]);
     expect(plan.ok).toBe(true);
-    expect(plan.recipe).toBe("qwen3.5-moe/nvfp4/sm_120");
+    expect(plan.recipe).toBe("modelopt-fp4 + nvfp4-sm120-sglang-moe + nvfp4-sm120-sglang + qwen3.5");
     expect(plan.tp).toBe(8);
     expect(plan.tpReason).toMatch(/all 8 GPUs.*more memory for KV cache/);
     expect(plan.checks.map((c) => c.id)).toEqual([
@@ -92,7 +88,7 @@ describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackw
     expect(flag(plan, "enable-hierarchical-cache")?.reason).toMatch(
       /2\.0 TiB holds 4 × the 432\.0 GiB GPU KV cache/,
     );
-    expect(plan.notes).toEqual([]);
+    expect(plan.notes.filter((n) => /Hierarchical/.test(n))).toEqual([]);
 
     const small = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { host: { memoryBytes: 1024 * GiB } }));
     expect(flag(small, "enable-hierarchical-cache")).toBeUndefined();
@@ -123,12 +119,12 @@ describe("Qwen3.5-397B-A17B NVFP4 (223 GB, 19 shards) on 8× RTX PRO 6000 Blackw
     expect(plan.expectedDowntimeSeconds).toBe(389);
     expect(plan.healthTimeoutSeconds).toBe(1200);
     expect(plan.downtimeBasis).toBe(
-      "223 GB of weights read cold from disk at 1.5 GB/s (2.5 min) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
+      "223 GB of weights read cold from disk at 1.5 GB/s (2 min 30 s) + 4 min to stop, start, JIT-compile and warm up the NVFP4 kernels on sm_120",
     );
     // elsewhere the start-up is 90 s (process start, CUDA init, CUDA graph capture)
     const b200 = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-b200"));
     expect(b200.expectedDowntimeSeconds).toBe(Math.round(90 + b200.facts.weightBytes / 1.5e9));
-    expect(b200.downtimeBasis).toMatch(/\+ 90 s to stop, start and capture CUDA graphs$/);
+    expect(b200.downtimeBasis).toMatch(/\+ 1 min 30 s to stop, start and capture CUDA graphs$/);
     expect(healthTimeoutSeconds(1e9)).toBe(600);
     expect(expectedDowntimeSeconds(600e9)).toBeGreaterThan(expectedDowntimeSeconds(223e9));
     expect(healthTimeoutSeconds(600e9)).toBeGreaterThan(healthTimeoutSeconds(223e9));
@@ -141,14 +137,22 @@ describe("the same model elsewhere", () => {
     expect(plan.ok).toBe(false);
     const quant = check(plan, "quantization");
     expect(quant.ok).toBe(false);
-    expect(quant.detail).toBe("NVFP4 weights need compute capability ≥ 10.0; NVIDIA H200 is 9.0");
-    expect(quant.fix).toMatch(/Blackwell host .* with --host/);
-    expect(quant.fix).toMatch(/FP8/);
-    // No recipe is made up for it, and the recipe check points at the real reason.
-    expect(plan.recipe).toBe("none");
-    expect(check(plan, "recipe")).toMatchObject({ ok: false });
-    expect(check(plan, "recipe").detail).toMatch(/NVFP4 does not run on sm_90.*quantization/);
-    expect(flag(plan, "quantization")).toBeUndefined();
+    expect(quant.detail).toMatch(
+      /^NVFP4 \(ModelOpt NVFP4 .*\) does not run on NVIDIA H200 \(compute capability 9\.0\) with SGLang: SGLang runs it on compute capability 10\.0 or newer \(https:\/\/github\.com\/sgl-project\/sglang\/.*modelopt_quant\.py/,
+    );
+    // which engine or GPUs would run it: vLLM here (weight-only FP4 through Marlin), SGLang on Blackwell
+    expect(quant.fix).toMatch(
+      /vLLM would run it on these GPUs \(weight-only FP4 through the Marlin kernel.*this host has no vLLM/,
+    );
+    expect(quant.fix).toMatch(
+      /SGLang runs it on B200\/B300 \(sm_100\), RTX PRO 6000 Blackwell \(sm_120\): another host with --host/,
+    );
+    const both = makePlan({
+      ...planInput("qwen3.5-moe-nvfp4", "h200-1gpu"),
+      hostEngines: ["sglang", "vllm"],
+    });
+    expect(check(both, "quantization").fix).toMatch(/^vLLM runs it on these GPUs .*: add --engine vllm/);
+    expect(plan.checks.filter((c) => !c.ok).map((c) => c.id)).toEqual(["quantization", "vram"]);
     // 223 GB on one 141 GB GPU does not fit either, and the fix says how many it needs.
     expect(check(plan, "vram")).toMatchObject({ ok: false });
     expect(check(plan, "vram").fix).toMatch(/needs tp 2: 2 × NVIDIA H200 \(this host has 1\)/);
@@ -157,7 +161,7 @@ describe("the same model elsewhere", () => {
   it("uses the SM100 recipe on 8× B200: no backend override, and says so", () => {
     const plan = makePlan(planInput("qwen3.5-moe-nvfp4", "8x-b200"));
     expect(plan.ok).toBe(true);
-    expect(plan.recipe).toBe("qwen3.5-moe/nvfp4/sm_100");
+    expect(plan.recipe).toBe("modelopt-fp4 + nvfp4-sm100 + qwen3.5");
     expect(flag(plan, "quantization")?.value).toBe("modelopt_fp4");
     expect(flag(plan, "moe-runner-backend")).toBeUndefined();
     expect(flag(plan, "fp4-gemm-backend")).toBeUndefined();
@@ -235,13 +239,20 @@ describe("heads and tp", () => {
 });
 
 describe("recipes", () => {
-  it("Kimi K2 INT4: kimi_k2 parsers and trust-remote-code, no quantization flag", () => {
+  it("Kimi K2 INT4: kimi_k2 parsers, trust-remote-code from its files (its org trusted), no quantization flag", () => {
     const plan = makePlan(planInput("kimi-k2-int4", "8x-h200"));
     expect(plan.ok).toBe(true);
-    expect(plan.recipe).toBe("kimi-k2/int4/sm_90");
+    expect(plan.recipe).toBe("kimi-k2");
     expect(flag(plan, "tool-call-parser")?.value).toBe("kimi_k2");
     expect(flag(plan, "reasoning-parser")?.value).toBe("kimi_k2");
-    expect(flag(plan, "trust-remote-code")).toMatchObject({ flag: "--trust-remote-code", value: undefined });
+    expect(flag(plan, "trust-remote-code")).toEqual({
+      setting: "trust-remote-code",
+      flag: "--trust-remote-code",
+      value: undefined,
+      reason:
+        "the engine imports the repo's own Python, which it refuses without this flag: configuration_deepseek.py and modeling_deepseek.py (config.json auto_map), tokenization_kimi.py (tokenizer_config.json auto_map); moonshotai is trusted in hub.remoteCodeOrgs",
+    });
+    expect(plan.unitText).toContain("--trust-remote-code");
     expect(flag(plan, "quantization")).toBeUndefined();
     expect(plan.tp).toBe(8);
   });
@@ -255,27 +266,40 @@ describe("recipes", () => {
     const plan = makePlan(planInput("kimi-k2-int4", "8x-h200", { host: { gpus: turing } }));
     expect(check(plan, "quantization")).toMatchObject({
       ok: false,
-      detail: "INT4 weights need compute capability ≥ 8.0; Tesla T4 is 7.5",
+      detail:
+        "INT4 (compressed-tensors W4A16 INT4 (pack-quantized, group 32)) does not run on Tesla T4 (compute capability 7.5) with SGLang: SGLang runs it on compute capability 8.0 or newer (https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/layers/quantization/compressed_tensors/schemes/compressed_tensors_wNa16.py (get_min_capability returns 80))",
     });
-    expect(findRecipe(plan.facts, { major: 8, minor: 0 })?.id).toBe("kimi-k2/int4/sm_80");
+    expect(check(plan, "quantization").fix).toMatch(
+      /SGLang runs it on A100 \(sm_80\), .*: another host with --host/,
+    );
   });
 
-  it("a dense BF16 model gets the generic recipe on one GPU", () => {
+  it("a dense BF16 model no recipe names plans with the engine's defaults on one GPU, and says so in one line", () => {
     const plan = makePlan(planInput("llama-bf16-small", "h200-1gpu"));
     expect(plan.ok).toBe(true);
-    expect(plan.recipe).toBe("generic/bf16/sm_90");
+    // Llama 3.2 1B: the llama3 recipe (its tool-call parser) applies by its repo name; a renamed copy gets none
+    expect(plan.recipe).toBe("llama3");
+    const renamed = makePlan({
+      ...planInput("llama-bf16-small", "h200-1gpu"),
+      model: { ...modelInfoOf("llama-bf16-small"), repo: "someone/tiny-chat" },
+    });
+    expect(renamed.recipe).toBe("engine-defaults");
     expect(plan.tp).toBe(1);
-    expect(plan.flags.map((f) => f.setting)).toEqual([
+    expect(renamed.flags.map((f) => f.setting)).toEqual([
       "model-path",
       "served-model-name",
       "host",
       "port",
       "tp-size",
     ]);
-    expect(plan.notes.join(" ")).toMatch(/engine defaults/);
+    expect(renamed.notes[0]).toBe(
+      "No known-good recipe for LlamaForCausalLM, model_type llama: engine defaults; the sanity gate decides.",
+    );
+    expect(check(renamed, "recipe")).toMatchObject({ ok: true });
+    expect(plan.notes.join(" ")).not.toMatch(/No known-good recipe/);
   });
 
-  it("FP8 needs compute capability 8.9 and the generic recipe adds trust-remote-code when config.json has auto_map", () => {
+  it("FP8 on compute capability 8.0 runs as weight-only Marlin, and the plan says how", () => {
     const ampere = gpusOf("8x-h200").map((g) => ({
       ...g,
       name: "NVIDIA A100",
@@ -284,24 +308,40 @@ describe("recipes", () => {
     const plan = makePlan(
       planInput("llama-bf16-small", "8x-h200", {
         host: { gpus: ampere },
-        facts: { quantization: "fp8", needsRemoteCode: true },
+        facts: { quantization: "fp8", quant: undefined },
       }),
     );
-    expect(check(plan, "quantization").detail).toBe(
-      "FP8 weights need compute capability ≥ 8.9; NVIDIA A100 is 8.0",
-    );
-    expect(flag(plan, "trust-remote-code")?.reason).toMatch(/auto_map/);
+    expect(check(plan, "quantization")).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(
+        /^FP8 runs on NVIDIA A100 \(compute capability 8\.0\) with SGLang: weight-only FP8 \(W8A16\) through Marlin/,
+      ),
+    });
   });
 
-  it("an NVFP4 model of a family without a recipe is refused with a fix, not guessed", () => {
-    const plan = makePlan(planInput("qwen3.5-moe-nvfp4", RTX, { facts: { family: "deepseek-v3" } }));
-    expect(plan.ok).toBe(false);
-    expect(check(plan, "recipe")).toMatchObject({
-      ok: false,
-      detail:
-        "no known-good recipe for deepseek-v3 NVFP4 on sm_120 (NVIDIA RTX PRO 6000 Blackwell Server Edition)",
+  it("an NVFP4 model no recipe names is planned, not refused: the format's and the GPU's recipes, engine defaults for the rest", () => {
+    // was refused before issue 28: "no known-good recipe for deepseek-v3 NVFP4 on sm_120"
+    const plan = makePlan(
+      planInput("qwen3.5-moe-nvfp4", RTX, {
+        facts: {
+          family: "deepseek-v3",
+          architecture: "DeepseekV3ForCausalLM",
+          modelType: "deepseek_v3",
+          textModelType: undefined,
+        },
+      }),
+    );
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("modelopt-fp4 + nvfp4-sm120-sglang-moe + nvfp4-sm120-sglang");
+    expect(flag(plan, "quantization")?.value).toBe("modelopt_fp4");
+    expect(flag(plan, "moe-runner-backend")).toMatchObject({
+      value: "flashinfer_cutlass",
+      from: "recipe nvfp4-sm120-sglang-moe",
     });
-    expect(check(plan, "recipe").fix).toMatch(/src\/plan\/recipes\.ts/);
+    expect(flag(plan, "tool-call-parser")).toBeUndefined();
+    expect(plan.notes[0]).toBe(
+      "No known-good recipe for DeepseekV3ForCausalLM, model_type deepseek_v3: engine defaults; the sanity gate decides.",
+    );
   });
 });
 
@@ -396,10 +436,10 @@ describe("on the bench: weight files served at 1/32768 of their size (bench.weig
     expect(plan.facts.weightBytes).toBe(plan.model.weightBytes);
   });
 
-  it("without the scale, plans the served bytes (what the demo showed before: 0.0 GiB/GPU, MB)", () => {
+  it("without the scale, plans the served bytes (what the demo showed before the scale: MiB/GPU, MB)", () => {
     const plan = scaled(RTX, undefined);
     expect(plan.weightScale).toBeUndefined();
-    expect(check(plan, "vram").detail).toMatch(/^0\.0 GiB\/GPU of weights at tp 8/);
+    expect(check(plan, "vram").detail).toMatch(/^0\.\d MiB\/GPU of weights at tp 8/);
     expect(check(plan, "disk").detail).toMatch(/^6\.\d MB to fetch/);
     expect(plan.expectedDowntimeSeconds).toBe(240);
   });
@@ -425,13 +465,13 @@ describe("recipes.overrides from the config", () => {
       ...planInput("qwen3.5-moe-nvfp4", RTX),
       recipeOverrides: [
         {
-          recipe: "qwen3.5-moe/nvfp4/sm_120",
+          recipe: "nvfp4-sm120-sglang",
           set: { "fp4-gemm-backend": "flashinfer_cutlass", "disable-cuda-graph": true },
           remove: ["tool-call-parser"],
           reason: "cudnn answers NaN on engine 0.5.7",
         },
         {
-          recipe: "other/bf16/sm_90",
+          recipe: "gpt-oss",
           set: { "kv-cache-dtype": "fp8_e5m2" },
           remove: [],
           reason: "not this one",
@@ -499,12 +539,12 @@ describe("blue/green sharing the old model's GPUs (it holds 43 GiB of each, star
     expect(restart?.unitText.replace(/ \\\n {4}--mem-fraction-static [\d.]+/, "")).toBe(restart?.unitText);
     expect(plan.unitText.replace(/ \\\n {4}--mem-fraction-static [\d.]+/, "")).toBe(restart?.unitText);
     expect(JSON.stringify(renderPlan(plan, AWAITING))).toMatch(
-      /once the old one has stopped, it restarts at full memory \(swaps\.restartAtFullMemory\) behind the front door's hold: new requests wait for its load \(about [\d.]+ (s|min)(, longer than the hold's 5 min: requests past it get 503)?\), none fails/,
+      /once the old one has stopped, it restarts at full memory \(swaps\.restartAtFullMemory\) behind the front door's hold: new requests wait for its load \(about (\d+ min )?\d+ (s|min)(, longer than the hold's 5 min: requests past it get 503)?\), none fails/,
     );
   });
 
   it("a fraction the config sets is replaced beside the old unit, and restored by the restart", () => {
-    const recipe = shared(false).recipe;
+    const recipe = "qwen3.5";
     const plan = shared(true, [
       { recipe, set: { "mem-fraction-static": "0.9" }, remove: [], reason: "a bigger KV cache" },
     ]);
@@ -513,5 +553,129 @@ describe("blue/green sharing the old model's GPUs (it holds 43 GiB of each, star
     expect(fractions[0]?.value).not.toBe("0.9");
     expect(fractions[0]?.reason).toMatch(/instead of 0\.9 \(config override/);
     expect(plan.clients?.blueGreen?.restart?.unitText).toContain("--mem-fraction-static 0.9");
+  });
+});
+
+describe("the model repo's Python (issue 27 §3): decided from its files, allowed per org, never by a recipe", () => {
+  const KIMI_CODE = factsOf("kimi-k2-int4").remoteCode!;
+  const TOKENIZER_ONLY = {
+    ...KIMI_CODE,
+    files: [{ file: "tokenization_kimi.py", namedBy: ["tokenizer_config.json"] }],
+  };
+
+  it("a Kimi K2 repo whose files name no code: no --trust-remote-code, whatever its recipe", () => {
+    const plan = makePlan(
+      planInput("kimi-k2-int4", "8x-h200", { facts: { needsRemoteCode: false, remoteCode: undefined } }),
+    );
+    expect(plan.ok).toBe(true);
+    expect(plan.recipe).toBe("kimi-k2");
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+    expect(plan.unitText).not.toContain("trust-remote-code");
+    expect(plan.checks.map((c) => c.id)).not.toContain("remote-code");
+  });
+
+  it("code only tokenizer_config.json names, from an org not in hub.remoteCodeOrgs: refused, naming the file; no flag", () => {
+    const plan = makePlan(
+      planInput("kimi-k2-int4", "8x-h200", { facts: { remoteCode: TOKENIZER_ONLY }, remoteCodeOrgs: [] }),
+    );
+    expect(plan.ok).toBe(false);
+    expect(check(plan, "remote-code")).toEqual({
+      id: "remote-code",
+      ok: false,
+      detail:
+        "runs Python from the model repo: tokenization_kimi.py (tokenizer_config.json auto_map), and moonshotai is not in hub.remoteCodeOrgs",
+      fix: "read the .py files named here in the repo; if you trust moonshotai to run code on the host, an admin adds it to hub.remoteCodeOrgs",
+    });
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+    expect(plan.unitText).not.toContain("trust-remote-code");
+  });
+
+  it("code of another repo needs that repo's org trusted too, and says whose it is", () => {
+    const remoteCode = {
+      ...KIMI_CODE,
+      files: [
+        ...KIMI_CODE.files,
+        { file: "modeling_x.py", repo: "other-org/base", namedBy: ["config.json"] },
+      ],
+      otherRepos: ["other-org/base"],
+    };
+    const refused = makePlan(planInput("kimi-k2-int4", "8x-h200", { facts: { remoteCode } }));
+    expect(check(refused, "remote-code")).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(
+        /modeling_x\.py of other-org\/base \(config\.json auto_map; another repo's code, at its main branch\), and other-org is not in hub\.remoteCodeOrgs$/,
+      ),
+      fix: "read the .py files named here in the repo (and of other-org/base); if you trust other-org to run code on the host, an admin adds it to hub.remoteCodeOrgs",
+    });
+    expect(flag(refused, "trust-remote-code")).toBeUndefined();
+    const both = makePlan(
+      planInput("kimi-k2-int4", "8x-h200", {
+        facts: { remoteCode },
+        remoteCodeOrgs: ["moonshotai", "Other-Org"],
+      }),
+    );
+    expect(check(both, "remote-code")).toMatchObject({ ok: true });
+    expect(check(both, "remote-code").detail).toMatch(
+      /moonshotai and other-org are trusted in hub\.remoteCodeOrgs$/,
+    );
+    expect(flag(both, "trust-remote-code")?.flag).toBe("--trust-remote-code");
+  });
+
+  it("refuses an auto_map entry it cannot read: the plan could not say what would run", () => {
+    const remoteCode = { ...KIMI_CODE, unreadable: ['"a.b.C" (config.json auto_map)'] };
+    const plan = makePlan(planInput("kimi-k2-int4", "8x-h200", { facts: { remoteCode } }));
+    expect(check(plan, "remote-code")).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(
+        /code modelswap cannot name: "a\.b\.C" \(config\.json auto_map\): an auto_map entry is not a module\.Class/,
+      ),
+    });
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+  });
+
+  it("never from a Hub pull request, even of a trusted org", () => {
+    const input = planInput("kimi-k2-int4", "8x-h200");
+    const plan = makePlan({ ...input, model: { ...input.model, revision: "refs/pr/3" } });
+    expect(check(plan, "remote-code").detail).toMatch(
+      /, and this revision is Hub pull request #3: anyone's code$/,
+    );
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+  });
+
+  it("a swap resolved before the files were named (needsRemoteCode alone) is refused until requested again", () => {
+    const plan = makePlan(
+      planInput("kimi-k2-int4", "8x-h200", { facts: { needsRemoteCode: true, remoteCode: undefined } }),
+    );
+    expect(check(plan, "remote-code")).toMatchObject({
+      ok: false,
+      fix: "request the swap again: it reads every config of the repo and names the files that would run",
+    });
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+  });
+
+  it("neither a recipe nor an override adds it: a recipe table that tries is ignored", () => {
+    const input = planInput("llama-bf16-small", "h200-1gpu");
+    const plan = makePlan({
+      ...input,
+      recipes: [
+        {
+          id: "anything",
+          title:
+            "a recipe that asks for remote code (the schema refuses it; a table built in code is not parsed)",
+          match: {},
+          flags: [
+            { setting: "trust-remote-code", value: true, reason: "the family needs it", source: "hearsay" },
+          ],
+          env: [],
+          notes: [],
+        },
+      ],
+      recipeOverrides: [
+        { recipe: "anything", set: { "trust-remote-code": true }, remove: [], reason: "trust me" },
+      ],
+    });
+    expect(plan.ok).toBe(true);
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+    expect(plan.unitText).not.toContain("trust-remote-code");
   });
 });

@@ -21,7 +21,7 @@ describe("the page-cache preload in the plan", () => {
   it("reads the weights into the page cache when vmtouch is there and they fit well inside the RAM available", () => {
     expect(preloadPlan(host({ vmtouch: true, memoryAvailableBytes: 900e9 }), 223e9)).toEqual({
       will: true,
-      why: "223 GB of weights fit in the 900 GB of RAM available: they are read into the page cache before the old unit stops, so the load reads memory, not disk",
+      why: "207.7 GiB of weights fit in the 838.2 GiB of RAM available: they are read into the page cache before the old unit stops, so the load reads memory, not disk",
     });
   });
 
@@ -29,7 +29,7 @@ describe("the page-cache preload in the plan", () => {
     const plan = preloadPlan(host({ vmtouch: true, memoryAvailableBytes: 256e9 }), 223e9);
     expect(plan.will).toBe(false);
     expect(plan.why).toBe(
-      "223 GB of weights against 256 GB of RAM available: they would not stay in the page cache, so the new unit reads them from disk",
+      "207.7 GiB of weights against 238.4 GiB of RAM available: they would not stay in the page cache, so the new unit reads them from disk",
     );
   });
 

@@ -5,7 +5,7 @@ import type { WebClient } from "@slack/web-api";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, redactSecrets, redactSecretsInJson } from "../../src/log.ts";
-import { message, section } from "../../src/reporter/message.ts";
+import { message, section } from "../../src/slack/blocks.ts";
 import { SlackPoster } from "../../src/slack/slack-poster.ts";
 import { keys } from "../../src/store/keys.ts";
 import { Store } from "../../src/store/store.ts";

@@ -1,10 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { envSecrets } from "../../src/config/env-schema.ts";
+import { type Env, envSecrets } from "../../src/config/env-schema.ts";
 import { type ConfigProblem, loadConfig, readConfig } from "../../src/config/load-config.ts";
 import { createLogger } from "../../src/log.ts";
-import { describeRedis } from "../../src/queue/redis-connection.ts";
+import { describeRedis } from "../../src/redis/redis-connection.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** Where Redis is, from the environment: REDIS_URL, or Sentinel with its master name and passwords. */
@@ -175,7 +175,7 @@ describe("Redis in the environment", () => {
     );
     const inUrl = await loadConfig(env({ REDIS_URL: "redis://modelswap:url%40pass-0003@10.0.0.9:6379/0" }));
     expect(envSecrets(inUrl.env)).toContain("url@pass-0003");
-    expect(describeRedis(inUrl.env)).toBe("redis://modelswap@10.0.0.9:6379/0");
+    expect(describeRedis(inUrl.env)).toBe("redis://modelswap:***@10.0.0.9:6379/0");
 
     const lines: string[] = [];
     const log = createLogger({
@@ -191,6 +191,98 @@ describe("Redis in the environment", () => {
   });
 });
 
+/**
+ * Every form of a credential in REDIS_URL is a secret (issue #27, item 4). ioredis 6 reads the userinfo
+ * (`redis://user:pw@`, `redis://:pw@`) and turns every query parameter into an option (utils/parseURL):
+ * `?password=` logs in, `?sentinelPassword=` is a password too. Only the userinfo password was redacted, so
+ * `redis://host/0?password=…` reached the start-up line and doctor's Redis row as it was. A user name
+ * alone (`redis://secret@host`) is a password to redis-cli; with no password anywhere else it is one here.
+ */
+describe("credentials in REDIS_URL", () => {
+  /** What the log prints of each given text, with the secrets of that environment. */
+  const logged = (parsed: Env, texts: string[]): string => {
+    const lines: string[] = [];
+    const log = createLogger({
+      secrets: envSecrets(parsed),
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    for (const text of texts) log.error({ url: text }, `could not reach ${text}`);
+    return lines.join("");
+  };
+
+  it.each([
+    {
+      url: "redis://10.0.0.9:6379/0?password=qs-pass-0010",
+      shown: "redis://10.0.0.9:6379/0?password=***",
+      forms: ["qs-pass-0010"],
+    },
+    {
+      // URL-encoded, and a + that URLSearchParams (ioredis) reads as a space
+      url: "redis://10.0.0.9:6379/0?db=1&password=q%2Bs%40pass%2F0011+x",
+      shown: "redis://10.0.0.9:6379/0?db=1&password=***",
+      forms: ["q+s@pass/0011 x", "q%2Bs%40pass%2F0011+x", "q+s@pass/0011+x"],
+    },
+    {
+      url: "rediss://redis.internal:6380?sentinelPassword=sp-0012&password=qp-0013",
+      shown: "rediss://redis.internal:6380?sentinelPassword=***&password=***",
+      forms: ["sp-0012", "qp-0013"],
+    },
+    {
+      url: "redis://modelswap:up%3Ass-0016@10.0.0.9:6379/0?password=qp-0017",
+      shown: "redis://modelswap:***@10.0.0.9:6379/0?password=***",
+      forms: ["up:ss-0016", "up%3Ass-0016", "qp-0017"],
+    },
+    { url: "redis://:pw-0018@10.0.0.9", shown: "redis://:***@10.0.0.9", forms: ["pw-0018"] },
+    {
+      // redis-cli reads redis://secret@host as the password; ioredis sends it as a user name
+      url: "redis://lone%2Dpass-0014@10.0.0.9:6379",
+      shown: "redis://***@10.0.0.9:6379",
+      forms: ["lone-pass-0014", "lone%2Dpass-0014"],
+    },
+  ])(
+    "$url: every form of the credential is a secret, and the URL is shown with ***",
+    async ({ url, shown, forms }) => {
+      const { env: parsed } = await loadConfig(env({ REDIS_URL: url }));
+      expect(envSecrets(parsed)).toEqual(expect.arrayContaining(forms));
+      expect(describeRedis(parsed)).toBe(shown);
+      const text = logged(parsed, [url, ...forms, describeRedis(parsed)]);
+      for (const form of forms) expect(text).not.toContain(form);
+      expect(text).toContain("[redacted]");
+    },
+  );
+
+  it('Redis\'s own `default` user alone is a user name, not a secret (it would censor every "default")', async () => {
+    const { env: parsed } = await loadConfig(env({ REDIS_URL: "redis://default@10.0.0.9:6379" }));
+    expect(envSecrets(parsed)).not.toContain("default");
+    expect(describeRedis(parsed)).toBe("redis://default@10.0.0.9:6379");
+  });
+
+  it("a user name beside REDIS_PASSWORD is an ACL user, not a secret", async () => {
+    const { env: parsed } = await loadConfig(
+      env({ REDIS_URL: "redis://modelswap@10.0.0.9:6379", REDIS_PASSWORD: "env-pass-0015" }),
+    );
+    expect(envSecrets(parsed)).toContain("env-pass-0015");
+    expect(envSecrets(parsed)).not.toContain("modelswap");
+    expect(describeRedis(parsed)).toBe("redis://modelswap@10.0.0.9:6379");
+  });
+
+  it("a URL with a password given to REDIS_SENTINELS or REDIS_CLUSTER_NODES is refused without echoing it", async () => {
+    const sentinels = await problems({
+      REDIS_SENTINELS: "redis://:sent-pw-0020@10.0.0.1:26379",
+      REDIS_SENTINEL_MASTER: "mymaster",
+    });
+    expect(sentinels.REDIS_SENTINELS?.what).toContain(
+      'has "redis://:***@10.0.0.1:26379", which is not host:port',
+    );
+    const nodes = await problems({
+      REDIS_CLUSTER_NODES: "10.0.0.2:7000,user:clu-pw-0021@10.0.0.1:7000?password=q-0022",
+    });
+    expect(nodes.REDIS_CLUSTER_NODES?.what).toContain('has "user:***@10.0.0.1:7000?password=***"');
+    const text = JSON.stringify([sentinels, nodes]);
+    for (const secret of ["sent-pw-0020", "clu-pw-0021", "q-0022"]) expect(text).not.toContain(secret);
+  });
+});
+
 describe("REDIS_URL", () => {
   it.each([
     ["redis://:6379", /names no host/],
@@ -199,6 +291,8 @@ describe("REDIS_URL", () => {
     ["redis://modelswap:pw-0004@10.0.0.9:70000", /port 70000 is out of range/],
     ["redis://10.0.0.9:63x9", /port is not a number/],
     ["redis://modelswap:pw/0004@x@10.0.0.9:0", /port 0 is out of range/],
+    ["redis://10.0.0.9:99999/0?password=pw-0004", /port 99999 is out of range/],
+    ["redis://pw-0004@10.0.0.9:0", /port 0 is out of range/],
     ["http://10.0.0.9:6379", /must start with redis:\/\/ or rediss:\/\//],
     ["10.0.0.9:6379", /must start with redis:\/\/ or rediss:\/\//],
     ["redis://exa mple:6379", /is not a URL/],

@@ -73,6 +73,7 @@ function spec(repo: string, overrides: Partial<UnitSpec> = {}): UnitSpec {
     sha: "43da92d546abdfe33cded301c28224a774a893b9",
     swapId: "sw-1",
     serving: "sglang-old.service",
+    kind: "sglang",
     venv,
     flags: [
       choice("model-path", `/models/${repo.replace("/", "--")}--43da92d546ab`),
@@ -127,48 +128,50 @@ function expectWellFormed(text: string, repo: string, words: string[]): void {
 describe("unitNameFor", () => {
   const SHA = "43da92d546abdfe33cded301c28224a774a893b9";
   it("slugs the whole repo id and adds the commit", () => {
-    expect(unitNameFor("nvidia/Qwen3.5-397B-A17B-NVFP4", SHA)).toBe(
+    expect(unitNameFor("nvidia/Qwen3.5-397B-A17B-NVFP4", SHA, "sglang")).toBe(
       "sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service",
     );
-    expect(unitNameFor("moonshotai/Kimi-K2-Thinking", SHA)).toBe(
+    expect(unitNameFor("moonshotai/Kimi-K2-Thinking", SHA, "sglang")).toBe(
       "sglang-moonshotai-kimi-k2-thinking-43da92d.service",
     );
   });
 
   it("tells apart another org's model of the same name, and another revision of the same repo", () => {
     const names = new Set([
-      unitNameFor("sim-org/open-llama-1B", SHA),
-      unitNameFor("other-org/open-llama-1B", SHA),
-      unitNameFor("other-org/open-llama-1B", "7ce29ad0d1b2c3d4e5f60718293a4b5c6d7e8f90"),
+      unitNameFor("sim-org/open-llama-1B", SHA, "sglang"),
+      unitNameFor("other-org/open-llama-1B", SHA, "sglang"),
+      unitNameFor("other-org/open-llama-1B", "7ce29ad0d1b2c3d4e5f60718293a4b5c6d7e8f90", "sglang"),
     ]);
     expect(names.size).toBe(3);
   });
 
   it("never names the new unit after the one serving now (the same repo and commit served again)", () => {
-    const serving = unitNameFor("org/model", SHA);
-    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", serving)).toBe(
+    const serving = unitNameFor("org/model", SHA, "sglang");
+    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", serving, "sglang")).toBe(
       "sglang-org-model-43da92d-34a1fc.service",
     );
-    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", "sglang-other.service")).toBe(serving);
+    expect(newUnitName("org/model", SHA, "sw-mx2i7lz1-34a1fc", "sglang-other.service", "sglang")).toBe(
+      serving,
+    );
     expect(renderUnit(spec("org/model", { serving })).name).not.toBe(serving);
   });
 
   it("keeps long names within 60 characters and apart", () => {
-    const a = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}A`, SHA);
-    const b = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}B`, SHA);
+    const a = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}A`, SHA, "sglang");
+    const b = unitNameFor(`org/${"Very-Long-Model-Name-".repeat(5)}B`, SHA, "sglang");
     expect(a.length).toBeLessThanOrEqual(60);
     expect(a).not.toBe(b);
     expect(a).toMatch(/^sglang-org-very-long-model-name-.*-[0-9a-f]{6}-43da92d\.service$/);
   });
 
   it("is never empty, and only [a-z0-9-] between prefix and suffix, for any name", () => {
-    expect(unitNameFor("!!!/!!!", SHA)).toMatch(/^sglang-model-[0-9a-f]{6}-43da92d\.service$/);
+    expect(unitNameFor("!!!/!!!", SHA, "sglang")).toMatch(/^sglang-model-[0-9a-f]{6}-43da92d\.service$/);
     fc.assert(
       fc.property(
         fc.string({ unit: "binary", maxLength: 200 }),
         fc.string({ maxLength: 50 }),
         (name, sha) => {
-          const unit = unitNameFor(`org/${name}`, sha);
+          const unit = unitNameFor(`org/${name}`, sha, "sglang");
           expect(unit).toMatch(/^sglang-[a-z0-9]+(-[a-z0-9]+)*\.service$/);
           expect(unit.length).toBeLessThanOrEqual(60);
         },
@@ -203,6 +206,7 @@ describe("renderUnit", () => {
       sha: plan.model.sha,
       swapId: plan.swapId,
       serving: plan.host.currentUnit.name,
+      kind: plan.engineKind,
       venv,
       flags: plan.flags,
       timeoutStartSeconds: plan.healthTimeoutSeconds,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { generateBody, MAX_NEW_TOKENS, runSanity, SANITY_PROMPTS } from "../../src/engine/sanity.ts";
-import { sglangEngine } from "../../src/engine/sglang-engine.ts";
+import { MAX_NEW_TOKENS, runSanity, SANITY_PROMPTS } from "../../src/engine/sanity.ts";
+import { generateBody } from "../../src/engine/sglang/generate-judge.ts";
+import { sglangEngine } from "../../src/engine/sglang/sglang-engine.ts";
 import { CodedError } from "../../src/errors.ts";
 import type { ShellCommand } from "../../src/host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../../src/host/transport.ts";

@@ -9,13 +9,14 @@ import { MAX_HISTORY_LIMIT, parseHistoryArgs } from "../../commands/history.ts";
 import { allCommands } from "../../commands/index.ts";
 import { parseStatusArgs } from "../../commands/status.ts";
 import { type Config, loadConfig } from "../../src/config/load-config.ts";
+import { escapeMrkdwn } from "../../src/escape-mrkdwn.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
 import { quote, sh } from "../../src/host/shell-quote.ts";
 import { createLogger } from "../../src/log.ts";
 import type { CommandQueue, HistoryJob, StatusJob } from "../../src/queue/command-queue.ts";
 import type { SwapQueue } from "../../src/queue/swap-queue.ts";
-import { escapeMrkdwn, type SlackMessage, truncate } from "../../src/reporter/message.ts";
 import { AccessControl } from "../../src/slack/access-control.ts";
+import { type SlackMessage, truncate } from "../../src/slack/blocks.ts";
 import { echo } from "../../src/slack/reply.ts";
 import { routeCommand, splitCommandText } from "../../src/slack/route-command.ts";
 import type { CommandDeps } from "../../src/slack/sub-command.ts";
@@ -76,7 +77,10 @@ afterAll(() => dir.remove());
 
 /** A value a sub-command handed to the queue or the store, by what it is. */
 type Admitted =
-  | { kind: "host" | "swap-id" | "repo" | "revision" | "engine-ref"; value: string }
+  | {
+      kind: "host" | "swap-id" | "repo" | "revision" | "engine-ref" | "setting" | "setting-value";
+      value: string;
+    }
   | { kind: "limit" | "tp"; value: number };
 
 /** The sub-commands' adapters as recorders: nothing is stored, every value handed over is noted. */
@@ -106,12 +110,13 @@ function recordingDeps(): { deps: CommandDeps; admitted: Admitted[] } {
         return undefined;
       },
       save: async (record: SwapRecord) => {
-        const { model, tp, engineRef } = record.request;
-        admitted.push(
-          { kind: "repo", value: model.repo },
-          { kind: "revision", value: model.revision },
-          { kind: "engine-ref", value: engineRef },
-        );
+        const { model, tp, engineRef, sets } = record.request;
+        admitted.push({ kind: "repo", value: model.repo }, { kind: "revision", value: model.revision });
+        if (engineRef !== undefined) admitted.push({ kind: "engine-ref", value: engineRef });
+        for (const set of sets ?? []) {
+          admitted.push({ kind: "setting", value: set.setting });
+          if (set.value !== undefined) admitted.push({ kind: "setting-value", value: set.value });
+        }
         if (tp !== undefined) admitted.push({ kind: "tp", value: tp });
       },
       history: async () => ({ records: [], unreadable: [] }),
@@ -146,6 +151,9 @@ const SCHEMA: Record<Admitted["kind"], (v: string | number) => boolean> = {
     typeof v === "string" && /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,127}$/.test(v) && !v.includes(".."),
   "engine-ref": (v) =>
     typeof v === "string" && /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,127}$/.test(v) && !v.includes(".."),
+  // --set name=value: the flag's name, and one plain word (src/grammar/flag-setting.ts)
+  setting: (v) => typeof v === "string" && /^[a-z][a-z0-9-]{1,60}$/.test(v),
+  "setting-value": (v) => typeof v === "string" && /^[A-Za-z0-9_.,:=+/-]{1,100}$/.test(v),
   limit: (v) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_HISTORY_LIMIT,
   tp: (v) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 99,
 };
@@ -471,7 +479,12 @@ describe("every parser that sees /llm text", () => {
         else {
           expect(SCHEMA.repo(swap.request.model.repo)).toBe(true);
           expect(SCHEMA.revision(swap.request.model.revision)).toBe(true);
-          expect(SCHEMA["engine-ref"](swap.request.engineRef)).toBe(true);
+          if (swap.request.engineRef !== undefined)
+            expect(SCHEMA["engine-ref"](swap.request.engineRef)).toBe(true);
+          for (const set of swap.request.sets ?? []) {
+            expect(SCHEMA.setting(set.setting)).toBe(true);
+            if (set.value !== undefined) expect(SCHEMA["setting-value"](set.value)).toBe(true);
+          }
           if (swap.request.host !== undefined) expect(swap.request.host).toMatch(/^[a-z0-9][a-z0-9-]{0,39}$/);
         }
         const history = parseHistoryArgs(args);

@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { renderPlan } from "../../src/approval/plan-message.ts";
 import { engineBuildDir } from "../../src/engine/engine-source.ts";
 import { applyFlagSpellings, parseHelpOptions } from "../../src/plan/flag-spellings.ts";
-import { makePlan, type PlanInput } from "../../src/plan/make-plan.ts";
+import { makePlan } from "../../src/plan/make-plan.ts";
+import type { PlanInput } from "../../src/plan/plan-input.ts";
 import { execStartWords } from "../../src/plan/read-host-facts.ts";
 import type { SwapPlan } from "../../src/plan/types.ts";
+import { renderPlanDetails } from "../../src/reporter/plan-details.ts";
+import { renderPlan } from "../../src/reporter/plan-message.ts";
 import { rollbackPlan } from "../../src/swap/rollback-plan.ts";
 import {
   formatServeHelp,
@@ -48,7 +50,7 @@ describe("Qwen3.5 NVFP4 on 8× RTX PRO 6000 (sm_120) served by vLLM", () => {
   it("takes vLLM's own recipe: the FlashInfer FP4 MoE switches in the environment, with their reasons", () => {
     expect(failing(plan)).toEqual([]);
     expect(plan.engineKind).toBe("vllm");
-    expect(plan.recipe).toBe("qwen3.5-moe/nvfp4/sm_120");
+    expect(plan.recipe).toBe("modelopt-fp4 + nvfp4-sm120-vllm-moe + qwen3.5");
     expect(plan.env).toEqual([
       expect.objectContaining({
         name: "VLLM_USE_FLASHINFER_MOE_FP4",
@@ -117,8 +119,10 @@ describe("Qwen3.5 NVFP4 on 8× RTX PRO 6000 (sm_120) served by vLLM", () => {
     );
     expect(text).toContain("vllm branch");
     expect(text).toContain("precompiled kernels of that commit");
-    expect(text).toContain("python -m vllm.entrypoints.cli.main serve");
     expect(text).toContain("VLLM_USE_FLASHINFER_MOE_FP4=1");
+    expect(JSON.stringify(renderPlanDetails(plan, "sw-1"))).toContain(
+      "python -m vllm.entrypoints.cli.main serve",
+    );
     expect(text).toMatch(/Engine changes.*SGLang → vLLM/);
   });
 });
@@ -272,5 +276,35 @@ describe("swaps.sleepMode: parking the old vLLM unit instead of stopping it", ()
     expect(flag(unparkable, "port")?.value).toBe("30000");
     const off = behindFrontDoor(parkable(true), false);
     expect(off.clients?.park).toBeUndefined();
+  });
+});
+
+describe("Kimi K2 served by vLLM: the repo's Python from its files, per org (issue 27 §3)", () => {
+  const H200 = "8x-h200";
+
+  it("adds --trust-remote-code only from the files and for a trusted org, naming what runs", () => {
+    const plan = makePlan(vllmInput("kimi-k2-int4", H200));
+    expect(failing(plan)).toEqual([]);
+    expect(plan.recipe).toBe("kimi-k2");
+    expect(flag(plan, "trust-remote-code")?.reason).toMatch(
+      /^the engine imports the repo's own Python, .*tokenization_kimi\.py \(tokenizer_config\.json auto_map\); moonshotai is trusted in hub\.remoteCodeOrgs$/,
+    );
+    expect(plan.unitText).toMatch(/^ +--trust-remote-code/m);
+  });
+
+  it("is refused for an org nobody trusted, without the flag", () => {
+    const plan = makePlan(vllmInput("kimi-k2-int4", H200, { remoteCodeOrgs: [] }));
+    expect(failing(plan)).toEqual(["remote-code"]);
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
+    expect(plan.unitText).not.toContain("trust-remote-code");
+  });
+
+  it("a Kimi K2 repo naming no code gets no flag: vLLM's recipe adds none", () => {
+    const plan = makePlan(
+      vllmInput("kimi-k2-int4", H200, { facts: { needsRemoteCode: false, remoteCode: undefined } }),
+    );
+    expect(failing(plan)).toEqual([]);
+    expect(flag(plan, "tool-call-parser")?.value).toBe("kimi_k2");
+    expect(flag(plan, "trust-remote-code")).toBeUndefined();
   });
 });

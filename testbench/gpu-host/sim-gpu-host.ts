@@ -15,13 +15,14 @@ import { importableSglang, readStackState, type StackState, writeEditableInstall
 import { systemctlIsActiveFastPath } from "./systemctl-fast-path.ts";
 import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
 
-export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200";
+export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200" | "8x-a100";
 
 export const GPU_SET_NAMES: readonly GpuSetName[] = [
   "h200-1gpu",
   "8x-h200",
   "8x-rtx-pro-6000-blackwell",
   "8x-b200",
+  "8x-a100",
 ];
 
 export interface SimGpuHostOptions {

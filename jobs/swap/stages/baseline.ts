@@ -1,6 +1,6 @@
 import { hostEngine } from "../../../src/config/host-engines.ts";
 import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { describeError, passesThrough } from "../../../src/errors.ts";
 import { modelName } from "../../../src/grammar/model-name.ts";
 import { execStartFlag } from "../../../src/plan/read-host-facts.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
@@ -13,7 +13,9 @@ import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
  * host has earlier numbers, serves nothing, or it is off. A baseline that cannot run is noted, never a
  * reason to stop the swap.
  */
-export async function baselineStep(ctx: StageContext): Promise<void> {
+export async function baselineStep(
+  ctx: Pick<StageContext, "host" | "ledger" | "previousEngine" | "settings" | "swap">,
+): Promise<void> {
   const { swap, host } = ctx;
   const { record } = swap;
   const kind = ctx.settings.baseline;
@@ -48,13 +50,13 @@ export async function baselineStep(ctx: StageContext): Promise<void> {
     const loaded = kind === "full" ? await run(LOADED) : undefined;
     swap.set({ baseline: { model, kind, single, ...(loaded === undefined ? {} : { loaded }) } });
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.set({ baseline: { model, kind, error: describeError(error) } });
   }
 }
 
 /** The venv of the engine that serves now (the host's config for it; the plan's when it has none). */
-function previousVenv(ctx: StageContext): string {
+function previousVenv(ctx: Pick<StageContext, "host" | "previousEngine" | "swap">): string {
   const found = hostEngine(ctx.host.config, ctx.previousEngine.kind);
   return found.ok ? found.engine.venv : ctx.swap.record.plan!.venv;
 }

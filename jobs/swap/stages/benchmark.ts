@@ -1,35 +1,29 @@
 import { type BenchSettings, LOADED, runBench, SINGLE_STREAM } from "../../../src/engine/bench-serving.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { describeError, passesThrough } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
-import type { SwapBenchmark } from "../../../src/swap/swap-record.ts";
-import { afterBenchmark, blueGreenOf, portOf } from "./blue-green.ts";
+import type { SwapBenchmark, SwapStep } from "../../../src/swap/swap-record.ts";
+import { portOf } from "./blue-green.ts";
 
 /**
  * Stage 10: the engine's benchmark (SGLang's `sglang.bench_serving`) single-stream and loaded, compared with the numbers recorded for the
  * model before. A benchmark that cannot run is reported as such — never silently skipped — but does not
  * undo a healthy, sane swap.
  */
-export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
+export async function benchmarkStage(
+  ctx: Pick<StageContext, "emit" | "engine" | "host" | "ledger" | "previousEngine" | "settings" | "swap">,
+  /** Where the swap goes next, and when this runs (the swap's mode says: beside production, after the flip). */
+  { next, when }: { next: SwapStep; when: "reduced" | "before-flip" | "after-flip" | undefined },
+): Promise<StepResult> {
   const { swap, host } = ctx;
   const plan = swap.record.plan!;
   const port = portOf(ctx);
-  const beside = blueGreenOf(plan);
   // blue/green sharing GPUs before the flip: a lighter loaded run, so production keeps its compute
-  const reduced = beside?.benchmark === "reduced" && swap.record.flip === undefined;
-  const when =
-    beside === undefined
-      ? undefined
-      : reduced
-        ? "reduced"
-        : swap.record.flip === undefined
-          ? "before-flip"
-          : "after-flip";
-  const next = beside === undefined ? "finish" : afterBenchmark(swap.record);
+  const reduced = when === "reduced";
   if (swap.record.stages.benchmark.state === "running") {
     // Resumed after a crash: a run the dead worker started may still be loading the server, and two at
     // once would skew both.
-    await host.exec(sh`pkill -f ${ctx.engine.benchProcessPattern(port)} || true`);
+    await host.tryChange(sh`pkill -f ${ctx.engine.benchProcessPattern(port)} || true`);
   }
   await swap.begin(
     "benchmark",
@@ -40,7 +34,15 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       runBench(
         ctx.engine,
         (command, options) => host.exec(command, options),
-        { ...setting, venv: plan.venv, port, model: plan.modelDir, servedModelName: plan.model.repo },
+        {
+          ...setting,
+          venv: plan.venv,
+          port,
+          model: plan.modelDir,
+          // the name the unit serves it by: the Hub id, unless the config or the swap named it otherwise
+          servedModelName:
+            plan.flags.find((f) => f.setting === "served-model-name")?.value ?? plan.model.repo,
+        },
         { timeoutMs: ctx.settings.benchmarkTimeoutSeconds * 1000 },
       );
     const current: SwapBenchmark = {
@@ -55,7 +57,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
             model: last.repo,
             ...last.result,
             basis: "last-swap" as const,
-            ...(last.engine === undefined ? {} : { engine: last.engine }),
+            engine: last.engine,
           }
         : baseline?.single !== undefined
           ? {
@@ -80,7 +82,7 @@ export async function benchmarkStage(ctx: StageContext): Promise<StepResult> {
       `${current.single.outputThroughput?.toFixed(0) ?? "?"} tok/s single · ${current.loaded.outputThroughput?.toFixed(0) ?? "?"} tok/s loaded`,
     );
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.stage("benchmark", "failed", describeError(error));
     ctx.emit({ type: "benchmark-failed", error: describeError(error) });
   }

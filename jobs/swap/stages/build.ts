@@ -29,7 +29,12 @@ export function waitsForApproval(ctx: Pick<StageContext, "swap">): boolean {
  * changed plan is put up for approval again (an approval of the old one is void); a flag it lacks refuses
  * the plan, with nothing on the serving side touched. Returns a failure, or undefined to go on.
  */
-export async function buildStep(ctx: StageContext): Promise<StepResult | undefined> {
+export async function buildStep(
+  ctx: Pick<
+    StageContext,
+    "clock" | "emit" | "engine" | "gate" | "host" | "log" | "settings" | "signal" | "swap"
+  >,
+): Promise<StepResult | undefined> {
   if (waitsForApproval(ctx)) return undefined;
   const { swap, host, clock } = ctx;
   const { record } = swap;
@@ -49,13 +54,13 @@ export async function buildStep(ctx: StageContext): Promise<StepResult | undefin
     }
     // No HF_TOKEN here: the build runs the engine's own code, which has no use for it.
     const plan = record.plan!;
-    const configured = hostEngine(host.config, plan.engineKind ?? host.config.engine);
+    const configured = hostEngine(host.config, plan.engineKind);
     const tag =
       engine.kind === "tag" ? /^v?(\d+\.\d+\.\d+\S*)$/.exec(engine.ref.replace(/^refs\/tags\//, "")) : null;
     await host.startTask(
       dir,
       buildScript({
-        kind: plan.engineKind ?? "sglang",
+        kind: plan.engineKind,
         upstream: engine.upstream,
         fetchRef: engine.fullRef ?? engine.commit,
         commit: engine.commit,

@@ -1,5 +1,6 @@
 import { type ShellCommand, sh } from "../../../src/host/shell-quote.ts";
 import type { ModelSummary } from "../../../src/hub/types.ts";
+import { HF_MAX_WORKERS } from "../../../src/plan/disk-check.ts";
 
 /** Where a swap keeps its detached tasks on the host: beside the models, which the bot can always write. */
 export function taskDir(modelsDir: string, swapId: string, name: "download" | "build"): string {
@@ -17,8 +18,18 @@ export function verificationFiles(info: ModelSummary): { sizes: string; sums: st
 }
 
 /**
- * The detached download: `hf download` pinned to the commit, then every file's size and every LFS file's
- * sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
+ * `hf download`'s `--include` for exactly these files: each path is an fnmatch pattern, so `[`, `*` and `?`
+ * are put in brackets (the Hub's names get here without them: hub-schemas.ts refuses them; this is not
+ * the only guard).
+ */
+export function includeArgs(info: Pick<ModelSummary, "files">): string[] {
+  return info.files.flatMap((f) => ["--include", f.path.replace(/[[*?]/g, (c) => `[${c}]`)]);
+}
+
+/**
+ * The detached download: `hf download` pinned to the commit, of the files the record lists (the weights
+ * and the files beside them the engine reads, not the whole repository: weight-files.ts `downloadSet`),
+ * then every file's size and every LFS file's sha256 checked. `hf` skips complete files on a re-run, but never resumes a partial one from another
  * process (fixtures/gpu-host/hf-download-1.33.md), so orphaned *.incomplete files are removed first.
  * A file that fails its check is removed with its `hf` metadata (`.cache/huggingface/download/<path>
  * .metadata`, by which hf would skip it as complete), named in the log, and the task fails: the stage's
@@ -31,7 +42,7 @@ export function downloadScript(info: ModelSummary, modelDir: string, dir: string
   return sh`mkdir -p ${modelDir}
 find ${partials} -name '*.incomplete' -delete 2>/dev/null || true
 echo ${`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`}
-hf download ${info.repo} --revision ${info.sha} --local-dir ${modelDir} --max-workers 8
+hf download ${info.repo} --revision ${info.sha} --local-dir ${modelDir} --max-workers ${HF_MAX_WORKERS} ${includeArgs(info)}
 cd ${modelDir}
 refetch() { rm -f -- "$1" ".cache/huggingface/download/$1.metadata"; }
 bad=0

@@ -1,20 +1,24 @@
 import { isoNow } from "../../../src/clock.ts";
-import { formatSeconds } from "../../../src/format-duration.ts";
+import { duration, roughly } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { movedBytes, realTotalBytes } from "../../../src/plan/weight-scale.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { downloadScript, taskDir, verificationFiles } from "./download-task.ts";
+import { reclaimBeforeDownload } from "./reclaim.ts";
 
 /**
  * Stage 4a, one look: start the detached download (once; a restarted worker attaches to the one running),
  * restart it when it died (complete files are kept, up to swaps.downloadRetries times), report progress,
  * and notice the end. Returns a failure, or undefined to go on.
  */
-export async function downloadStep(ctx: StageContext): Promise<StepResult | undefined> {
+export async function downloadStep(
+  ctx: Pick<StageContext, "clock" | "emit" | "host" | "log" | "settings" | "swap">,
+): Promise<StepResult | undefined> {
   const { swap, host, clock } = ctx;
   const { record } = swap;
   if (record.stages.download.state === "done" || record.stages.download.state === "skipped") return undefined;
+  if (await reclaimBeforeDownload(ctx)) return undefined;
   const info = record.model!;
   const plan = record.plan!;
   const dir = taskDir(host.config.modelsDir, record.id, "download");
@@ -30,10 +34,10 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   }
   const writeLists = async () => {
     const files = verificationFiles(info);
-    await host.must(sh`mkdir -p ${dir} && cat > ${`${dir}/sizes`}`, "writing the download's size list", {
+    await host.change(sh`mkdir -p ${dir} && cat > ${`${dir}/sizes`}`, "writing the download's size list", {
       stdin: files.sizes,
     });
-    await host.must(sh`cat > ${`${dir}/sha256sums`}`, "writing the download's checksums", {
+    await host.change(sh`cat > ${`${dir}/sha256sums`}`, "writing the download's checksums", {
       stdin: files.sums,
     });
   };
@@ -48,7 +52,7 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   const status = await host.taskStatus(dir);
   if (status.state === "exited" && status.exitCode === 0) {
     const seconds = (clock.now() - Date.parse(task.startedAt)) / 1000;
-    swap.stage("download", "done", `${size} verified in ${formatSeconds(seconds)}`);
+    swap.stage("download", "done", `${size} verified in ${duration(seconds)}`);
     ctx.emit({
       type: "downloaded",
       files: info.files.length,
@@ -95,8 +99,7 @@ export async function downloadStep(ctx: StageContext): Promise<StepResult | unde
   }
   swap.set({ download: { bytes, at: new Date(now).toISOString(), ...(rate === undefined ? {} : { rate }) } });
   const pct = Math.min(100, Math.floor((bytes / Math.max(1, info.totalBytes)) * 100));
-  const eta =
-    rate !== undefined && rate > 0 ? ` · ETA ${formatSeconds((info.totalBytes - bytes) / rate)}` : "";
+  const eta = rate !== undefined && rate > 0 ? ` · ETA ${roughly((info.totalBytes - bytes) / rate)}` : "";
   swap.stage(
     "download",
     "running",

@@ -1,6 +1,5 @@
-import { isoNow } from "../../../src/clock.ts";
-import { formatSeconds } from "../../../src/format-duration.ts";
-import type { LastBenchmark, ServingState } from "../../../src/store/host-state.ts";
+import { duration } from "../../../src/format-duration.ts";
+import type { LastBenchmark, ServingState } from "../../../src/swap/host-serving.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapOutcome } from "../../../src/swap/swap-record.ts";
 import { newUnitPort } from "../../../src/swap/unit-ports.ts";
@@ -16,17 +15,13 @@ export interface Finished {
  * now and the host's release, in one transaction; the reporter broadcasts the outcome.
  */
 export async function finishSwap(
-  ctx: StageContext,
+  ctx: Pick<StageContext, "emit" | "host" | "log" | "swap">,
   outcome: SwapOutcome,
   reason?: string,
 ): Promise<Finished> {
   const { swap } = ctx;
-  swap.set({
-    outcome,
-    step: "done",
-    finishedAt: isoNow(ctx.clock),
-    ...(reason === undefined ? {} : { reason }),
-  });
+  swap.to.finished(outcome);
+  if (reason !== undefined) swap.set({ reason });
   ctx.log.info({ outcome, reason: swap.record.reason }, "swap finished");
   swap.stage(
     "finish",
@@ -54,7 +49,7 @@ export async function finishSwap(
       since: record.healthyAt ?? record.finishedAt!,
       swapId: record.id,
       ...(port === ctx.host.config.servingPort ? {} : { port }),
-      ...(plan.engineKind === undefined ? {} : { engine: plan.engineKind }),
+      engine: plan.engineKind,
       ...(record.previous === undefined ? {} : { previous: record.previous }),
     },
     ...(record.benchmark === undefined
@@ -62,7 +57,7 @@ export async function finishSwap(
       : {
           benchmark: {
             repo: plan.model.repo,
-            ...(plan.engineKind === undefined ? {} : { engine: plan.engineKind }),
+            engine: plan.engineKind,
             result: record.benchmark,
           },
         }),
@@ -70,7 +65,7 @@ export async function finishSwap(
 }
 
 /** The rollback (when there was one), an expiry, and the outcome, for the audit stream (written by the save). */
-function auditOutcome(ctx: StageContext, outcome: SwapOutcome): void {
+function auditOutcome(ctx: Pick<StageContext, "swap">, outcome: SwapOutcome): void {
   const { swap } = ctx;
   const { record } = swap;
   const model = `${record.request.model.repo}${record.plan ? `@${record.plan.model.sha.slice(0, 7)}` : ""}`;
@@ -82,6 +77,6 @@ function auditOutcome(ctx: StageContext, outcome: SwapOutcome): void {
     );
   if (outcome === "expired") swap.audit("expiry", `no decision on the plan for ${model}${why}`);
   const downtime =
-    record.downtimeSeconds === undefined ? "" : `, downtime ${formatSeconds(record.downtimeSeconds)}`;
+    record.downtimeSeconds === undefined ? "" : `, downtime ${duration(record.downtimeSeconds)}`;
   swap.audit("outcome", `${outcome}: ${model}${downtime}${why}`);
 }

@@ -1,13 +1,10 @@
-import { isoNow } from "../../../src/clock.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { describeError, passesThrough } from "../../../src/errors.ts";
 import { checkFrontDoor } from "../../../src/front-door/front-door-check.ts";
 import { type HostFrontDoor, otherSlot, slotAt } from "../../../src/front-door/host-front-door.ts";
-import type { BlueGreenInput } from "../../../src/plan/make-plan.ts";
+import type { BlueGreenInput } from "../../../src/plan/plan-input.ts";
 import type { ClientPlan, PlanCheck } from "../../../src/plan/types.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import type { HostPort, StageContext, StageSettings, StepResult } from "../../../src/swap/stage-context.ts";
-import { blueGreenOf, flipStage } from "./blue-green.ts";
-import { stopParked } from "./park.ts";
 import { waitDrained } from "./wait-drained.ts";
 
 /*
@@ -70,7 +67,7 @@ async function holdNew(ctx: StageContext, fd: HostFrontDoor): Promise<void> {
  * slot, except for a rollback to a unit on the other slot's port. Plans made before there were two name
  * the config's `server` only.
  */
-export function coldSlots(ctx: StageContext, fd: HostFrontDoor): { from: string; to: string } {
+export function coldSlots(ctx: Pick<StageContext, "swap">, fd: HostFrontDoor): { from: string; to: string } {
   const door = ctx.swap.record.plan?.clients?.frontDoor;
   const to = door?.server ?? fd.server;
   return { from: door?.from ?? to, to };
@@ -84,10 +81,10 @@ export function coldSlots(ctx: StageContext, fd: HostFrontDoor): { from: string;
 export async function holdAndDrain(ctx: StageContext): Promise<void> {
   const fd = ctx.host.frontDoor;
   if (fd === undefined) return;
-  const { swap, clock } = ctx;
+  const { swap } = ctx;
   await holdNew(ctx, fd);
   if (swap.record.frontDoor === undefined) {
-    swap.set({ frontDoor: { heldAt: isoNow(clock) } });
+    swap.to.held();
     await swap.checkpoint();
   }
   const held = swap.record.frontDoor!;
@@ -99,8 +96,8 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
     from,
     Date.parse(held.heldAt) + ctx.host.config.drainSeconds * 1000,
   );
-  const drainedAt = isoNow(clock);
-  swap.set({ frontDoor: { ...held, drainedAt, cut: inFlight } });
+  swap.to.drained(inFlight);
+  const drainedAt = swap.record.frontDoor!.drainedAt!;
   ctx.emit({
     type: "drained",
     server: from,
@@ -112,11 +109,15 @@ export async function holdAndDrain(ctx: StageContext): Promise<void> {
 }
 
 /**
- * The release step, after the sanity check: the held requests (and every new one) go to the new unit.
- * Without a front door there is nothing to release.
+ * A cold swap's release step, after the sanity check: the held requests (and every new one) go to the
+ * new unit. Without a front door there is nothing to release.
  */
-export async function releaseStage(ctx: StageContext): Promise<StepResult> {
-  if (blueGreenOf(ctx.swap.record.plan) !== undefined) return await flipStage(ctx);
+export async function releaseStage(
+  ctx: Pick<
+    StageContext,
+    "clock" | "emit" | "engine" | "host" | "log" | "previousEngine" | "settings" | "signal" | "swap"
+  >,
+): Promise<StepResult> {
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined) return { next: "benchmark" };
   // The new model is healthy and sane: a moment's trouble with HAProxy (a reload, a slow answer) is
@@ -124,11 +125,9 @@ export async function releaseStage(ctx: StageContext): Promise<StepResult> {
   for (let attempt = 1; ; attempt++) {
     try {
       await release(ctx, fd);
-      // the parked old unit is not needed any more: the new model serves
-      await stopParked(ctx);
       return { next: "benchmark" };
     } catch (error) {
-      if (isHostUnreachable(error) || attempt >= RELEASE_TRIES) throw error;
+      if (passesThrough(error) || attempt >= RELEASE_TRIES) throw error;
       ctx.log.warn({ err: describeError(error), attempt }, "the front door did not release; trying again");
       await ctx.clock.sleep(RELEASE_RETRY_MS, ctx.signal);
     }
@@ -145,11 +144,11 @@ const RELEASE_RETRY_MS = 2000;
  * how long new requests were held. Used by the rollback too, with the old unit's slot.
  */
 export async function release(
-  ctx: StageContext,
+  ctx: Pick<StageContext, "emit" | "swap">,
   fd: HostFrontDoor,
   slot = coldSlots(ctx, fd).to,
 ): Promise<void> {
-  const { swap, clock } = ctx;
+  const { swap } = ctx;
   // in this order, on one Runtime API line: one slot is ready at every moment, and no request sees both
   await fd.door.setStates([
     [slot, "ready"],
@@ -158,8 +157,8 @@ export async function release(
   ]);
   const held = swap.record.frontDoor;
   if (held === undefined || held.releasedAt !== undefined) return;
-  const releasedAt = isoNow(clock);
-  swap.set({ frontDoor: { ...held, releasedAt } });
+  swap.to.released();
+  const releasedAt = swap.record.frontDoor!.releasedAt!;
   ctx.emit({
     type: "released",
     server: slot,
@@ -185,7 +184,6 @@ export async function holdForRollback(ctx: StageContext, fd: HostFrontDoor): Pro
     [to, "drain"],
   ]);
   // held again from now (the switch's drain and what it cut are kept); released once the old unit is back
-  const { releasedAt: _sent, ...switchDrain } = held;
-  swap.set({ frontDoor: { ...switchDrain, heldAt: isoNow(clock) } });
+  swap.to.heldAgain();
   await waitDrained(ctx, fd, to, clock.now() + ctx.host.config.drainSeconds * 1000);
 }

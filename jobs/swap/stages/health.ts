@@ -1,5 +1,5 @@
 import { isoNow } from "../../../src/clock.ts";
-import { formatSeconds } from "../../../src/format-duration.ts";
+import { duration } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
@@ -11,11 +11,11 @@ import { waitHealthy } from "./wait-healthy.ts";
  * A healthy answer on the port is not yet the new model: the old process may still hold it (a unit that
  * did not really start), or another server. The new unit must have a process of its own, not the old
  * unit's, and the server must say it serves the new weights (the engine's model info: SGLang's
- * /get_model_info, vLLM's /v1/models). Returns what is wrong, or undefined.
+ * /get_model_info, vLLM's /v1/models). Returns what is wrong, or the unit's process.
  */
 export async function servesTheNewModel(
   ctx: Pick<StageContext, "swap" | "host" | "engine">,
-): Promise<string | undefined> {
+): Promise<{ wrong: string } | { mainPid: number }> {
   const { record } = ctx.swap;
   const plan = record.plan!;
   const port = portOf(ctx);
@@ -25,19 +25,25 @@ export async function servesTheNewModel(
     curl -s --max-time 10 ${`http://127.0.0.1:${port}${ctx.engine.modelInfoPath}`} || true`);
   const [pidText = "", infoText = ""] = result.stdout.split("---info---\n");
   const pid = Number(pidText.trim()) || 0;
-  if (pid === 0) return `${plan.unitName} has no process, yet something answers on port ${port}`;
+  if (pid === 0) return { wrong: `${plan.unitName} has no process, yet something answers on port ${port}` };
   const oldPid = record.switch?.oldMainPid ?? 0;
   if (oldPid !== 0 && pid === oldPid)
-    return `${plan.unitName} runs the old unit's process (MainPID ${pid}): nothing new was started`;
+    return {
+      wrong: `${plan.unitName} runs the old unit's process (MainPID ${pid}): nothing new was started`,
+    };
   let modelPath: unknown;
   try {
     modelPath = ctx.engine.servedModelPath(infoText);
   } catch {
-    return `the server on port ${port} does not say what it serves (${ctx.engine.modelInfoPath}: ${infoText.trim().slice(0, 80) || "no answer"})`;
+    return {
+      wrong: `the server on port ${port} does not say what it serves (${ctx.engine.modelInfoPath}: ${infoText.trim().slice(0, 80) || "no answer"})`,
+    };
   }
   if (modelPath !== plan.modelDir)
-    return `the server on port ${port} serves ${String(modelPath)}, not the new weights in ${plan.modelDir}`;
-  return undefined;
+    return {
+      wrong: `the server on port ${port} serves ${String(modelPath)}, not the new weights in ${plan.modelDir}`,
+    };
+  return { mainPid: pid };
 }
 
 /**
@@ -46,7 +52,7 @@ export async function servesTheNewModel(
  */
 export function healthFix(why: string, limitSeconds: number): string {
   if (why.startsWith("not healthy after"))
-    return `a model that merely loads slowly needs a longer limit: swaps.healthTimeoutSeconds (this swap's limit was ${limitSeconds} s); the journal above shows how far the load got`;
+    return `a model that merely loads slowly needs a longer limit: swaps.healthTimeoutSeconds (this swap's limit was ${duration(limitSeconds)}); the journal above shows how far the load got`;
   if (/ImportError|ModuleNotFoundError|undefined symbol/.test(why))
     return "the engine build does not load on this host: try another build (--engine-ref a newer tag or branch)";
   if (/NaN/.test(why))
@@ -64,7 +70,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const { swap, clock } = ctx;
   const plan = swap.record.plan!;
   const limit = ctx.settings.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
-  await swap.begin("health", `waiting for ${ctx.engine.healthLabel} (limit ${formatSeconds(limit)})`);
+  await swap.begin("health", `waiting for ${ctx.engine.healthLabel} (limit ${duration(limit)})`);
   const startedAt = Date.parse(swap.record.switch?.newStartedAt ?? isoNow(clock));
   let saved = clock.now();
   const result = await waitHealthy(
@@ -72,11 +78,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
     plan.unitName,
     limit,
     async (elapsed) => {
-      swap.stage(
-        "health",
-        "running",
-        `loading for ${formatSeconds(elapsed)} (limit ${formatSeconds(limit)})`,
-      );
+      swap.stage("health", "running", `loading for ${duration(elapsed)} (limit ${duration(limit)})`);
       if (clock.now() - saved < PROGRESS_EVERY_MS) return;
       saved = clock.now();
       await swap.checkpoint();
@@ -94,11 +96,11 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
     });
     return { fail: result.why, touched: true, code: "HEALTH_FAILED", fix: healthFix(result.why, limit) };
   }
-  const wrong = await servesTheNewModel(ctx);
-  if (wrong !== undefined) {
-    swap.stage("health", "failed", wrong);
+  const serves = await servesTheNewModel(ctx);
+  if ("wrong" in serves) {
+    swap.stage("health", "failed", serves.wrong);
     return {
-      fail: wrong,
+      fail: serves.wrong,
       touched: true,
       code: "HEALTH_FAILED",
       fix: `something other than the new unit answers on port ${portOf(ctx)}: stop it (ss -ltnp shows the process), then swap again`,
@@ -108,14 +110,14 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   if (swap.record.switch?.beside === true) {
     // blue/green: production is still on the old unit; no downtime so far, and the flip adds none
     const loaded = (Date.parse(healthyAt) - startedAt) / 1000;
-    swap.set({ healthyAt, downtimeSeconds: 0 });
-    swap.stage("health", "done", `healthy after ${formatSeconds(loaded)} of loading, beside the old unit`);
+    swap.to.healthy(plan.unitName, serves.mainPid, 0);
+    swap.stage("health", "done", `healthy after ${duration(loaded)} of loading, beside the old unit`);
     ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds: 0 });
     return { next: "sanity" };
   }
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
-  swap.set({ healthyAt, downtimeSeconds });
-  swap.stage("health", "done", `healthy ${formatSeconds(downtimeSeconds)} after the old unit stopped`);
+  swap.to.healthy(plan.unitName, serves.mainPid, downtimeSeconds);
+  swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit stopped`);
   ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };
 }

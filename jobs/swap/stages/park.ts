@@ -1,6 +1,5 @@
-import { isoNow } from "../../../src/clock.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import { describeError, passesThrough } from "../../../src/errors.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
@@ -38,7 +37,9 @@ export function isParked(record: Readonly<SwapRecord>): boolean {
  * Parks the old unit, in place of its stop. A server that will not sleep (its answer is not 200) is
  * stopped instead, as a cold swap would, and the thread says so: the swap goes on, a rollback reloads it.
  */
-export async function parkOld(ctx: StageContext): Promise<void> {
+export async function parkOld(
+  ctx: Pick<StageContext, "clock" | "emit" | "host" | "previousEngine" | "swap">,
+): Promise<void> {
   const { swap, host, clock } = ctx;
   const record = swap.record;
   if (record.switch?.parked !== undefined) return;
@@ -49,7 +50,7 @@ export async function parkOld(ctx: StageContext): Promise<void> {
   if (sleep === undefined) failed = `${ctx.previousEngine.name} has no sleep mode`;
   else {
     const port = oldUnitPort(record, host.config.servingPort);
-    const result = await host.exec(sleep.sleepCommand(port, SLEEP_LIMIT_SECONDS), {
+    const result = await host.tryChange(sleep.sleepCommand(port, SLEEP_LIMIT_SECONDS), {
       timeoutMs: (SLEEP_LIMIT_SECONDS + 30) * 1000,
     });
     const status = result.stdout.trim().split("\n").at(-1) ?? "";
@@ -57,17 +58,13 @@ export async function parkOld(ctx: StageContext): Promise<void> {
       failed = `POST /sleep answered ${status === "000" || status === "" ? `nothing (curl exit ${result.code})` : `HTTP ${status}`}`;
   }
   if (failed !== undefined) {
-    await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
+    await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
+      privileged: true,
       timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
     });
   }
   const seconds = (clock.now() - began) / 1000;
-  swap.set({
-    switch: {
-      ...swap.record.switch!,
-      parked: { at: isoNow(clock), ...(failed === undefined ? {} : { failed }) },
-    },
-  });
+  swap.to.parked(failed);
   ctx.emit({ type: "parked", unit: oldUnit, seconds, ...(failed === undefined ? {} : { failed }) });
   await swap.checkpoint();
 }
@@ -76,7 +73,9 @@ export async function parkOld(ctx: StageContext): Promise<void> {
  * The rollback's way back to a parked unit: wake it. One that will not wake is stopped and started
  * again (a cold reload, the commands the sudo rules allow), which the caller's health wait then awaits.
  */
-export async function wakeParked(ctx: StageContext): Promise<void> {
+export async function wakeParked(
+  ctx: Pick<StageContext, "clock" | "emit" | "host" | "log" | "previousEngine" | "swap">,
+): Promise<void> {
   const { swap, host, clock } = ctx;
   const oldUnit = swap.record.previous!.unit;
   const sleep = ctx.previousEngine.sleep;
@@ -84,21 +83,20 @@ export async function wakeParked(ctx: StageContext): Promise<void> {
   let woken = false;
   if (sleep !== undefined) {
     const port = oldUnitPort(swap.record, host.config.servingPort);
-    const result = await host.exec(sleep.wakeCommand(port, SLEEP_LIMIT_SECONDS), {
+    const result = await host.tryChange(sleep.wakeCommand(port, SLEEP_LIMIT_SECONDS), {
       timeoutMs: (SLEEP_LIMIT_SECONDS + 30) * 1000,
     });
     woken = result.stdout.trim().split("\n").at(-1) === "200";
   }
   if (!woken) {
     ctx.log.warn({ unit: oldUnit }, "the parked unit did not wake; restarting it");
-    await host.exec(host.privileged(unitCommands.disableNow(oldUnit)), {
+    await host.tryChange(unitCommands.disableNow(oldUnit), {
+      privileged: true,
       timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
     });
-    await host.must(host.privileged(unitCommands.enableNow(oldUnit)), `starting ${oldUnit}`);
+    await host.change(unitCommands.enableNow(oldUnit), `starting ${oldUnit}`, { privileged: true });
   }
-  swap.set({
-    switch: { ...swap.record.switch!, parked: { ...swap.record.switch!.parked!, wokenAt: isoNow(clock) } },
-  });
+  swap.to.parkedWoken();
   ctx.emit({
     type: "unparked",
     unit: oldUnit,
@@ -112,22 +110,21 @@ export async function wakeParked(ctx: StageContext): Promise<void> {
  * Once the new model is released, the parked unit stops (and is disabled, as a cold swap's old unit).
  * Its stop never fails the swap: the new model serves, and the audit says what was left.
  */
-export async function stopParked(ctx: StageContext): Promise<void> {
-  const { swap, host, clock } = ctx;
+export async function stopParked(ctx: Pick<StageContext, "emit" | "host" | "swap">): Promise<void> {
+  const { swap, host } = ctx;
   if (!isParked(swap.record)) return;
   const oldUnit = swap.record.previous!.unit;
   try {
-    await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
+    await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
+      privileged: true,
       timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
     });
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.audit("stage", `the parked unit ${oldUnit} could not be stopped: ${describeError(error)}`);
     return;
   }
-  const parked = swap.record.switch!.parked!;
-  const stoppedAt = isoNow(clock);
-  swap.set({ switch: { ...swap.record.switch!, parked: { ...parked, stoppedAt } } });
+  swap.to.parkedStopped();
   ctx.emit({ type: "unparked", unit: oldUnit, how: "stopped" });
   await swap.checkpoint();
 }

@@ -1,14 +1,22 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
-import { type HostEngine, hostEngine } from "../../../src/config/host-engines.ts";
 import {
+  type HostEngine,
+  hostEngine,
+  hostEngineKind,
+  hostEngines,
+} from "../../../src/config/host-engines.ts";
+import {
+  type EngineSource,
   type EngineSourceResult,
   engineBuildDir,
   lsRemoteCommand,
   parseLsRemote,
   resolveEngineSource,
+  servingBuildOf,
 } from "../../../src/engine/engine-source.ts";
-import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, passesThrough } from "../../../src/errors.ts";
+import { chooseEngineRef, flagLayers, profileFor } from "../../../src/plan/flag-layers.ts";
 import { makePlan } from "../../../src/plan/make-plan.ts";
 import { modelDirFor } from "../../../src/plan/model-dir.ts";
 import { readHostFacts } from "../../../src/plan/read-host-facts.ts";
@@ -16,6 +24,7 @@ import type { SwapPlan } from "../../../src/plan/types.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { servingPortOf } from "../../../src/swap/unit-ports.ts";
 import { planClients } from "./front-door.ts";
+import { reclaimableBytes } from "./reclaim.ts";
 
 /**
  * Stage 3: read the host, make the plan. A plan with a failing check ends the swap here with nothing
@@ -31,15 +40,11 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
   const { unit: currentUnit, livePort } = await notePrevious(ctx);
   let plan: SwapPlan;
   try {
-    const chosen = hostEngine(config, swap.record.request.engine);
+    const { request } = swap.record;
+    const profile = profileFor(ctx.settings.profiles ?? [], info.repo);
+    const chosen = hostEngine(config, request.engine ?? profile?.engine);
     if (!chosen.ok) {
       const why = `${chosen.problem} (${chosen.fix})`;
-      swap.stage("preflight", "failed", why);
-      return { fail: why, touched: false };
-    }
-    const engine = await resolveEngine(ctx, chosen.engine);
-    if (!engine.ok) {
-      const why = `${engine.problem} (${engine.fix})`;
       swap.stage("preflight", "failed", why);
       return { fail: why, touched: false };
     }
@@ -51,8 +56,15 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       currentUnit,
       modelDir,
     });
+    const ref = chooseEngineRef(request.engineRef, profile, config);
+    const engine = await resolveEngine(ctx, chosen.engine, ref.ref, hostFacts.currentUnit);
+    if (!engine.ok) {
+      const why = `${engine.problem} (${engine.fix})`;
+      swap.stage("preflight", "failed", why);
+      return { fail: why, touched: false };
+    }
     const { clients, check: frontDoorCheck, blueGreen } = await planClients(host, livePort, ctx.settings);
-    plan = makePlan({
+    const input: Parameters<typeof makePlan>[0] = {
       model: info,
       facts,
       host: hostFacts,
@@ -64,21 +76,33 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
         servingPort: livePort,
         currentUnit,
       },
-      requestedTp: swap.record.request.tp,
+      requestedTp: request.tp ?? profile?.tp,
       swapId: swap.record.id,
       engineKind: chosen.engine.kind,
+      hostEngines: hostEngines(config).map((e) => e.kind),
       ...(ctx.recipes === undefined ? {} : { recipes: ctx.recipes }),
       engine: engine.source,
       remoteCodeOrgs: ctx.settings.hub.remoteCodeOrgs,
       recipeOverrides: ctx.settings.recipeOverrides,
+      ownRecipes: ctx.settings.ownRecipes ?? [],
+      ownCompatibility: ctx.settings.ownCompatibility ?? [],
+      flagLayers: flagLayers({ host: config, profile, sets: request.sets, engine: chosen.engine.kind }),
+      engineRefWhy: describeRefChoice(ref, engine.source),
       weightScale: ctx.settings.weightScale,
       clients,
       blueGreen,
       sleepMode: ctx.settings.sleepMode,
       ...(frontDoorCheck === undefined ? {} : { frontDoorCheck }),
-    });
+    };
+    plan = makePlan(input);
+    // short of disk: what retention would free counts (the swap deletes it after approval, before its download)
+    if (plan.checks.some((c) => c.id === "disk" && !c.ok) && ctx.settings.retention !== undefined) {
+      swap.set({ plan });
+      const reclaimable = await reclaimableBytes(ctx, ctx.settings.retention);
+      if (reclaimable > 0) plan = makePlan({ ...input, reclaimableBytes: reclaimable });
+    }
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.stage("preflight", "failed", asCodedError(error).message);
     return failedWith(error, false);
   }
@@ -101,7 +125,9 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
  * What serves on the host now (the ledger's, or the config's first unit), noted as the swap's `previous`:
  * the unit a rollback goes back to, and the port it listens on. Shared with the rollback's preflight.
  */
-export async function notePrevious(ctx: StageContext): Promise<{ unit: string; livePort: number }> {
+export async function notePrevious(
+  ctx: Pick<StageContext, "host" | "ledger" | "swap">,
+): Promise<{ unit: string; livePort: number }> {
   const { swap, host } = ctx;
   const serving = await ctx.ledger.serving();
   const unit = serving?.unit ?? host.config.currentUnit;
@@ -111,7 +137,7 @@ export async function notePrevious(ctx: StageContext): Promise<{ unit: string; l
       unit,
       ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
       ...(livePort === host.config.servingPort ? {} : { port: livePort }),
-      engine: serving?.engine ?? host.config.engine,
+      engine: serving?.engine ?? hostEngineKind(host.config),
     },
   });
   return { unit, livePort };
@@ -121,9 +147,13 @@ export async function notePrevious(ctx: StageContext): Promise<{ unit: string; l
  * What the requested engine ref is in the engine's upstream, asked of the host (it fetches from there, and the
  * bot may have no route to it), and whether engine.allowedRefs lets it be built.
  */
-async function resolveEngine(ctx: StageContext, engine: HostEngine): Promise<EngineSourceResult> {
+async function resolveEngine(
+  ctx: Pick<StageContext, "host" | "settings" | "swap">,
+  engine: HostEngine,
+  ref: string,
+  serving: { exists: boolean; text: string },
+): Promise<EngineSourceResult> {
   const { host, swap } = ctx;
-  const ref = swap.record.request.engineRef;
   const { upstream } = engine;
   const listing = await host.must(lsRemoteCommand(upstream, ref), `listing the refs of ${upstream}`, {
     timeoutMs: 60_000,
@@ -135,12 +165,31 @@ async function resolveEngine(ctx: StageContext, engine: HostEngine): Promise<Eng
     policy: ctx.settings.engine,
     buildDirFor: (commit) => engineBuildDir(host.config.modelsDir, commit, swap.record.id, engine.kind),
   });
-  if (!resolved.ok || !engine.compileKernels) return resolved;
-  return { ok: true, source: { ...resolved.source, compileKernels: true } };
+  if (!resolved.ok) return resolved;
+  // the build the serving unit runs, when the ref resolves to the commit it was built from: no rebuild
+  const current = serving.exists
+    ? servingBuildOf(serving.text, host.config.modelsDir, engine.kind)
+    : undefined;
+  const reused =
+    current !== undefined && resolved.source.commit.startsWith(current.commit12)
+      ? { buildDir: current.buildDir, reused: true }
+      : {};
+  return {
+    ok: true,
+    source: { ...resolved.source, ...reused, ...(engine.compileKernels ? { compileKernels: true } : {}) },
+  };
+}
+
+/** The plan's line on the engine: which ref, why, and whether the serving unit's build is reused. */
+function describeRefChoice(choice: { ref: string; why: string }, source: EngineSource): string {
+  const at = `${choice.ref} at ${source.commit.slice(0, 7)}, ${choice.why}`;
+  return source.reused === true
+    ? `${at}: the serving unit's build of that commit is reused, no rebuild`
+    : `${at}: a new build for this swap`;
 }
 
 /** Ends the swap here, nothing touched, when its plan fails a check: the plan is shown as refused. */
-export function refuseFailingPlan(ctx: StageContext): StepResult | undefined {
+export function refuseFailingPlan(ctx: Pick<StageContext, "emit" | "swap">): StepResult | undefined {
   const { swap } = ctx;
   const failing = swap.record.plan!.checks.filter((c) => !c.ok);
   if (failing.length === 0) return undefined;

@@ -1,13 +1,11 @@
-import { isoNow } from "../../../src/clock.ts";
 import { runSanity } from "../../../src/engine/sanity.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, passesThrough } from "../../../src/errors.ts";
 import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
-import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import { blueGreenOf } from "./blue-green.ts";
-import { installUnit, stopLimitMs } from "./unit-steps.ts";
+import { installUnit, mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitDrained } from "./wait-drained.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
@@ -22,8 +20,6 @@ import { waitHealthy } from "./wait-healthy.ts";
  * worker killed anywhere here is followed by one that goes on from where it stopped.
  */
 
-type Restart = NonNullable<SwapRecord["restart"]>;
-
 /**
  * The restart step. It never rolls back: the old unit has stopped, and the new one served. What stops it
  * (HAProxy away for good, say) ends the swap as failed, saying what is where.
@@ -33,8 +29,7 @@ export async function restartStage(ctx: StageContext): Promise<StepResult> {
     return await restart(ctx);
   } catch (error) {
     // the host away, this process stopping or another run holding the swap: the step runs again later
-    const code = asCodedError(error).code;
-    if (isHostUnreachable(error) || code === "SHUTTING_DOWN" || code === "SWAP_SUPERSEDED") throw error;
+    if (passesThrough(error)) throw error;
     const plan = ctx.swap.record.plan!;
     return {
       end: "failed",
@@ -44,7 +39,7 @@ export async function restartStage(ctx: StageContext): Promise<StepResult> {
 }
 
 async function restart(ctx: StageContext): Promise<StepResult> {
-  const { swap, host, clock } = ctx;
+  const { swap, host } = ctx;
   const plan = swap.record.plan!;
   const beside = blueGreenOf(plan)!;
   const fd = host.frontDoor;
@@ -58,29 +53,28 @@ async function restart(ctx: StageContext): Promise<StepResult> {
     [slot, "drain"],
   ]);
   if (swap.record.restart === undefined) {
-    swap.set({ restart: { heldAt: isoNow(clock) } });
+    swap.to.restartHeld();
     ctx.emit({ type: "restarting", unit: plan.unitName, holdSeconds: fd.holdSeconds });
     await swap.checkpoint();
   }
-  const update = async (change: Partial<Restart>) => {
-    swap.set({ restart: { ...swap.record.restart!, ...change } });
-    await swap.checkpoint();
-  };
   if (swap.record.restart!.drainedAt === undefined) {
     const deadline = Date.parse(swap.record.restart!.heldAt) + host.config.drainSeconds * 1000;
     const cut = await waitDrained(ctx, fd, slot, deadline);
-    await update({ drainedAt: isoNow(clock), cut });
+    swap.to.restartDrained(cut);
+    await swap.checkpoint();
   }
   if (swap.record.restart!.failed === undefined) {
     const why = await restartWith(ctx, beside.restart.unitText, beside.port);
     if (why === undefined) return await release(ctx, fd, slot, beside.fullKvPerGpuBytes);
     ctx.log.warn({ why }, "the restart at full memory failed; the unit goes back as it served beside");
-    await update({ failed: why, restartedAt: undefined });
+    swap.to.restartFailed(why);
+    await swap.checkpoint();
   }
   // the unit as it served beside the old unit: it did, so it should again
   const again = await restartWith(ctx, plan.unitText, beside.port);
   if (again === undefined) {
-    await update({ reverted: true });
+    swap.to.restartReverted();
+    await swap.checkpoint();
     return await release(ctx, fd, slot, beside.kvPerGpuBytes);
   }
   return {
@@ -94,17 +88,24 @@ async function restart(ctx: StageContext): Promise<StepResult> {
  * allow already) unless this run did, and waits for it to serve sanely on `port`. Undefined when it does;
  * else why not.
  */
-async function restartWith(ctx: StageContext, unitText: string, port: number): Promise<string | undefined> {
-  const { swap, host, clock } = ctx;
+async function restartWith(
+  ctx: Pick<StageContext, "clock" | "engine" | "host" | "log" | "settings" | "signal" | "swap">,
+  unitText: string,
+  port: number,
+): Promise<string | undefined> {
+  const { swap, host } = ctx;
   const plan = swap.record.plan!;
   try {
     if (swap.record.restart!.restartedAt === undefined) {
       await installUnit(ctx, unitText);
-      await host.must(host.privileged(unitCommands.disableNow(plan.unitName)), `stopping ${plan.unitName}`, {
+      await host.change(unitCommands.disableNow(plan.unitName), `stopping ${plan.unitName}`, {
+        privileged: true,
         timeoutMs: stopLimitMs(unitText),
       });
-      await host.must(host.privileged(unitCommands.enableNow(plan.unitName)), `starting ${plan.unitName}`);
-      swap.set({ restart: { ...swap.record.restart!, restartedAt: isoNow(clock) } });
+      await host.change(unitCommands.enableNow(plan.unitName), `starting ${plan.unitName}`, {
+        privileged: true,
+      });
+      swap.to.restarted();
       await swap.checkpoint();
     }
     const limit = ctx.settings.healthTimeoutSeconds ?? plan.healthTimeoutSeconds;
@@ -117,7 +118,7 @@ async function restartWith(ctx: StageContext, unitText: string, port: number): P
     if (!sanity.ok) return `sanity: ${sanity.summary}`;
     return undefined;
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     return asCodedError(error).message;
   }
 }
@@ -129,13 +130,16 @@ async function release(
   slot: string,
   kvPerGpuBytes: number,
 ): Promise<StepResult> {
-  const { swap, clock } = ctx;
+  const { swap } = ctx;
+  const unit = swap.record.plan!.unitName;
+  // the restarted unit's process is the one the final check expects from now on
+  swap.to.verified(unit, await mainPid(ctx, unit));
   await fd.door.setStates([
     [slot, "ready"],
     [fd.hold, "maint"],
   ]);
-  const done = { ...swap.record.restart!, releasedAt: isoNow(clock) };
-  swap.set({ restart: done });
+  swap.to.restartReleased();
+  const done = swap.record.restart!;
   ctx.emit({
     type: "restarted",
     unit: swap.record.plan!.unitName,

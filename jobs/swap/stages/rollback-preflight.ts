@@ -1,7 +1,7 @@
 import { requestApproval } from "../../../src/approval/gate.ts";
 import { planHash } from "../../../src/approval/plan-hash.ts";
 import { engineOfExecStart } from "../../../src/engine/engines.ts";
-import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, passesThrough } from "../../../src/errors.ts";
 import { slotAt } from "../../../src/front-door/host-front-door.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { execStartWords, readHostFacts } from "../../../src/plan/read-host-facts.ts";
@@ -15,7 +15,22 @@ import { notePrevious, refuseFailingPlan } from "./preflight.ts";
  * still there, so the plan is that unit as it is — nothing to resolve, download or build. Then the same
  * approval, switch, health, sanity and benchmark as any swap.
  */
-export async function rollbackPreflightStage(ctx: StageContext): Promise<StepResult> {
+export async function rollbackPreflightStage(
+  ctx: Pick<
+    StageContext,
+    | "clock"
+    | "emit"
+    | "engine"
+    | "gate"
+    | "host"
+    | "ledger"
+    | "log"
+    | "previousEngine"
+    | "settings"
+    | "signal"
+    | "swap"
+  >,
+): Promise<StepResult> {
   const { swap, host } = ctx;
   const target = swap.record.rollbackTo!;
   swap.stage("resolve", "skipped", "rollback: the model is already on the host");
@@ -70,7 +85,7 @@ export async function rollbackPreflightStage(ctx: StageContext): Promise<StepRes
       request: { ...swap.record.request, model: { ...swap.record.request.model, repo: plan.model.repo } },
     });
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.stage("preflight", "failed", asCodedError(error).message);
     return failedWith(error, false);
   }

@@ -1,35 +1,30 @@
-import { isoNow } from "../../../src/clock.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import { describeError, isHostUnreachable } from "../../../src/errors.ts";
+import {
+  asCodedError,
+  describeError,
+  isHostUnreachable,
+  isRunOver,
+  passesThrough,
+} from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
-import { pastFlipBack } from "../../../src/swap/flip-back.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
-import { blueGreenOf, undoBlueGreen } from "./blue-green.ts";
 import { coldSlots, holdForRollback, release } from "./front-door.ts";
 import { isParked, wakeParked } from "./park.ts";
 import type { RollbackResult } from "./rollback-result.ts";
-import { stopLimitMs } from "./unit-steps.ts";
+import { mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
 /**
- * Puts the old service back after a failure from the switch on: the new unit disabled and stopped, the
- * old unit enabled and started, and its health awaited. The old unit's file was never rewritten and its
- * engine never touched (each build has a directory of its own), so it runs exactly what it ran before.
- * Returns whether the host serves again.
+ * A cold swap's way back after a failure from the switch on: the new unit disabled and stopped, the old
+ * unit enabled and started (or woken, when it was parked), and its health awaited; behind a front door,
+ * new requests are held meanwhile and released to the old unit's slot. The old unit's file was never
+ * rewritten and its engine never touched (each build has a directory of its own), so it runs exactly
+ * what it ran before. Whether it then serves is for the final check to say.
  */
-export async function rollback(ctx: StageContext, why: string): Promise<RollbackResult> {
-  // a blue/green swap whose old unit has begun to stop has nothing to flip back to: the front door stays
-  // on the new unit (a flip back would send requests to a stopped unit)
-  if (pastFlipBack(ctx.swap.record))
-    return {
-      ok: false,
-      detail: `the old unit ${ctx.swap.record.previous?.unit ?? ""} stopped after the flip-back window: nothing to roll back to; ${ctx.swap.record.plan?.unitName ?? "the new unit"} stays`,
-    };
-  if (blueGreenOf(ctx.swap.record.plan) !== undefined && ctx.swap.record.switch?.beside === true)
-    return await undoBlueGreen(ctx, why);
+export async function undoCold(ctx: StageContext, why: string): Promise<RollbackResult> {
   const result = await putBack(ctx, why);
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined || result.unreachable !== undefined)
@@ -39,6 +34,7 @@ export async function rollback(ctx: StageContext, why: string): Promise<Rollback
   try {
     await release(ctx, fd, coldSlots(ctx, fd).from);
   } catch (error) {
+    if (isRunOver(error)) throw error;
     if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
     return {
       ok: false,
@@ -53,7 +49,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   const plan = swap.record.plan!;
   const oldUnit = swap.record.previous!.unit;
   if (swap.record.rollbackStartedAt === undefined) {
-    swap.set({ rollbackStartedAt: isoNow(ctx.clock) });
+    swap.to.rollbackBegan();
     ctx.emit({
       type: "rolling-back",
       ...(plan.host.currentUnit.exists ? { to: oldUnit } : {}),
@@ -69,11 +65,12 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     // release after them says whether the front door could be put back.
     if (fd !== undefined && swap.record.frontDoor !== undefined)
       await holdForRollback(ctx, fd).catch((error: unknown) => {
-        if (isHostUnreachable(error)) throw error;
+        if (passesThrough(error)) throw error;
         ctx.log.warn({ err: describeError(error) }, "the rollback could not hold requests at the front door");
       });
     if (oldUnit !== plan.unitName) {
-      await host.exec(host.privileged(unitCommands.disableNow(plan.unitName)), {
+      await host.tryChange(unitCommands.disableNow(plan.unitName), {
+        privileged: true,
         timeoutMs: stopLimitMs(plan.unitText),
       });
     }
@@ -88,9 +85,10 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     // a parked old unit is woken (seconds), not started (a reload)
     if (isParked(swap.record)) await wakeParked(ctx);
     else if (!stillServing) {
-      await host.must(host.privileged(unitCommands.enableNow(oldUnit)), `starting ${oldUnit}`);
+      await host.change(unitCommands.enableNow(oldUnit), `starting ${oldUnit}`, { privileged: true });
     }
   } catch (error) {
+    if (isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN") throw error;
     return {
       ok: false,
       detail: describeError(error),
@@ -115,7 +113,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   if (!health.healthy) {
     // no service is healthy: the downtime runs to the swap's end (swap-tally's downtimeOf), not to a
     // health the new unit had before it failed its checks
-    swap.set({ downtimeSeconds: undefined });
+    swap.to.downtimeOpen();
     ctx.emit({
       type: "rollback-failed",
       unit: oldUnit,
@@ -124,12 +122,16 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     });
     return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
   }
+  // the process the final check will expect of it
+  try {
+    swap.to.verified(oldUnit, await mainPid(ctx, oldUnit));
+  } catch (error) {
+    if (!isHostUnreachable(error)) throw error;
+    return { ok: false, detail: describeError(error), unreachable: error };
+  }
   // Downtime is one number everywhere: from the old unit's stop to a healthy service, here the old
   // unit again (a new unit that answered NaN served nobody).
-  const stopped = swap.record.switch?.oldStoppedAt;
-  if (stopped !== undefined) {
-    swap.set({ downtimeSeconds: Math.max(0, (ctx.clock.now() - Date.parse(stopped)) / 1000) });
-  }
+  swap.to.downtimeUntil();
   return { ok: true, detail: `${oldUnit} is healthy again` };
 }
 

@@ -1,24 +1,21 @@
-import { isoNow } from "../../../src/clock.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import { asCodedError, isHostUnreachable } from "../../../src/errors.ts";
+import { asCodedError, passesThrough } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
-import { blueGreenOf, startBeside } from "./blue-green.ts";
 import { holdAndDrain } from "./front-door.ts";
 import { isParked, parkOld, parks } from "./park.ts";
 import { beginSwitch, installUnit, stopLimitMs } from "./unit-steps.ts";
 
 /**
- * Stage 7: install the new unit, reload systemd, `disable --now` the old unit and `enable --now` the new
- * one (enabled, so it survives a reboot). Every step is idempotent, and the record says how far it got, so
- * a worker that dies here resumes the same switch instead of running another.
+ * Stage 7 of a cold swap: install the new unit, reload systemd, `disable --now` the old unit (or park it)
+ * and `enable --now` the new one (enabled, so it survives a reboot). Every step is idempotent, and the
+ * record says how far it got, so a worker that dies here resumes the same switch instead of running
+ * another. (A blue/green swap starts its new unit beside the old one instead: blue-green.ts.)
  */
 export async function switchStage(ctx: StageContext): Promise<StepResult> {
-  const { swap, host, clock } = ctx;
+  const { swap, host } = ctx;
   const plan = swap.record.plan!;
-  const beside = blueGreenOf(plan);
-  if (beside !== undefined) return await startBeside(ctx, beside);
   const oldUnit = swap.record.previous!.unit;
   await beginSwitch(ctx);
   await swap.begin("switch", `${oldUnit} → ${plan.unitName}`);
@@ -31,26 +28,27 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
       await holdAndDrain(ctx);
       // A host that served nothing (no such unit file) has nothing to stop.
       if (oldUnit !== plan.unitName && plan.host.currentUnit.exists) {
-        const began = swap.record.switch!.stopBeganAt ?? isoNow(clock);
-        swap.set({ switch: { ...swap.record.switch!, stopBeganAt: began } });
+        swap.to.oldStopBegan();
         if (parks(plan)) await parkOld(ctx);
         else {
           // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
           // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
-          await host.must(host.privileged(unitCommands.disableNow(oldUnit)), `stopping ${oldUnit}`, {
+          await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
+            privileged: true,
             timeoutMs: stopLimitMs(plan.host.currentUnit.text),
           });
         }
       }
-      swap.set({ switch: { ...swap.record.switch!, oldStoppedAt: isoNow(clock) } });
+      swap.to.oldStopped();
       await swap.checkpoint();
     }
-    await host.must(host.privileged(unitCommands.enableNow(plan.unitName)), `starting ${plan.unitName}`);
-    const started = swap.record.switch!;
-    swap.set({ switch: { ...started, newStartedAt: started.newStartedAt ?? isoNow(clock), done: true } });
+    await host.change(unitCommands.enableNow(plan.unitName), `starting ${plan.unitName}`, {
+      privileged: true,
+    });
+    swap.to.newStarted();
   } catch (error) {
     // Every command above is idempotent: an unreachable host gets the same switch again, later.
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     swap.stage("switch", "failed", asCodedError(error).message);
     return failedWith(error, true);
   }
@@ -77,7 +75,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
  * RAM available: the new unit's load then reads memory, not disk. A preload that fails or runs out of
  * time only costs speed: the swap goes on and the thread says so.
  */
-async function preload(ctx: StageContext): Promise<void> {
+async function preload(ctx: Pick<StageContext, "clock" | "emit" | "host" | "swap">): Promise<void> {
   const { swap, host, clock } = ctx;
   const plan = swap.record.plan!;
   if (plan.clients?.preload?.will !== true || swap.record.switch!.preload !== undefined) return;
@@ -94,11 +92,11 @@ async function preload(ctx: StageContext): Promise<void> {
       ? ""
       : ((result.stderr.trim() || result.stdout.trim()).split("\n").at(-1)?.slice(0, 200) ?? "");
   } catch (error) {
-    if (isHostUnreachable(error)) throw error;
+    if (passesThrough(error)) throw error;
     detail = asCodedError(error).message.slice(0, 200);
   }
   const seconds = (clock.now() - began) / 1000;
-  swap.set({ switch: { ...swap.record.switch!, preload: { ok, seconds, detail } } });
+  swap.to.preloaded({ ok, seconds, detail });
   ctx.emit({ type: "preloaded", ok, seconds, detail });
   await swap.checkpoint();
 }

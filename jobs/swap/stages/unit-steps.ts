@@ -1,4 +1,3 @@
-import { isoNow } from "../../../src/clock.ts";
 import { stopTimeoutSeconds } from "../../../src/engine/render-unit.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
@@ -20,13 +19,13 @@ export async function mainPid(ctx: Pick<StageContext, "host">, unit: string): Pr
  * host key, fails or waits here with the old service untouched, and needs no rollback), with the old
  * unit's process (the new unit must be served by another). `beside`: a blue/green start.
  */
-export async function beginSwitch(ctx: StageContext, beside?: true): Promise<void> {
-  const { swap, host, clock } = ctx;
+export async function beginSwitch(ctx: Pick<StageContext, "host" | "swap">, beside?: true): Promise<void> {
+  const { swap, host } = ctx;
   if (swap.record.switch !== undefined) return;
   const plan = swap.record.plan!;
   await host.must(sh`true`, "reaching the host");
   const oldMainPid = plan.host.currentUnit.exists ? await mainPid(ctx, swap.record.previous!.unit) : 0;
-  swap.set({ switch: { startedAt: isoNow(clock), oldMainPid, ...(beside ? { beside } : {}) } });
+  swap.to.switchBegun(oldMainPid, beside === true);
   await swap.checkpoint();
 }
 
@@ -34,15 +33,15 @@ export async function beginSwitch(ctx: StageContext, beside?: true): Promise<voi
  * Writes the new unit's file (the plan's, or `text`: its restart at full memory) and reloads systemd
  * (both idempotent).
  */
-export async function installUnit(ctx: StageContext, text?: string): Promise<void> {
+export async function installUnit(ctx: Pick<StageContext, "host" | "swap">, text?: string): Promise<void> {
   const { host } = ctx;
   const plan = ctx.swap.record.plan!;
-  await host.must(
-    sh`${host.privileged(unitCommands.writeUnit(host.config.unitDir, plan.unitName))} > /dev/null`,
+  await host.change(
+    sh`${unitCommands.writeUnit(host.config.unitDir, plan.unitName)} > /dev/null`,
     `writing ${plan.unitName}`,
-    { stdin: text ?? plan.unitText },
+    { stdin: text ?? plan.unitText, privileged: true },
   );
-  await host.must(host.privileged(unitCommands.daemonReload()), "systemctl daemon-reload");
+  await host.change(unitCommands.daemonReload(), "systemctl daemon-reload", { privileged: true });
 }
 
 /**

@@ -6,7 +6,7 @@ const DRAIN_POLL_MS = 500;
 
 /** Waits until `server` has no request in flight, or until `deadline`; how many are still in flight. */
 export async function waitDrained(
-  ctx: StageContext,
+  ctx: Pick<StageContext, "clock" | "signal">,
   fd: HostFrontDoor,
   server: string,
   deadline: number,

@@ -1,5 +1,10 @@
+import { probeCommandMs } from "../../../src/engine/engine.ts";
+import { duration } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
+
+/** How long one health probe may wait for an answer. */
+const PROBE_SECONDS = 10;
 
 export type HealthResult = { healthy: true } | { healthy: false; why: string; journal: string[] };
 
@@ -25,11 +30,14 @@ export async function waitHealthy(
   // when a poll first read a traceback that has not reached its exception line yet
   let unendedSince: number | undefined;
   for (;;) {
-    const result = await ctx.host.exec(sh`
+    const result = await ctx.host.exec(
+      sh`
       systemctl is-active ${unit} || true
-      ${ctx.engine.healthProbe(port, 10)} || true
+      ${ctx.engine.healthProbe(port, PROBE_SECONDS)} || true
       echo ---journal---
-      journalctl -u ${unit} -n 200 --no-pager -o cat 2>/dev/null || true`);
+      journalctl -u ${unit} -n 200 --no-pager -o cat 2>/dev/null || true`,
+      { timeoutMs: probeCommandMs(PROBE_SECONDS) },
+    );
     const [head = "", log = ""] = result.stdout.split("---journal---\n");
     const [state = "", code = ""] = head
       .trim()
@@ -56,7 +64,7 @@ export async function waitHealthy(
     if (elapsed > timeoutSeconds) {
       return {
         healthy: false,
-        why: `not healthy after ${Math.round(elapsed)} s (limit ${timeoutSeconds} s)`,
+        why: `not healthy after ${duration(elapsed)} (limit ${duration(timeoutSeconds)})`,
         journal,
       };
     }

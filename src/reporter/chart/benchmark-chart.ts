@@ -1,13 +1,14 @@
 import type { BenchResult } from "../../engine/bench-serving.ts";
+import { truncate } from "../../slack/blocks.ts";
 import {
   type BenchPair,
   changeText,
   formatNumber,
   type PreviousBench,
   renderBenchmarkComparison,
+  sameModel,
   streams,
 } from "../benchmark-table.ts";
-import { truncate } from "../message.ts";
 import { type BarPanel, barChartSvg, COLOR, FONT_FAMILY } from "./bar-chart.ts";
 import { svgToPng } from "./svg-to-png.ts";
 
@@ -45,21 +46,20 @@ export async function renderBenchmarkChart(
   previous: PreviousBench | undefined,
   about: { model: string; host: string; swapId: string },
 ): Promise<BenchmarkChart> {
+  const likeModel = previous !== undefined && sameModel(previous.model, about.model);
   const settings = [
+    { label: "1 stream", now: current.single, before: previous?.single },
     {
-      label: streams(current.single.maxConcurrency, "single stream"),
-      now: current.single,
-      before: previous?.single,
-    },
-    {
-      label: streams(current.loaded.maxConcurrency, "loaded"),
+      label: `loaded (${streams(current.loaded.maxConcurrency, "concurrency not reported")})`,
       now: current.loaded,
-      before: previous?.loaded,
+      // another concurrency is another test: the new bar alone
+      before:
+        previous?.loaded?.maxConcurrency === current.loaded.maxConcurrency ? previous?.loaded : undefined,
     },
   ];
   const rows = settings.map((s) => ({
-    label: s.label === "1 stream" ? "1 stream" : `${s.label} (loaded)`,
-    panels: METRICS.map((m): BarPanel => panel(m, s.now, s.before)),
+    label: s.label,
+    panels: METRICS.map((m): BarPanel => panel(m, s.now, s.before, likeModel)),
   }));
   const legend = [
     ...(previous === undefined ? [] : [{ label: `before: ${previous.model}`, color: COLOR.before }]),
@@ -72,7 +72,9 @@ export async function renderBenchmarkChart(
     footer:
       previous === undefined
         ? "No earlier numbers on this host to compare with."
-        : "Green: better (more tok/s, fewer ms). Red: worse.",
+        : likeModel
+          ? "Green: better (more tok/s, fewer ms). Red: worse."
+          : "Two different models: the change is shown, neither better nor worse is said.",
   });
   return {
     png: await svgToPng(chart.svg, FONT_FAMILY),
@@ -80,11 +82,11 @@ export async function renderBenchmarkChart(
     height: chart.height,
     filename: `benchmark-${about.swapId.replace(/[^A-Za-z0-9._-]/g, "_")}.png`,
     title: truncate(`Benchmark on ${about.host}: ${about.model}`, 250),
-    altText: truncate(renderBenchmarkComparison(current, previous).text, 1000),
+    altText: truncate(renderBenchmarkComparison(current, previous, { model: about.model }).text, 1000),
   };
 }
 
-function panel(metric: Metric, now: BenchResult, before: BenchResult | undefined): BarPanel {
+function panel(metric: Metric, now: BenchResult, before: BenchResult | undefined, judge: boolean): BarPanel {
   const value = metric.pick(now);
   const bars = [
     ...(before === undefined ? [] : [{ label: "before", value: metric.pick(before), color: COLOR.before }]),
@@ -96,6 +98,7 @@ function panel(metric: Metric, now: BenchResult, before: BenchResult | undefined
   const change = changeText(value, was);
   if (change === "" || value === undefined || was === undefined) return result;
   if (change === "±0.0%") return { ...result, note: { text: "±0.0% same", color: COLOR.muted } };
+  if (!judge) return { ...result, note: { text: change, color: COLOR.muted } };
   const better = metric.higherIsBetter ? value > was : value < was;
   return {
     ...result,

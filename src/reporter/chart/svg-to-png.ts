@@ -1,10 +1,17 @@
-import { createRequire } from "node:module";
+import { access } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { CodedError } from "../../errors.ts";
 
 type RenderAsync = typeof import("@resvg/resvg-js").renderAsync;
 
-/** The fonts the chart uses, from the npm package that ships them: the same text on every machine. */
-const FONT_FILES = ["dejavu-fonts-ttf/ttf/DejaVuSans.ttf", "dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf"];
+/**
+ * The two fonts the chart uses, shipped beside this file (DejaVu Sans 2.37, regular and bold, with its
+ * licence, fonts/LICENSE-DejaVu): the same text on every machine, and 1.4 MB where the font package
+ * installed 12 MB of faces the chart never draws.
+ */
+const FONT_FILES = ["DejaVuSans.ttf", "DejaVuSans-Bold.ttf"].map((name) =>
+  fileURLToPath(new URL(`fonts/${name}`, import.meta.url)),
+);
 
 let loaded: Promise<{ renderAsync: RenderAsync; fontFiles: string[] }> | undefined;
 
@@ -15,16 +22,15 @@ let loaded: Promise<{ renderAsync: RenderAsync; fontFiles: string[] }> | undefin
  */
 function renderer(): Promise<{ renderAsync: RenderAsync; fontFiles: string[] }> {
   loaded ??= (async () => {
-    const require = createRequire(import.meta.url);
-    const fontFiles = FONT_FILES.map((f) => require.resolve(f));
+    await Promise.all(FONT_FILES.map((file) => access(file)));
     const { renderAsync } = await import("@resvg/resvg-js");
-    return { renderAsync, fontFiles };
+    return { renderAsync, fontFiles: FONT_FILES };
   })().catch((error: unknown) => {
     loaded = undefined;
     throw new CodedError(
       "CHART_UNAVAILABLE",
       `the chart renderer could not be loaded on ${process.platform}-${process.arch}: ${(error as Error).message}`,
-      "Run npm ci on the machine (or in the image) that runs modelswap, so npm installs @resvg/resvg-js's binary for its platform and the dejavu-fonts-ttf fonts; the benchmark table is posted without the chart meanwhile.",
+      "Run npm ci on the machine (or in the image) that runs modelswap, so npm installs @resvg/resvg-js's binary for its platform, and build with npm run build, which copies the chart's fonts beside it; the benchmark table is posted without the chart meanwhile.",
       { cause: error },
     );
   });

@@ -29,6 +29,7 @@ const BENCH = /sglang\.bench_serving/;
 /** What the outgoing model measured on this host when it was swapped in. */
 const KIMI: LastBenchmark = {
   repo: OLD_REPO,
+  engine: "sglang",
   result: {
     single: parseBenchSummary(benchOutput(SINGLE_NUMBERS).stdout!),
     loaded: parseBenchSummary(benchOutput(LOADED_NUMBERS).stdout!),

@@ -19,6 +19,9 @@ import {
   WARMUP_FAILED,
 } from "./late-stage-fixtures.ts";
 
+/** Where a cold swap goes after its benchmark, and when it runs (the cold mode says: jobs/swap/modes). */
+const COLD = { next: "retire", when: undefined } as const;
+
 /** A healthy, sane new model: the benchmark is next. */
 function sane(options: LateOptions = {}): Fake {
   const stages = approvedRecord().stages!;
@@ -44,6 +47,7 @@ function sane(options: LateOptions = {}): Fake {
 /** What the outgoing model measured on this host when it was swapped in. */
 const KIMI: LastBenchmark = {
   repo: OLD_REPO,
+  engine: "sglang",
   result: {
     single: parseBenchSummary(
       benchOutput({ ...SINGLE_NUMBERS, outputThroughput: 48.2, medianTpotMs: 20.3 }).stdout!,
@@ -64,9 +68,9 @@ describe("benchmarkStage", () => {
     const fake = sane({ lastBenchmark: KIMI });
     benchAnswers(fake);
 
-    const result = await benchmarkStage(fake.ctx);
+    const result = await benchmarkStage(fake.ctx, COLD);
 
-    expect(result).toEqual({ next: "finish" });
+    expect(result).toEqual({ next: "retire" });
     const runs = fake.host.ran(/sglang\.bench_serving/);
     expect(runs).toEqual([
       `/opt/sglang/.venv/bin/python -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port 30000 --model ${PLAN.modelDir} --dataset-name random --random-input-len 1024 --random-output-len 128 --random-range-ratio 1 --num-prompts 8 --max-concurrency 1 --seed 1 --output-file /dev/null --disable-tqdm`,
@@ -99,6 +103,7 @@ describe("benchmarkStage", () => {
           single: KIMI.result.single,
           loaded: KIMI.result.loaded,
           basis: "last-swap",
+          engine: "sglang",
         },
         engine: "sglang",
         at: later(0),
@@ -116,7 +121,7 @@ describe("benchmarkStage", () => {
     const fake = sane();
     benchAnswers(fake);
 
-    await benchmarkStage(fake.ctx);
+    await benchmarkStage(fake.ctx, COLD);
 
     const [event] = fake.events();
     expect(event?.type).toBe("benchmarked");
@@ -128,9 +133,9 @@ describe("benchmarkStage", () => {
     fake.host.on(benchRun(1), WARMUP_FAILED);
     fake.host.on(benchRun(16), benchOutput(LOADED_NUMBERS));
 
-    const result = await benchmarkStage(fake.ctx);
+    const result = await benchmarkStage(fake.ctx, COLD);
 
-    expect(result).toEqual({ next: "finish" });
+    expect(result).toEqual({ next: "retire" });
     // the loaded run is not started after the first one failed
     expect(fake.host.ran(/sglang\.bench_serving/)).toHaveLength(1);
     expect(fake.swap.record.benchmark).toBeUndefined();
@@ -157,7 +162,7 @@ describe("benchmarkStage", () => {
       ),
     });
 
-    expect(await benchmarkStage(fake.ctx)).toEqual({ next: "finish" });
+    expect(await benchmarkStage(fake.ctx, COLD)).toEqual({ next: "retire" });
 
     expect(fake.events()).toMatchObject([
       { type: "benchmark-failed", error: expect.stringContaining("none of the 32 requests succeeded") },
@@ -176,7 +181,7 @@ describe("benchmarkStage", () => {
     });
     benchAnswers(fake);
 
-    expect(await benchmarkStage(fake.ctx)).toEqual({ next: "finish" });
+    expect(await benchmarkStage(fake.ctx, COLD)).toEqual({ next: "retire" });
 
     const commands = fake.host.commands.map((c) => c.text);
     expect(commands[0]).toBe(
@@ -191,7 +196,7 @@ describe("benchmarkStage", () => {
     fake.host.on(benchRun(1), benchOutput(SINGLE_NUMBERS));
     fake.host.on(benchRun(16), unreachable());
 
-    await expect(benchmarkStage(fake.ctx)).rejects.toMatchObject({ code: "HOST_UNREACHABLE" });
+    await expect(benchmarkStage(fake.ctx, COLD)).rejects.toMatchObject({ code: "HOST_UNREACHABLE" });
 
     expect(fake.swap.record.stages.benchmark.state).toBe("running");
     expect(fake.events()).toEqual([]);

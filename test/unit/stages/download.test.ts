@@ -30,7 +30,7 @@ describe("downloadStep", () => {
     expect(starts).toHaveLength(1);
     expect(starts[0]!.dir).toBe(dir);
     expect(starts[0]!.script).toContain(
-      `hf download ${model!.repo} --revision ${model!.sha} --local-dir ${plan!.modelDir} --max-workers 8`,
+      `hf download ${model!.repo} --revision ${model!.sha} --local-dir ${plan!.modelDir} --max-workers 8 ${model!.files.map((f) => `--include ${f.path}`).join(" ")}\n`,
     );
     expect(fake.host.started.get(dir)?.secrets).toEqual({ HF_TOKEN: "hf_sEcReT0123456789" });
     // the token is never on a command line or in the script
@@ -91,12 +91,14 @@ describe("downloadStep", () => {
     // 111.5 GB in 60 s
     expect(fake.swap.record.download).toMatchObject({ bytes: total / 2, at: "2026-12-01T12:01:00.000Z" });
     expect(fake.swap.record.download?.rate).toBeCloseTo(total / 2 / 60, 0);
-    expect(fake.swap.record.stages.download.detail).toMatch(/^50 % of 223 GB · 1858\.\d MB\/s · ETA 60 s$/);
+    expect(fake.swap.record.stages.download.detail).toMatch(/^50 % of 223 GB · 1858\.\d MB\/s · ETA 1 min$/);
 
     fake.clock.time += 100_000;
     onDisk(fake, total / 2 + 20e9);
     await downloadStep(ctx);
-    expect(fake.swap.record.stages.download.detail).toMatch(/^58 % of 223 GB · 200\.0 MB\/s · ETA 8 min$/);
+    expect(fake.swap.record.stages.download.detail).toMatch(
+      /^58 % of 223 GB · 200\.0 MB\/s · ETA 7 min 40 s$/,
+    );
     expect(fake.host.ran(/^du -sb --apparent-size /).at(-1)).toBe(
       `du -sb --apparent-size ${modelDir} 2>/dev/null | cut -f1`,
     );

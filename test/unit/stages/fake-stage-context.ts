@@ -1,14 +1,14 @@
 import { RunningSwap } from "../../../jobs/swap/swap-state.ts";
 import type { Clock } from "../../../src/clock.ts";
 import { fileSchema, type HostConfig } from "../../../src/config/file-schema.ts";
-import { sglangEngine } from "../../../src/engine/sglang-engine.ts";
+import { sglangEngine } from "../../../src/engine/sglang/sglang-engine.ts";
 import { shuttingDown } from "../../../src/errors.ts";
 import type { DetachedStatus } from "../../../src/host/detached-task.ts";
 import type { ShellCommand } from "../../../src/host/shell-quote.ts";
 import { commandFailed, type ExecOptions, type ExecResult } from "../../../src/host/transport.ts";
 import type { ModelInfo, ModelRef } from "../../../src/hub/types.ts";
 import { createLogger } from "../../../src/log.ts";
-import { RECIPES } from "../../../src/plan/recipes.ts";
+import { catalogueRecipes } from "../../../src/plan/catalogue.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { AuditEvent } from "../../../src/store/audit-log.ts";
 import type { LastBenchmark, ServingState } from "../../../src/store/host-state.ts";
@@ -160,7 +160,18 @@ export function fakeContext(options: FakeOptions = {}): Fake {
         if (result.code !== 0) throw commandFailed(config.name, what, result);
         return result;
       },
-      privileged: (command) => (config.sudo ? { text: `sudo -n ${command.text}` } : command),
+      async tryChange(command, opts = {}) {
+        const { privileged, ...exec } = opts;
+        return host.exec(
+          privileged === true && config.sudo ? { text: `sudo -n ${command.text}` } : command,
+          exec,
+        );
+      },
+      async change(command, what, opts) {
+        const result = await this.tryChange(command, opts);
+        if (result.code !== 0) throw commandFailed(config.name, what, result);
+        return result;
+      },
       async startTask(dir, script, secrets) {
         host.started.set(dir, { script: script.text, secrets: { ...secrets } });
         if (!host.status.has(dir))
@@ -193,7 +204,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       decision: async (planHash) => decisions[planHash],
       cancelRequest: async () => cancel.request,
     },
-    recipes: RECIPES,
+    recipes: catalogueRecipes(),
     engine: sglangEngine,
     previousEngine: sglangEngine,
     settings: {

@@ -93,7 +93,7 @@ describe("finishSwap", () => {
         since: ago(65),
         swapId: SWAP_ID,
         engine: "sglang",
-        previous: { unit: OLD_UNIT, repo: OLD_REPO },
+        previous: { unit: OLD_UNIT, repo: OLD_REPO, engine: "sglang" },
       },
       benchmark: { repo: PLAN.model.repo, engine: "sglang", result: BENCHMARK },
     });
@@ -104,7 +104,7 @@ describe("finishSwap", () => {
     expect(fake.events()).toEqual([{ type: "finished", outcome: "succeeded", at: later(0) }]);
     expect(fake.audit().map((a) => [a.kind, a.detail])).toEqual([
       ["stage", "finish done: succeeded"],
-      ["outcome", `succeeded: ${MODEL}, downtime 7 min`],
+      ["outcome", `succeeded: ${MODEL}, downtime 7 min 5 s`],
     ]);
     // finishing runs nothing on the host
     expect(fake.host.commands).toEqual([]);
@@ -171,7 +171,7 @@ describe("finishSwap", () => {
       record: {
         rollback: {
           ok: false,
-          detail: `${OLD_UNIT} did not come back: not healthy after 1321 s (limit 1320 s)`,
+          detail: `${OLD_UNIT} did not come back: not healthy after 22 min 1 s (limit 22 min)`,
         },
       },
     });
@@ -179,7 +179,7 @@ describe("finishSwap", () => {
     await finishSwap(fake.ctx, "failed", "health check failed");
 
     expect(fake.audit().find((a) => a.kind === "rollback")?.detail).toBe(
-      `rollback failed to ${OLD_UNIT}: ${OLD_UNIT} did not come back: not healthy after 1321 s (limit 1320 s)`,
+      `rollback failed to ${OLD_UNIT}: ${OLD_UNIT} did not come back: not healthy after 22 min 1 s (limit 22 min)`,
     );
     expect(fake.swap.record.stages.finish).toMatchObject({ state: "failed", detail: "failed" });
   });

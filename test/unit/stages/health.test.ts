@@ -142,7 +142,7 @@ describe("healthStage", () => {
     await healthStage(fake.ctx);
 
     expect(states[0]).toBe("waiting for /health_generate (limit 10 min)");
-    expect(states.at(-1)).toMatch(/^loading for \d+ s \(limit 10 min\)$/);
+    expect(states.at(-1)).toMatch(/^loading for (\d+ min )?\d+ s \(limit 10 min\)$/);
     // 20 s of polling: the begin, then a save every 5 s (the card follows the wait)
     expect(fake.checkpoints()).toBeGreaterThanOrEqual(4);
   });
@@ -259,10 +259,10 @@ describe("healthStage", () => {
     const result = await healthStage(fake.ctx);
 
     expect(result).toEqual({
-      fail: "not healthy after 91 s (limit 90 s)",
+      fail: "not healthy after 1 min 31 s (limit 1 min 30 s)",
       touched: true,
       code: "HEALTH_FAILED",
-      fix: expect.stringContaining("swaps.healthTimeoutSeconds (this swap's limit was 90 s)"),
+      fix: expect.stringContaining("swaps.healthTimeoutSeconds (this swap's limit was 1 min 30 s)"),
     });
     // polled every 500 ms from the unit's start until past the limit
     expect(fake.clock.now() - T0).toBe(90_500);
@@ -271,10 +271,10 @@ describe("healthStage", () => {
       state: "failed",
       startedAt: later(0),
       finishedAt: later(90.5),
-      detail: "not healthy after 91 s (limit 90 s)",
+      detail: "not healthy after 1 min 31 s (limit 1 min 30 s)",
     });
     expect(fake.events()).toMatchObject([
-      { type: "health-failed", unit: NEW_UNIT, why: "not healthy after 91 s (limit 90 s)" },
+      { type: "health-failed", unit: NEW_UNIT, why: "not healthy after 1 min 31 s (limit 1 min 30 s)" },
     ]);
     expect((fake.events()[0] as { journal: string[] }).journal).toEqual(loadingJournal(NEW_UNIT));
   });
@@ -287,10 +287,10 @@ describe("healthStage", () => {
 
     expect(fake.swap.record.plan!.healthTimeoutSeconds).toBe(1200);
     expect(result).toEqual({
-      fail: "not healthy after 1201 s (limit 1200 s)",
+      fail: "not healthy after 20 min 1 s (limit 20 min)",
       touched: true,
       code: "HEALTH_FAILED",
-      fix: expect.stringContaining("this swap's limit was 1200 s"),
+      fix: expect.stringContaining("this swap's limit was 20 min"),
     });
     expect(fake.clock.now() - T0).toBe(1_200_500);
   });
@@ -309,10 +309,10 @@ describe("healthStage", () => {
     const result = await healthStage(fake.ctx);
 
     expect(result).toEqual({
-      fail: "not healthy after 901 s (limit 900 s)",
+      fail: "not healthy after 15 min 1 s (limit 15 min)",
       touched: true,
       code: "HEALTH_FAILED",
-      fix: expect.stringContaining("this swap's limit was 900 s"),
+      fix: expect.stringContaining("this swap's limit was 15 min"),
     });
     expect(fake.clock.now() - T0).toBe(300_500);
     expect(fake.swap.record.stages.health.startedAt).toBe(ago(599));

@@ -58,7 +58,7 @@ export function approvedRecord(plan: SwapPlan = PLAN, over: Partial<SwapRecord> 
     stages,
     plan,
     planHash: "c0ffee",
-    previous: { unit: OLD_UNIT, repo: OLD_REPO },
+    previous: { unit: OLD_UNIT, repo: OLD_REPO, engine: "sglang" },
     ...over,
   };
 }
@@ -323,6 +323,40 @@ export const WARMUP_FAILED: Partial<ExecResult> = {
     "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:30000 ssl:default [Connect call failed ('127.0.0.1', 30000)]",
   ].join("\n"),
 };
+
+// ---------------------------------------------------------------------------------------------------
+// The final check and the flip-back window's look: `systemctl show -p ActiveState -p SubState -p MainPID`
+// (systemd's KEY=value lines), then, for the final check, the health probes' statuses.
+
+/**
+ * The host's units as systemd shows them: each named unit active with its MainPID, any other inactive;
+ * health probes answer 200 for an active unit's command, and sanity prompts are answered sanely (on any
+ * port). A unit given `0` is shown failed, and the check's health probe gets nothing.
+ */
+export function unitsServe(fake: Fake, pids: Record<string, number>): void {
+  const shown = (command: string) => {
+    const unit = Object.keys(pids).find((u) => command.includes(u));
+    const pid = unit === undefined ? 0 : pids[unit]!;
+    return {
+      pid,
+      text:
+        pid === 0
+          ? "ActiveState=failed\nSubState=failed\nMainPID=0"
+          : `ActiveState=active\nSubState=running\nMainPID=${pid}`,
+    };
+  };
+  fake.host.on(/systemctl show -p ActiveState -p SubState -p MainPID/, (command) => {
+    const { pid, text } = shown(command);
+    if (!command.includes("---direct---")) return { stdout: `${text}\n` };
+    const status = pid === 0 ? "000" : "200";
+    return {
+      stdout: `${text}\n---direct---\n${status}\n---door---\n${command.includes("health_generate", command.indexOf("---door---")) ? `${status}\n` : ""}`,
+    };
+  });
+  fake.host.on(/\/generate/, saneAnswer);
+  // a unit's process as the rollback reads it after the old unit's health (unit-steps.ts mainPid)
+  fake.host.on(/systemctl show -p MainPID --value/, (command) => ({ stdout: `${shown(command).pid}\n` }));
+}
 
 /**
  * Gives the fake host a front door (hosts[].frontDoor: slots `blue` and `hold`, a 300 s hold) whose

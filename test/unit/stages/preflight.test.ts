@@ -43,7 +43,7 @@ describe("preflightStage", () => {
     const plan = record.plan!;
     expect(plan).toMatchObject({
       ok: true,
-      recipe: "qwen3.5-moe/nvfp4/sm_120",
+      recipe: "modelopt-fp4 + nvfp4-sm120-sglang-moe + nvfp4-sm120-sglang + qwen3.5",
       tp: 8,
       unitName: QWEN_UNIT,
       modelDir: `/srv/models/nvidia--Qwen3.5-397B-A17B-NVFP4--${QWEN().sha.slice(0, 12)}`,
@@ -66,7 +66,7 @@ describe("preflightStage", () => {
 
     expect(record.stages.preflight).toMatchObject({
       state: "done",
-      detail: `qwen3.5-moe/nvfp4/sm_120 · tp 8 · unit ${QWEN_UNIT}`,
+      detail: `modelopt-fp4 + nvfp4-sm120-sglang-moe + nvfp4-sm120-sglang + qwen3.5 · tp 8 · unit ${QWEN_UNIT}`,
     });
     expect(record.stages.approval).toMatchObject({
       state: "running",
@@ -119,6 +119,7 @@ describe("preflightStage", () => {
         repo: "moonshotai/Kimi-K2-Thinking",
         since: "2026-11-30T09:00:00.000Z",
         swapId: "sw-20261130-0001",
+        engine: "sglang",
       },
     });
     scriptGpuHost(fake.host, { unit: { name: "sglang-kimi.service", text: OLD_UNIT } });
@@ -180,24 +181,23 @@ describe("preflightStage", () => {
     const why = (result as { fail: string }).fail;
     // each failing check by its name, no internal word ("none: …"), the recipe's echo of the quantization left out
     expect(why).toMatch(
-      /^the plan was refused: quantization: NVFP4 weights need compute capability ≥ 10\.0; NVIDIA H200 is 9\.0/,
+      /^the plan was refused: quantization: NVFP4 \(ModelOpt NVFP4 .*\) does not run on NVIDIA H200 \(compute capability 9\.0\) with SGLang/,
     );
     expect(why).not.toMatch(/\bnone\b|recipe:/);
-    expect(result).toMatchObject({ code: "PLAN_REFUSED", fix: expect.stringMatching(/Blackwell/) });
+    expect(result).toMatchObject({
+      code: "PLAN_REFUSED",
+      fix: expect.stringMatching(/RTX PRO 6000 Blackwell/),
+    });
     const { record } = fake.swap;
     // the refused plan is kept: the thread shows it with its failing checks
     expect(record.plan?.host.gpus).toMatchObject([
       { name: "NVIDIA H200", computeCapability: { major: 9, minor: 0 } },
     ]);
-    expect(record.plan?.checks.filter((c) => !c.ok).map((c) => c.id)).toEqual([
-      "recipe",
-      "quantization",
-      "vram",
-    ]);
+    expect(record.plan?.checks.filter((c) => !c.ok).map((c) => c.id)).toEqual(["quantization", "vram"]);
     expect(record.plan?.checks.find((c) => c.id === "quantization")?.fix).toMatch(/Blackwell/);
     expect(record.stages.preflight).toMatchObject({
       state: "failed",
-      detail: expect.stringContaining("no recipe: NVFP4 does not run on sm_90"),
+      detail: expect.stringContaining("does not run on NVIDIA H200 (compute capability 9.0) with SGLang"),
     });
     expect(fake.events()).toEqual([
       { type: "planned", planHash: record.planHash, status: "refused", at: "2026-12-01T12:00:00.000Z" },
@@ -328,5 +328,100 @@ describe("refuseFailingPlan", () => {
     expect(eventsOf(fake, "planned")).toEqual([
       { type: "planned", planHash: fake.swap.record.planHash, status: "refused", at: expect.any(String) },
     ]);
+  });
+});
+
+describe("preflightStage: the engine build the host trusts (issue 28 §5)", () => {
+  const servingUnit = (commit12: string) =>
+    OLD_UNIT.replace(
+      "[Service]\n",
+      `[Service]\nEnvironment=PYTHONPATH=/srv/models/.modelswap/engines/sglang-${commit12}-sw-20261120-0001/python\n`,
+    );
+
+  it("reuses the serving unit's build when the ref resolves to the commit it was built from, and says so", async () => {
+    const fake = fakeContext({ record: resolvedRecord(QWEN(), { engineRef: undefined }) });
+    scriptGpuHost(fake.host, { unit: { name: OLD_UNIT_NAME, text: servingUnit("1a2b3c4d5e6f") } });
+    expect(await preflightStage(fake.ctx)).toEqual({ next: "prepare" });
+    const plan = fake.swap.record.plan!;
+    expect(plan.engine).toMatchObject({
+      ref: "main",
+      commit: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+      buildDir: "/srv/models/.modelswap/engines/sglang-1a2b3c4d5e6f-sw-20261120-0001",
+      reused: true,
+    });
+    expect(plan.notes).toContain(
+      "Engine: main at 1a2b3c4, upstream main, as no request, profile or host names another: the serving unit's build of that commit is reused, no rebuild.",
+    );
+    expect(plan.unitText).toContain(
+      "Environment=PYTHONPATH=/srv/models/.modelswap/engines/sglang-1a2b3c4d5e6f-sw-20261120-0001/python",
+    );
+  });
+
+  it("builds anew when the serving unit's build is of another commit; the host's default ref when the request names none", async () => {
+    const fake = fakeContext({
+      record: resolvedRecord(QWEN(), { engineRef: undefined }),
+      host: { engineRef: "v0.5.2" },
+    });
+    scriptGpuHost(fake.host, { unit: { name: OLD_UNIT_NAME, text: servingUnit("1a2b3c4d5e6f") } });
+    expect(await preflightStage(fake.ctx)).toEqual({ next: "prepare" });
+    const plan = fake.swap.record.plan!;
+    expect(plan.engine).toMatchObject({
+      ref: "v0.5.2",
+      kind: "tag",
+      commit: "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e",
+    });
+    expect(plan.engine?.reused).toBeUndefined();
+    expect(plan.engine?.buildDir).toMatch(/sglang-5e5e5e5e5e5e-/);
+    expect(plan.notes).toContain(
+      "Engine: v0.5.2 at 5e5e5e5, gpu-1's default, hosts[].engineRef: a new build for this swap.",
+    );
+  });
+});
+
+describe("preflightStage: flags from three places (issue 28 §4)", () => {
+  it("takes the model's profile (tp, flags, engine ref) and the host's house flags, each said where it came from; the request's --tp and --set win", async () => {
+    const profiles = [
+      {
+        model: "nvidia/Qwen3.5-*",
+        flags: [{ setting: "context-length", value: "131072" as const, reason: "agents send 100k prompts" }],
+        tp: 4,
+        engineRef: "v0.5.2",
+      },
+    ];
+    const fake = fakeContext({
+      record: resolvedRecord(QWEN(), { engineRef: undefined }),
+      host: { flags: [{ setting: "enable-metrics", value: true }] },
+      settings: { profiles },
+    });
+    scriptGpuHost(fake.host);
+    expect(await preflightStage(fake.ctx)).toEqual({ next: "prepare" });
+    const plan = fake.swap.record.plan!;
+    expect(plan.tp).toBe(4);
+    expect(plan.engine?.ref).toBe("v0.5.2");
+    expect(plan.flags.find((f) => f.setting === "context-length")).toMatchObject({
+      value: "131072",
+      from: "profile nvidia/Qwen3.5-* (models[])",
+      reason: "agents send 100k prompts",
+    });
+    expect(plan.flags.find((f) => f.setting === "enable-metrics")).toMatchObject({
+      from: "host gpu-1 (hosts[].flags)",
+    });
+
+    const asked = fakeContext({
+      record: resolvedRecord(QWEN(), {
+        engineRef: undefined,
+        tp: 8,
+        sets: [{ setting: "context-length", value: "32768" }],
+      }),
+      settings: { profiles },
+    });
+    scriptGpuHost(asked.host);
+    expect(await preflightStage(asked.ctx)).toEqual({ next: "prepare" });
+    const mine = asked.swap.record.plan!;
+    expect(mine.tp).toBe(8);
+    expect(mine.flags.find((f) => f.setting === "context-length")).toMatchObject({
+      value: "32768",
+      from: "swap (--set)",
+    });
   });
 });

@@ -33,6 +33,7 @@ describe("resolveStage", () => {
     });
     expect(record.model).not.toHaveProperty("config");
     expect(record.model).not.toHaveProperty("quantConfig");
+    expect(record.model).not.toHaveProperty("codeConfigs");
     expect(JSON.stringify(record)).not.toContain('"architectures"');
     expect(record.facts).toEqual(factsOf("qwen3.5-moe-nvfp4"));
     expect(record.stages.resolve).toMatchObject({

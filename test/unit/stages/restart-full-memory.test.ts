@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { blueGreenMode } from "../../../jobs/swap/modes/blue-green.ts";
 import { restartStage } from "../../../jobs/swap/stages/restart-full-memory.ts";
-import { rollback } from "../../../jobs/swap/stages/rollback.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import {
   ago,
@@ -9,9 +9,11 @@ import {
   healthyJournal,
   lateContext,
   NEW_UNIT,
+  OLD_UNIT,
   oomJournal,
   PLAN,
   saneAnswer,
+  unitsServe,
   withFrontDoor,
 } from "./late-stage-fixtures.ts";
 
@@ -172,18 +174,25 @@ describe("a restart at full memory that cannot go on", () => {
   });
 });
 
-describe("a rollback once the old unit has begun to stop", () => {
-  it("does not flip back to it: nothing changes on the front door or the units, and it says why", async () => {
+describe("a rollback once the old unit has stopped (the new one failed its last check)", () => {
+  it("starts the old unit again on its port, awaits its health, and sends the front door back to its slot", async () => {
     const changes: string[][] = [];
-    const fake = lateContext({ plan: SHARED, record: retired });
+    const fake = lateContext({ plan: SHARED, record: { ...retired, step: "rollback" } });
     withFrontDoor(fake, {
       async setStates(list) {
         changes.push(list.map(([server, state]) => `${server} ${state}`));
       },
     });
-    const result = await rollback(fake.ctx, "the restart at full memory failed");
-    expect(result).toMatchObject({ ok: false, detail: expect.stringMatching(/nothing to roll back to/) });
-    expect(changes).toEqual([]);
-    expect(fake.host.commands).toEqual([]);
+    unitsServe(fake, { [OLD_UNIT]: 333 });
+    fake.host.on(healthPoll(OLD_UNIT), healthAnswer("active", "200", healthyJournal(OLD_UNIT)));
+    const result = await blueGreenMode.undo(fake.ctx, "the last check before the end found: it crashed");
+    expect(result).toMatchObject({ ok: true, detail: expect.stringMatching(/started again and healthy/) });
+    expect(fake.host.ran(/systemctl (disable|enable) --now/)).toEqual([
+      expect.stringContaining(`disable --now ${NEW_UNIT}`),
+      expect.stringContaining(`enable --now ${OLD_UNIT}`),
+    ]);
+    expect(changes).toEqual([["blue ready", "green maint"]]);
+    expect(fake.swap.record.verified).toMatchObject({ unit: OLD_UNIT, mainPid: 333 });
+    expect(fake.events().map((e) => e.type)).toEqual(["rolling-back"]);
   });
 });

@@ -30,7 +30,8 @@ const SERVING: ServingState = {
   repo: "nvidia/Qwen3.5-397B-A17B-NVFP4",
   since: "2026-11-30T09:00:00.000Z",
   swapId: "sw-20261130-0001",
-  previous: { unit: OLD_UNIT_NAME, repo: "meta-llama/Llama-3.2-1B-Instruct" },
+  engine: "sglang",
+  previous: { unit: OLD_UNIT_NAME, repo: "meta-llama/Llama-3.2-1B-Instruct", engine: "sglang" },
 };
 
 /** A `/llm rollback` to sglang-old.service on a host whose files are all still there. */
@@ -144,7 +145,7 @@ describe("rollbackPreflightStage", () => {
     const fake = rollbackSwap();
     const { ctx } = fake;
     await rollbackPreflightStage(ctx);
-    fake.swap.set({ step: "prepare" });
+    fake.swap.to.stepTo("prepare");
     const hash = fake.swap.record.planHash!;
 
     expect(await prepareStage(ctx)).toEqual({ wait: 1000 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { rollback } from "../../../jobs/swap/stages/rollback.ts";
+import { coldMode } from "../../../jobs/swap/modes/cold.ts";
 import { CodedError } from "../../../src/errors.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import type { Fake } from "./fake-stage-context.ts";
@@ -58,11 +58,12 @@ function oldUnitComesBack(fake: Fake, loadingPolls = 2): { count: () => number }
   return { count: () => n };
 }
 
-/** The commands run, health polls shown as "poll <unit>". */
+/** The commands run, health polls shown as "poll <unit>", a read of a unit's process as "pid <unit>". */
 function commands(fake: Fake): string[] {
   return fake.host.commands.map((c) => {
     const polled = /^\s*systemctl is-active (\S+) \|\| true/.exec(c.text);
-    return polled ? `poll ${polled[1]}` : c.text;
+    const pid = /^systemctl show -p MainPID --value (\S+)$/.exec(c.text);
+    return polled ? `poll ${polled[1]}` : pid ? `pid ${pid[1]}` : c.text;
   });
 }
 
@@ -88,7 +89,7 @@ describe("rollback", () => {
     const fake = failedAfterSwitch();
     const health = oldUnitComesBack(fake);
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
     expect(commands(fake)).toEqual([
@@ -97,6 +98,8 @@ describe("rollback", () => {
       `poll ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
+      // the process the final check will expect of it
+      `pid ${OLD_UNIT}`,
     ]);
     expect(health.count()).toBe(3);
     expect(fake.swap.record.rollbackStartedAt).toBe(later(0));
@@ -114,7 +117,7 @@ describe("rollback", () => {
     const door = unreachableFrontDoor(fake);
     oldUnitComesBack(fake);
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     // the units come first: HAProxy being away must not keep the old model from serving again
     expect(commands(fake).slice(0, 2)).toEqual([
@@ -135,12 +138,13 @@ describe("rollback", () => {
     const fake = failedAfterSwitch({ host: { sudo: true } });
     oldUnitComesBack(fake, 0);
 
-    await rollback(fake.ctx, WHY);
+    await coldMode.undo(fake.ctx, WHY);
 
     expect(commands(fake)).toEqual([
       `sudo -n systemctl disable --now ${NEW_UNIT}`,
       `sudo -n systemctl enable --now ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
+      `pid ${OLD_UNIT}`,
     ]);
   });
 
@@ -148,7 +152,7 @@ describe("rollback", () => {
     const fake = failedAfterSwitch();
     fake.host.on(/systemctl enable --now/, unreachable());
 
-    const first = await rollback(fake.ctx, WHY);
+    const first = await coldMode.undo(fake.ctx, WHY);
     expect(first).toMatchObject({
       ok: false,
       unreachable: expect.objectContaining({ code: "HOST_UNREACHABLE" }),
@@ -157,7 +161,7 @@ describe("rollback", () => {
     fake.clock.time += 5_000;
     fake.host.on(/systemctl enable --now/, {});
     oldUnitComesBack(fake, 0);
-    const second = await rollback(fake.ctx, WHY);
+    const second = await coldMode.undo(fake.ctx, WHY);
 
     expect(second).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
     expect(rollingBack(fake)).toHaveLength(1);
@@ -169,7 +173,7 @@ describe("rollback", () => {
   it("only stops the new unit when nothing served before the swap", async () => {
     const fake = failedAfterSwitch({ plan: qwenPlan({ servedNothing: true }) });
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     expect(result).toEqual({ ok: true, detail: `${NEW_UNIT} stopped; nothing served before` });
     expect(commands(fake)).toEqual([`systemctl disable --now ${NEW_UNIT}`]);
@@ -184,7 +188,7 @@ describe("rollback", () => {
     });
     oldUnitComesBack(fake, 0);
 
-    const result = await rollback(fake.ctx, "writing the unit failed");
+    const result = await coldMode.undo(fake.ctx, "writing the unit failed");
 
     expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
     expect(commands(fake)).toEqual([
@@ -192,6 +196,7 @@ describe("rollback", () => {
       // not privileged: this may be what failed
       `systemctl is-active ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
+      `pid ${OLD_UNIT}`,
     ]);
     expect(fake.host.ran(/enable --now/)).toEqual([]);
   });
@@ -201,7 +206,7 @@ describe("rollback", () => {
     fake.host.on(/^systemctl is-active sglang-kimi\.service$/, { code: 3, stdout: "inactive\n" });
     oldUnitComesBack(fake, 0);
 
-    expect(await rollback(fake.ctx, WHY)).toMatchObject({ ok: true });
+    expect(await coldMode.undo(fake.ctx, WHY)).toMatchObject({ ok: true });
     expect(fake.host.ran(/systemctl enable --now/)).toEqual([`systemctl enable --now ${OLD_UNIT}`]);
   });
 
@@ -209,12 +214,13 @@ describe("rollback", () => {
     const fake = failedAfterSwitch({ record: { engine: { commit: "f".repeat(40), version: "0.5.6" } } });
     oldUnitComesBack(fake, 0);
 
-    await rollback(fake.ctx, WHY);
+    await coldMode.undo(fake.ctx, WHY);
 
     expect(commands(fake)).toEqual([
       `systemctl disable --now ${NEW_UNIT}`,
       `systemctl enable --now ${OLD_UNIT}`,
       `poll ${OLD_UNIT}`,
+      `pid ${OLD_UNIT}`,
     ]);
   });
 
@@ -230,7 +236,7 @@ describe("rollback", () => {
     ];
     fake.host.on(healthPoll(OLD_UNIT), healthAnswer("failed", "000", crash));
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     const why = `${OLD_UNIT} failed: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.`;
     expect(result).toEqual({ ok: false, detail: `${OLD_UNIT} did not come back: ${why}` });
@@ -246,12 +252,12 @@ describe("rollback", () => {
     const fake = failedAfterSwitch();
     fake.host.on(healthPoll(OLD_UNIT), healthAnswer("activating", "000", loadingJournal(OLD_UNIT)));
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     // the plan allows the 223 GB model 1200 s; the old unit gets as long
     expect(result).toEqual({
       ok: false,
-      detail: `${OLD_UNIT} did not come back: not healthy after 1201 s (limit 1200 s)`,
+      detail: `${OLD_UNIT} did not come back: not healthy after 20 min 1 s (limit 20 min)`,
     });
     expect(fake.clock.now() - T0).toBe(1_200_500);
     expect(fake.events().at(-1)).toMatchObject({ type: "rollback-failed", unit: OLD_UNIT });
@@ -266,7 +272,7 @@ describe("rollback", () => {
         : healthAnswer("active", "200", healthyJournal(OLD_UNIT)),
     );
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     // Declaring "no healthy service" at 20 min would page the channel while the old model still loads.
     expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
@@ -280,7 +286,7 @@ describe("rollback", () => {
       stderr: `Failed to enable unit: Unit file ${OLD_UNIT} does not exist.\n`,
     });
 
-    const result = await rollback(fake.ctx, WHY);
+    const result = await coldMode.undo(fake.ctx, WHY);
 
     expect(result.ok).toBe(false);
     expect(result.detail).toContain(`Unit file ${OLD_UNIT} does not exist.`);
@@ -291,14 +297,14 @@ describe("rollback", () => {
   it("sets unreachable when the host cannot be reached, before or during the health wait", async () => {
     const early = failedAfterSwitch();
     early.host.on(/systemctl disable --now/, unreachable());
-    const atStart = await rollback(early.ctx, WHY);
+    const atStart = await coldMode.undo(early.ctx, WHY);
     expect(atStart).toMatchObject({ ok: false, detail: expect.stringContaining("(HOST_UNREACHABLE)") });
     expect(atStart.unreachable).toMatchObject({ code: "HOST_UNREACHABLE" });
     expect(early.host.ran(/enable --now/)).toEqual([]);
 
     const late = failedAfterSwitch();
     late.host.on(healthPoll(OLD_UNIT), unreachable());
-    const during = await rollback(late.ctx, WHY);
+    const during = await coldMode.undo(late.ctx, WHY);
     expect(during.ok).toBe(false);
     expect(during.unreachable).toMatchObject({ code: "HOST_UNREACHABLE" });
     expect(late.events().map((e) => e.type)).toEqual(["rolling-back"]);
@@ -311,6 +317,6 @@ describe("rollback", () => {
       return healthAnswer("activating", "000", loadingJournal(OLD_UNIT));
     });
 
-    await expect(rollback(fake.ctx, WHY)).rejects.toMatchObject({ code: "SHUTTING_DOWN" });
+    await expect(coldMode.undo(fake.ctx, WHY)).rejects.toMatchObject({ code: "SHUTTING_DOWN" });
   });
 });

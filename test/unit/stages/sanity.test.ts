@@ -47,7 +47,7 @@ describe("sanityStage", () => {
     const fake = healthy();
     fake.host.on(GENERATE, saneAnswer);
 
-    const result = await sanityStage(fake.ctx);
+    const result = await sanityStage(fake.ctx, "release");
 
     expect(result).toEqual({ next: "release" });
     const asked = fake.host.commands.filter((c) => GENERATE.test(c.text));
@@ -78,7 +78,7 @@ describe("sanityStage", () => {
     const fake = healthy();
     fake.host.on(GENERATE, nanAnswer);
 
-    const result = await sanityStage(fake.ctx);
+    const result = await sanityStage(fake.ctx, "release");
 
     expect(result).toMatchObject({
       fail: '4/4 prompts failed (4 NaN/null logprobs): NaN logits (argmax fell to token 0, "!!!!")',
@@ -124,7 +124,7 @@ describe("sanityStage", () => {
       return saneAnswer(command, options);
     });
 
-    const result = await sanityStage(fake.ctx);
+    const result = await sanityStage(fake.ctx, "release");
 
     expect(result).toMatchObject({
       fail: "2/4 prompts failed (1 wrong answer, 1 repetitive)",
@@ -145,7 +145,7 @@ describe("sanityStage", () => {
     const long = Array.from({ length: 300 }, (_, i) => [` w${i}`, 5000 + i, -1] as [string, number, number]);
     fake.host.on(GENERATE, () => generated(long));
 
-    await sanityStage(fake.ctx);
+    await sanityStage(fake.ctx, "release");
 
     for (const p of sanityFailed(fake).prompts) {
       expect(p.output.length).toBeLessThanOrEqual(200);
@@ -160,7 +160,7 @@ describe("sanityStage", () => {
       stderr: "curl: (7) Failed to connect to 127.0.0.1 port 30000 after 0 ms: Couldn't connect to server\n",
     });
 
-    const result = await sanityStage(fake.ctx);
+    const result = await sanityStage(fake.ctx, "release");
 
     expect(result).toMatchObject({ fail: expect.stringContaining("4 request failed"), touched: true });
     expect(sanityFailed(fake).prompts[0]).toMatchObject({
@@ -173,7 +173,7 @@ describe("sanityStage", () => {
     const fake = healthy();
     fake.host.on(GENERATE, unreachable());
 
-    await expect(sanityStage(fake.ctx)).rejects.toMatchObject({ code: "HOST_UNREACHABLE" });
+    await expect(sanityStage(fake.ctx, "release")).rejects.toMatchObject({ code: "HOST_UNREACHABLE" });
 
     expect(fake.swap.record.stages.sanity.state).toBe("running");
     expect(fake.swap.record.sanity).toBeUndefined();

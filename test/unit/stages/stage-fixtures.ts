@@ -172,7 +172,7 @@ export async function plannedSwap(options: PlannedOptions = {}): Promise<Fake> {
   const fake = fakeContext({ ...options, record: { ...resolvedRecord(info), ...options.record } });
   scriptGpuHost(fake.host, options.shape);
   expect(await preflightStage(fake.ctx)).toEqual({ next: "prepare" });
-  fake.swap.set({ step: "prepare" });
+  fake.swap.to.stepTo("prepare");
   fake.host.commands.length = 0;
   return fake;
 }

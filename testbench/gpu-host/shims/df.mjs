@@ -1,6 +1,7 @@
 /**
  * Imitates: `df` (GNU coreutils) on the simulated host. It is the real /usr/bin/df, run with the
- * same arguments (output, errors and exit status untouched), unless the fault `diskFreeBytes: N`
+ * same arguments (output, errors and exit status untouched), unless the fault `diskSizeBytes: N` (a disk
+ * of N bytes holding the sandbox: available is N less du of the sandbox, so deletes free space) or `diskFreeBytes: N`
  * is set: then every row of a FILE operand inside the sandbox reports N bytes available — Used and
  * Use% follow (the size grows when N exceeds it) — in df's own format: the same columns
  * (`--output=…`, `-T`, `-P`), block sizes (`-B1`, `-BG`, `-k`, default 1K) or `-h`/`-H`, values
@@ -177,9 +178,25 @@ function realBytes(path) {
   return { size, used, avail };
 }
 
+/**
+ * The bytes available in the simulated file system: `diskSizeBytes` less what the sandbox holds now (du, so
+ * a file written or deleted shows at once, as on a real disk), or `diskFreeBytes` as given; undefined: real.
+ */
+function simulatedFree() {
+  const size = Number(fault("diskSizeBytes"));
+  if (fault("diskSizeBytes") !== undefined && Number.isFinite(size) && size >= 0) {
+    const du = spawnSync("du", ["-sB1", sandboxRoot()], { encoding: "utf8" });
+    const used = Number(du.stdout?.split("\t")[0]) || 0;
+    return Math.max(0, size - used);
+  }
+  const free = Number(fault("diskFreeBytes"));
+  if (fault("diskFreeBytes") === undefined || !Number.isFinite(free) || free < 0) return undefined;
+  return free;
+}
+
 function main() {
-  const freeBytes = Number(fault("diskFreeBytes"));
-  if (fault("diskFreeBytes") === undefined || !Number.isFinite(freeBytes) || freeBytes < 0) {
+  const freeBytes = simulatedFree();
+  if (freeBytes === undefined) {
     const r = spawnSync(REAL, argv, { stdio: "inherit", argv0: "df" });
     return r.status ?? 1;
   }

@@ -66,6 +66,29 @@ const MODELS = {
     processOverheadMiB: 9,
     clocks: { sm: 180, mem: 405, maxSm: 3090, maxMem: 14001 },
   },
+  // name, memory.total, power.limit and clocks.max.sm as nvidia-smi --query-gpu prints them on an 8× A100
+  // SXM4 80 GB node ("NVIDIA A100-SXM4-80GB, 81920 MiB, 400.00 W, 1410"), compute capability 8.0
+  a100: {
+    name: "NVIDIA A100-SXM4-80GB",
+    memoryTotalMiB: 81920,
+    reservedMiB: 527,
+    computeCap: "8.0",
+    powerLimitW: 400,
+    idlePowerW: 61.27,
+    busyPowerW: 388.41,
+    idleTempC: 31,
+    busyTempC: 62,
+    memoryTempC: 33,
+    fan: "N/A",
+    ecc: "0",
+    mig: "Disabled",
+    vbios: "92.00.36.00.02",
+    serialBase: 1322221011846,
+    arch: "Ampere",
+    idlePstate: "P0",
+    processOverheadMiB: 9,
+    clocks: { sm: 210, mem: 1593, maxSm: 1410, maxMem: 1593 },
+  },
   b200: {
     name: "NVIDIA B200",
     memoryTotalMiB: 183359,
@@ -117,6 +140,7 @@ function buildSets() {
     "8x-h200": makeSet("8x-h200", "h200", 8, BUS_IDS_8),
     "8x-rtx-pro-6000-blackwell": makeSet("8x-rtx-pro-6000-blackwell", "rtx-pro-6000", 8, BUS_IDS_8),
     "8x-b200": makeSet("8x-b200", "b200", 8, BUS_IDS_8),
+    "8x-a100": makeSet("8x-a100", "a100", 8, BUS_IDS_8),
   };
 }
 

@@ -49,6 +49,15 @@ export function readModelDir(dir) {
     /** @type {any} */ (err).cause = e;
     throw err;
   }
+  let tokenizerConfig = null;
+  const tokenizerConfigPath = join(dir, "tokenizer_config.json");
+  if (existsSync(tokenizerConfigPath)) {
+    try {
+      tokenizerConfig = readJson(tokenizerConfigPath);
+    } catch {
+      tokenizerConfig = null;
+    }
+  }
   let hfQuant = null;
   const hfQuantPath = join(dir, "hf_quant_config.json");
   if (existsSync(hfQuantPath)) {
@@ -115,8 +124,54 @@ export function readModelDir(dir) {
       ? Number(config.eos_token_id[0])
       : Number(config.eos_token_id ?? 2),
     isMoe: Number(text.num_experts ?? text.n_routed_experts ?? text.num_local_experts ?? 0) > 0,
-    autoMap: config.auto_map !== undefined,
+    // transformers' AutoConfig runs the repo's code only when its auto_map names an AutoConfig
+    // ("auto_map": {} names none): without trust_remote_code it refuses then
+    autoMap: isObject(config.auto_map) && "AutoConfig" in config.auto_map,
+    // AutoTokenizer: tokenizer_config.json's auto_map (its AutoTokenizer, or the legacy [slow, fast] list)
+    tokenizerAutoMap: tokenizerAutoMapOf(tokenizerConfig),
+    tokenizerClass:
+      typeof tokenizerConfig?.tokenizer_class === "string" ? tokenizerConfig.tokenizer_class : null,
   };
+}
+
+/** @param {unknown} value */
+function isObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Whether tokenizer_config.json names a tokenizer class of the repo's own (transformers'
+ * tokenization_auto.py: `auto_map` as a list, or its `AutoTokenizer`).
+ * @param {any} tokenizerConfig
+ */
+function tokenizerAutoMapOf(tokenizerConfig) {
+  const autoMap = tokenizerConfig?.auto_map;
+  if (Array.isArray(autoMap)) return autoMap.some((v) => v !== null);
+  return isObject(autoMap) && autoMap.AutoTokenizer !== undefined && autoMap.AutoTokenizer !== null;
+}
+
+/**
+ * transformers' error when a tokenizer of the repo's own is loaded without trust_remote_code: with a
+ * tokenizer_class (Kimi's TikTokenTokenizer), the class is looked up among transformers' own and not
+ * found; without one, resolve_trust_remote_code refuses.
+ * @param {{ tokenizerClass: string | null }} model
+ * @param {string} modelPath
+ */
+export function tokenizerError(model, modelPath) {
+  if (model.tokenizerClass !== null)
+    return `ValueError: Tokenizer class ${model.tokenizerClass} does not exist or is not currently imported.`;
+  return `ValueError: The repository ${modelPath} contains custom code which must be executed to correctly load the model. You can inspect the repository content at ${modelPath} .\n You can inspect the repository content at https://hf.co/${modelPath}.\nPlease pass the argument \`trust_remote_code=True\` to allow custom code to be run.`;
+}
+
+/**
+ * The innermost frames of that error, in transformers' tokenization_auto.py.
+ * @param {string} site
+ */
+export function tokenizerFrames(site) {
+  return [
+    `  File "${site}/transformers/models/auto/tokenization_auto.py", line 1153, in from_pretrained`,
+    "    raise ValueError(",
+  ];
 }
 
 /**

@@ -5,7 +5,7 @@
  * the fault dieAfter — written the way SGLang writes them, with its file and line numbers.
  */
 import { clearGpuUsage } from "./sglang-host.mjs";
-import { isNvfp4, readModelDir } from "./sglang-model.mjs";
+import { isNvfp4, readModelDir, tokenizerError, tokenizerFrames } from "./sglang-model.mjs";
 
 /** Startup and crash methods of SimServer. */
 export const startupMethods = {
@@ -124,6 +124,19 @@ export const startupMethods = {
           "    raise ValueError(",
         ],
         `ValueError: The repository ${modelPath} contains custom code which must be executed to correctly load the model. You can inspect the repository content at ${modelPath} .\n You can inspect the repository content at https://hf.co/${modelPath}.\nPlease pass the argument \`trust_remote_code=True\` to allow custom code to be run.`,
+      );
+    }
+    if (model.tokenizerAutoMap && !a.trust_remote_code) {
+      // the config loaded; the tokenizer is next (TokenizerManager), and its class is the repo's own
+      this.mainTraceback(
+        [
+          `  File "${this.src("srt/managers/tokenizer_manager.py")}", line 254, in __init__`,
+          "    self.tokenizer = get_tokenizer(",
+          `  File "${this.src("srt/utils/hf_transformers_utils.py")}", line 464, in get_tokenizer`,
+          "    tokenizer = AutoTokenizer.from_pretrained(",
+          ...tokenizerFrames(this.site),
+        ],
+        tokenizerError(model, modelPath),
       );
     }
 

@@ -16,7 +16,7 @@
  * concurrency for M tokens per request: X.XXx". Weight and activation sizes are the sim's estimates.
  */
 import { clearGpuUsage, memoryUsedByOthers, registerGpuUsage } from "./sglang-host.mjs";
-import { hash32, isNvfp4, readModelDir } from "./sglang-model.mjs";
+import { hash32, isNvfp4, readModelDir, tokenizerError, tokenizerFrames } from "./sglang-model.mjs";
 import { GiB, sleep } from "./sglang-server-util.mjs";
 import { pyRound2, thousands } from "./vllm-host.mjs";
 
@@ -85,6 +85,19 @@ export const engineMethods = {
           "    raise ValueError(",
         ],
         `ValueError: The repository ${this.modelPath} contains custom code which must be executed to correctly load the model. You can inspect the repository content at ${this.modelPath} .\n You can inspect the repository content at https://hf.co/${this.modelPath}.\nPlease pass the argument \`trust_remote_code=True\` to allow custom code to be run.`,
+      );
+    }
+    if (model.tokenizerAutoMap && !a.trust_remote_code) {
+      // the API server loads the tokenizer, whose class is the repo's own
+      this.apiTraceback(
+        [
+          `  File "${this.src("v1/engine/async_llm.py")}", line 134, in __init__`,
+          "    self.tokenizer = init_tokenizer_from_configs(model_config=vllm_config.model_config)",
+          `  File "${this.src("transformers_utils/tokenizer.py")}", line 217, in get_tokenizer`,
+          "    tokenizer = AutoTokenizer.from_pretrained(",
+          ...tokenizerFrames(this.site),
+        ],
+        tokenizerError(model, this.modelPath),
       );
     }
     const ckptQuant = model.quant.method;

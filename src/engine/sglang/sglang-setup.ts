@@ -1,0 +1,117 @@
+import { sh } from "../../host/shell-quote.ts";
+import type {
+  EngineBuildInput,
+  EngineMemory,
+  EngineSetup,
+  RecipeSetting,
+  Spelling,
+} from "../engine-setup.ts";
+import { fetchSource, flagValueOf } from "../source-checkout.ts";
+
+/*
+ * SGLang's plan half (0.5.x): its flag spellings, its memory model,
+ * its build from a source checkout and the unit's entry point.
+ */
+
+const SPELLINGS: Record<string, readonly Spelling[]> = {
+  "model-path": [{ flag: "--model-path" }, { flag: "--model" }],
+  "tp-size": [{ flag: "--tp-size" }, { flag: "--tensor-parallel-size" }, { flag: "--tp" }],
+  "moe-runner-backend": [
+    { flag: "--moe-runner-backend" },
+    { flag: "--enable-flashinfer-cutlass-moe", impliesValue: "flashinfer_cutlass" },
+    { flag: "--enable-flashinfer-trtllm-moe", impliesValue: "flashinfer_trtllm" },
+    { flag: "--enable-flashinfer-cutedsl-moe", impliesValue: "flashinfer_cutedsl" },
+    { flag: "--enable-triton-kernel-moe", impliesValue: "triton_kernel" },
+  ],
+  "fp4-gemm-backend": [{ flag: "--fp4-gemm-backend" }, { flag: "--fp4-gemm-runner-backend" }],
+  "fp8-gemm-backend": [{ flag: "--fp8-gemm-backend" }, { flag: "--fp8-gemm-runner-backend" }],
+  "dp-size": [{ flag: "--dp-size" }, { flag: "--data-parallel-size" }, { flag: "--dp" }],
+  "context-length": [{ flag: "--context-length" }],
+};
+
+/** SGLang's default `--mem-fraction-static`: 0.88 above 100 GiB, 0.85 above 40 GiB, else 0.80. */
+export function staticFraction(gpuMemoryBytes: number): number {
+  const gib = gpuMemoryBytes / 2 ** 30;
+  if (gib > 100) return 0.88;
+  if (gib > 40) return 0.85;
+  return 0.8;
+}
+
+/**
+ * The --mem-fraction-static for a unit that starts on GPUs another unit holds, and the KV cache per GPU
+ * it then gets. SGLang applies the fraction to the memory free when it starts, not to the GPU's total
+ * (model_runner.py: init_torch_distributed measures min_per_gpu_memory, free before the weights load,
+ * and init_memory_pool passes it to profile_max_num_token: KV = free after the weights − that × (1 −
+ * mem_fraction_static)). At its default fraction a unit beside another would take that share of what the
+ * other leaves and keep only the rest free for both units' activations; this fraction keeps `reserve` (what
+ * a unit alone keeps free) free on the GPU. Rounded down, so the reserve is at least that.
+ */
+export function fractionBeside(
+  freeAtStartBytes: number,
+  reserveBytes: number,
+  weightsPerGpuBytes: number,
+): { fraction: number; kvPerGpuBytes: number } {
+  const fraction = Math.floor((1 - reserveBytes / freeAtStartBytes) * 100) / 100;
+  return { fraction, kvPerGpuBytes: freeAtStartBytes * fraction - weightsPerGpuBytes };
+}
+
+/**
+ * SGLang's memory (per GPU): static = fraction × memory holds the weights and the KV cache; the rest
+ * holds activations, CUDA graphs and NCCL buffers.
+ */
+export const sglangMemory: EngineMemory = {
+  setting: "mem-fraction-static",
+  engine: "SGLang",
+  defaultFraction: staticFraction,
+  reserveBytes: (fraction, gpu) => (1 - fraction) * gpu,
+  kvAlone: (fraction, gpu, weights) => fraction * gpu - weights,
+  beside: (free, _gpu, reserve, weights) => fractionBeside(free, reserve, weights),
+  appliesTo: "SGLang applies it to the memory free at its start",
+  needsFullContext: false,
+};
+
+/**
+ * The detached SGLang build, in a directory of its own: the engine source the serving unit runs, and the
+ * venv's installed packages, are never touched (no checkout in place, no `git clean`, no `pip install`).
+ * It fetches the ref into `<buildDir>.partial`, checks that it is the planned commit (an annotated tag
+ * peeled to the commit it tags), applies the configured patches, moves it to `<buildDir>` in one rename,
+ * then runs an import check and the engine's own `--help` (which the plan's flags are checked against)
+ * with `PYTHONPATH=<buildDir>/python`, as the new unit will run it. A rerun after a crash finds the
+ * finished directory and skips to the checks.
+ */
+function buildScript(input: EngineBuildInput) {
+  const out = (name: string) => `${input.dir}/${name}`;
+  const build = input.buildDir.replace(/\/+$/, "");
+  const partial = `${build}.partial`;
+  const python = `${input.venv}/bin/python`;
+  const pythonPath = `${build}/python`;
+  return sh`if [ ! -f ${`${build}/.modelswap-built`} ]; then
+${fetchSource(input, partial)}
+echo ${input.commit} > ${`${partial}/.modelswap-built`}
+rm -rf ${build}
+mv ${partial} ${build}
+fi
+git -C ${build} rev-parse HEAD > ${out("commit")}
+echo ${build} > ${out("build-dir")}
+PYTHONPATH=${pythonPath} ${python} -c 'import sglang; print(sglang.__version__)' > ${out("version")}
+PYTHONPATH=${pythonPath} ${python} -m sglang.launch_server --help > ${out("help.txt")}
+echo "modelswap: built $(cat ${out("commit")}) (sglang $(cat ${out("version")})) in "${build}`;
+}
+
+export const sglangSetup: EngineSetup = {
+  spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
+  memory: sglangMemory,
+  hierarchicalCache: true,
+  packageName: "sglang",
+  unitPrefix: "sglang-",
+  entryPoint: ["-m", "sglang.launch_server"],
+  importPath: (buildDir) => `${buildDir.replace(/\/+$/, "")}/python`,
+  // SGLang drains requests in flight on SIGTERM with no cap of its own: TimeoutStopSec bounds it
+  stopSettings: (): RecipeSetting[] => [],
+  stopBehaviour: "SGLang lets requests in flight finish on SIGTERM",
+  buildScript,
+  describeBuild: () =>
+    "a source checkout on the venv's packages (SGLang is pure Python; its kernels come from the venv's sgl-kernel)",
+  modelDirOf: (words) => flagValueOf(words, ["--model-path", "--model"]),
+  runsIn: (words) => words.some((w) => w === "sglang.launch_server" || w.endsWith("/sglang.launch_server")),
+};

@@ -1,0 +1,102 @@
+import type { EngineMemory } from "../engine/engine-setup.ts";
+import { engineOfExecStart } from "../engine/engines.ts";
+import { formatGiB } from "./byte-units.ts";
+import type { chooseClientMode } from "./client-mode.ts";
+import type { BlueGreenInput, PlanInput } from "./plan-input.ts";
+import type { RecipeSetting } from "./recipes.ts";
+import type { ClientPlan } from "./types.ts";
+
+/**
+ * The recipe's settings, and on shared GPUs the engine's memory fraction that leaves the GPU's
+ * activation room free beside the unit serving now (it replaces one the recipe or the config set: theirs
+ * is a share of an empty GPU).
+ */
+export function besideFraction(
+  settings: RecipeSetting[],
+  beside: NonNullable<ClientPlan["blueGreen"]> | undefined,
+  memory: EngineMemory,
+): RecipeSetting[] {
+  const fraction = beside?.memFractionStatic;
+  if (fraction === undefined) return settings;
+  const theirs = settings.find((s) => s.setting === memory.setting);
+  const replaced =
+    theirs === undefined ? "" : `; instead of ${theirs.value} (${theirs.reason}), a share of an empty GPU`;
+  return [
+    ...settings.filter((s) => s !== theirs),
+    {
+      setting: memory.setting,
+      value: String(fraction),
+      reason: `beside the model serving now on the same GPUs: ${memory.appliesTo}, and ${fraction} leaves free what it keeps free alone (${formatGiB(beside!.kvPerGpuBytes)}/GPU of KV cache until its next restart)${replaced}`,
+    },
+  ];
+}
+
+/** The plan's client part: the mode chosen, and the front door's slots for it. */
+export function clientPlan(
+  base: ClientPlan,
+  mode: ReturnType<typeof chooseClientMode>,
+  beside: ClientPlan["blueGreen"],
+  blueGreen: BlueGreenInput | undefined,
+  preload: ClientPlan["preload"],
+  park: ClientPlan["park"],
+): ClientPlan {
+  const fd = base.frontDoor;
+  const from = fd?.from ?? fd?.server;
+  const standby = blueGreen !== undefined && "server" in blueGreen.standby ? blueGreen.standby : undefined;
+  const toStandby = (mode.mode === "bluegreen" || park?.will === true) && standby !== undefined;
+  return {
+    ...base,
+    mode: mode.mode,
+    why: mode.why,
+    ...(preload === undefined ? {} : { preload }),
+    ...(park === undefined ? {} : { park }),
+    ...(fd === undefined
+      ? {}
+      : {
+          frontDoor: {
+            ...fd,
+            ...(from === undefined ? {} : { from }),
+            server: toStandby ? standby.server : fd.server,
+          },
+        }),
+    ...(beside === undefined ? {} : { blueGreen: beside }),
+  };
+}
+
+/**
+ * Whether a cold swap parks the old unit instead of stopping it (swaps.sleepMode): the old unit runs an
+ * engine with a sleep mode and was started for it, serves now, the host's RAM can take its weights, and
+ * the front door has a second slot for the new unit (the parked one keeps its port). Undefined when the
+ * question does not arise (sleep mode off, or the old unit's engine has none).
+ */
+export function planPark(input: PlanInput, cold: boolean): ClientPlan["park"] {
+  if (input.sleepMode !== true) return undefined;
+  const old = input.host.currentUnit;
+  if (!old.exists) return undefined;
+  const oldEngine = engineOfExecStart(old.execStart);
+  if (oldEngine.sleep === undefined) return undefined;
+  const no = (why: string) => ({ will: false, why: `${old.name} is stopped, not parked: ${why}` });
+  if (!cold) return no("the new model starts beside it (blue/green)");
+  if (!old.active) return no("it does not serve now");
+  if (!oldEngine.sleep.parkable(old.text))
+    return no(
+      `it was not started for ${oldEngine.name}'s sleep mode (it predates swaps.sleepMode): the next swap can park this one`,
+    );
+  const standby = input.blueGreen?.standby;
+  if (standby === undefined || !("server" in standby))
+    return no(
+      `${standby?.missing ?? "the host has no front door"}: the new unit needs a port of its own while the parked one keeps its`,
+    );
+  // level 1 moves the weights to host RAM; what the old unit holds on its GPUs is at least that
+  const held = input.host.gpus.reduce((sum, g) => sum + g.memoryUsedMiB, 0) * 2 ** 20;
+  const available = input.host.memoryAvailableBytes ?? 0;
+  if (available < held)
+    return no(
+      `host RAM available (${formatGiB(available)}) is less than the ${formatGiB(held)} it holds on its GPUs, which its weights would move to`,
+    );
+  return {
+    will: true,
+    port: standby.port,
+    why: `${old.name} is parked, not stopped (${oldEngine.name} sleep mode): its weights move to host RAM (${formatGiB(available)} available, it holds ${formatGiB(held)} on its GPUs), so a new model that fails is stopped and it wakes in seconds; it stops once the new model is released. The new unit listens on the front door's ${standby.server} slot (port ${standby.port})`,
+  };
+}
