@@ -37,6 +37,12 @@ export interface SshTransportOptions {
 export class SshTransport implements HostTransport {
   readonly hostName: string;
   private connection: Promise<Client> | undefined;
+  /**
+   * The client `connection` resolved to. A client that closes or is dropped clears `connection` only while
+   * it is this one: an old client's late "close" must not orphan the connection that replaced it (left
+   * open with its keepalive timer, it outlived close() and kept `modelswap doctor` from exiting).
+   */
+  private live: Client | undefined;
   private readonly channels: Semaphore;
   private closed = false;
 
@@ -111,6 +117,7 @@ export class SshTransport implements HostTransport {
     this.closed = true;
     const pending = this.connection;
     this.connection = undefined;
+    this.live = undefined;
     if (pending === undefined) return;
     try {
       (await pending).end();
@@ -121,7 +128,15 @@ export class SshTransport implements HostTransport {
 
   private forget(client: Client): void {
     client.destroy();
+    this.drop(client);
+  }
+
+  /** Forgets `client` if it is still the connection in use; one that was replaced already is left alone. */
+  private drop(client: Client): boolean {
+    if (this.live !== client) return false;
+    this.live = undefined;
     this.connection = undefined;
+    return true;
   }
 
   private connect(): Promise<Client> {
@@ -201,6 +216,7 @@ export class SshTransport implements HostTransport {
       };
       client.once("ready", () => {
         settled = true;
+        this.live = client;
         log.debug({ host: hostName, hostKeyType: type }, "ssh connected");
         resolve({ client });
       });
@@ -216,8 +232,7 @@ export class SshTransport implements HostTransport {
           fail(new Error("connection closed during handshake"));
           return;
         }
-        if (this.connection !== undefined) log.debug({ host: hostName }, "ssh connection closed");
-        this.connection = undefined;
+        if (this.drop(client)) log.debug({ host: hostName }, "ssh connection closed");
       });
       client.connect({
         host: ssh.address,

@@ -402,6 +402,32 @@ describe("SSH host key pinning and reachability", () => {
     expect(newSession).not.toBe(session);
     await transport.close();
   });
+
+  it("moves to a new connection when sshd refuses a channel, keeps using it, and close() leaves no connection open", async () => {
+    const sockets = () => process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length;
+    const before = sockets();
+    const transport = sshTransport({}, clientKey);
+    const session = async () => (await transport.exec(sh`ps -o ppid= -p $PPID`)).stdout.trim();
+    const first = await session();
+    // sshd allows 10 sessions per connection (testbench/sshd.ts, MaxSessions 10): ten kept shells fill the
+    // first connection, so the next command's channel is refused ("open failed") and the transport
+    // drops that connection for a new one
+    await Promise.all(Array.from({ length: 10 }, () => transport.openShell()));
+    const second = await session();
+    expect(second).not.toBe(first);
+    // once sshd saw the first connection end, the transport has long seen its "close"
+    await until(
+      async () => (await run("ps", ["-o", "pid=", "-p", first]).catch(() => undefined)) === undefined,
+      {
+        what: "sshd's session of the dropped connection to end",
+      },
+    );
+    // that late "close" must not make the transport forget the connection that replaced it
+    expect(await session()).toBe(second);
+    await transport.close();
+    // before the fix a third connection was opened and left open, with ssh2's keepalive timer, after close()
+    await until(() => sockets() <= before, { what: "every connection the transport opened to be closed" });
+  });
 });
 
 describe("quote", () => {
