@@ -15,7 +15,9 @@ export default defineConfig({
     globalSetup: ["test/global-setup.ts"],
     // the longest files first, from a committed table: a fresh clone has no timings of vitest's own
     sequence: { sequencer: LongestFirstSequencer },
-    // bin/modelswap.js runs the TypeScript sources (tsx), never a build in dist/ that may be stale
+    // the children the tests start run test/global-setup.ts's build of the current sources
+    // (testbench/modelswap-bin.ts); anything that runs bin/modelswap.js itself runs the TypeScript sources
+    // (tsx), never a build in dist/ that may be stale
     env: { MODELSWAP_FROM_SOURCE: "1" },
   },
 });

@@ -27,6 +27,7 @@ import {
 } from "./gpu-host/index.ts";
 import { type BenchHaproxy, startHaproxy } from "./haproxy.ts";
 import { type ModelPreset, makeModel, type SimHub, startSimHub } from "./hub/index.ts";
+import { modelswapBin } from "./modelswap-bin.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { newAppToken, type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
 import { type BenchSshd, startSshd } from "./sshd.ts";
@@ -312,20 +313,17 @@ export class Bench {
     const port = await freePort();
     const role = options.role ?? "start";
     const out = await open(logPath, "a");
-    const child = spawn(
-      process.execPath,
-      [...(options.nodeArgs ?? []), new URL("../bin/modelswap.js", import.meta.url).pathname, role],
-      {
-        env: {
-          ...process.env,
-          ...this.env,
-          PORT: String(port),
-          LOG_LEVEL: options.logLevel ?? "debug",
-          ...options.env,
-        },
-        stdio: ["ignore", out.fd, out.fd],
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), modelswapBin().path, role], {
+      env: {
+        ...process.env,
+        ...modelswapBin().env,
+        ...this.env,
+        PORT: String(port),
+        LOG_LEVEL: options.logLevel ?? "debug",
+        ...options.env,
       },
-    );
+      stdio: ["ignore", out.fd, out.fd],
+    });
     // the child has its own copy of the log's descriptor now
     await out.close();
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MonitorQueue } from "../../src/queue/monitor-queue.ts";
 import type { AuditEntry } from "../../src/store/audit-log.ts";
 import { type Bench, CHANNEL, type ChildBot, USERS } from "../../testbench/bench.ts";
+import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 import { addSimModel, logLines, type SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
@@ -291,10 +292,10 @@ const run = promisify(execFile);
 
 /** The real `modelswap config check` of the bench's file, with the bench's environment. */
 async function configCheck(): Promise<{ code: number; stdout: string }> {
-  const bin = new URL("../../bin/modelswap.js", import.meta.url).pathname;
+  const bin = modelswapBin();
   try {
-    const { stdout } = await run(process.execPath, [bin, "config", "check", "--role", "worker"], {
-      env: { ...process.env, ...bench.env, MODELSWAP_FROM_SOURCE: "1" },
+    const { stdout } = await run(process.execPath, [bin.path, "config", "check", "--role", "worker"], {
+      env: { ...process.env, ...bench.env, ...bin.env },
       timeout: 60_000,
     });
     return { code: 0, stdout };

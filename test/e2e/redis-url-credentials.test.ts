@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, startBench } from "../../testbench/bench.ts";
+import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 import { type BenchRedis, startRedis } from "../../testbench/redis.ts";
 import { until } from "../../testbench/until.ts";
 
@@ -19,7 +20,7 @@ import { until } from "../../testbench/until.ts";
  * shown with `***` in its place and the connection works.
  */
 const run = promisify(execFile);
-const BIN = new URL("../../bin/modelswap.js", import.meta.url).pathname;
+const BIN = modelswapBin().path;
 const PLAIN = `qpw-${randomBytes(6).toString("hex")}`;
 /** A password with the characters a URL has to encode, and a space (`+` in a query is read as one). */
 const SPECIAL = `s p@ss/w+rd%#${randomBytes(6).toString("hex")}`;
@@ -57,7 +58,7 @@ async function doctor(redisUrl: string, json: boolean, extra: Record<string, str
   const env = {
     PATH: process.env.PATH ?? "",
     HOME: process.env.HOME ?? "/tmp",
-    MODELSWAP_FROM_SOURCE: "1",
+    ...modelswapBin().env,
     ...bench.env,
     REDIS_URL: redisUrl,
     ...extra,

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Bench, CHANNEL, type ChildBot, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
+import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 import { dumpRedis } from "../support/redis-dump.ts";
@@ -111,8 +112,8 @@ describe("secrets, with a canary inside each", () => {
     // a key that is gone after start: the next connection to that host has to read it, and cannot
     await rm(keyPath);
     await bench.sshd.dropConnections();
-    const check = await run(process.execPath, ["bin/modelswap.js", "config", "check"], {
-      env: { ...process.env, ...bench.env },
+    const check = await run(process.execPath, [modelswapBin().path, "config", "check"], {
+      env: { ...process.env, ...modelswapBin().env, ...bench.env },
     }).catch((error: { stdout: string; stderr: string; code: number }) => error);
     expect("code" in check ? check.code : 0).not.toBe(0);
     const checkText = `${check.stdout}\n${check.stderr}`;

@@ -7,6 +7,7 @@ import { startModelswap } from "../../src/main.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
+import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 import { newAppToken, type SlackMessage } from "../../testbench/slack/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
@@ -131,20 +132,17 @@ describe("Socket Mode", () => {
 
   it("a wrong app-level token stops `modelswap start` with a fix-it message and exit code 1", async () => {
     // the real CLI (the bench's environment, another app's token): what an operator or a supervisor sees
-    const child = spawn(
-      process.execPath,
-      [new URL("../../bin/modelswap.js", import.meta.url).pathname, "start"],
-      {
-        env: {
-          ...process.env,
-          ...bench.env,
-          SLACK_APP_TOKEN: newAppToken("A0OTHERAPP"),
-          PORT: String(await freePort()),
-          LOG_LEVEL: "silent",
-        },
-        stdio: ["ignore", "ignore", "pipe"],
+    const child = spawn(process.execPath, [modelswapBin().path, "start"], {
+      env: {
+        ...process.env,
+        ...modelswapBin().env,
+        ...bench.env,
+        SLACK_APP_TOKEN: newAppToken("A0OTHERAPP"),
+        PORT: String(await freePort()),
+        LOG_LEVEL: "silent",
       },
-    );
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();

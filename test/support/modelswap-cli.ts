@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 
 const run = promisify(execFile);
-const BIN = new URL("../../bin/modelswap.js", import.meta.url).pathname;
 
 export interface CliResult {
   /** null: killed at the time limit (stderr then says so). */
@@ -12,7 +12,7 @@ export interface CliResult {
 }
 
 /**
- * Runs the real `modelswap` command (from its TypeScript sources) with PATH and HOME of this process and
+ * Runs the real `modelswap` command (the suite's build of the sources: testbench/modelswap-bin.ts) with PATH and HOME of this process and
  * `env`, nothing else of its environment; resolves with its exit code and output, whatever the code.
  */
 export async function runModelswap(
@@ -21,11 +21,12 @@ export async function runModelswap(
   timeoutMs: number,
 ): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+    const bin = modelswapBin();
+    const { stdout, stderr } = await run(process.execPath, [bin.path, ...args], {
       env: {
         PATH: process.env.PATH ?? "",
         HOME: process.env.HOME ?? "/tmp",
-        MODELSWAP_FROM_SOURCE: "1",
+        ...bin.env,
         ...env,
       },
       timeout: timeoutMs,
