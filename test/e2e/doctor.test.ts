@@ -31,9 +31,10 @@ let redis: Redis;
 beforeAll(async () => {
   bench = await startBench({
     logTo: "silent",
-    // a handshake of sixteen hosts at once on a loaded 2-core machine can take seconds; the one host that
-    // never answers gets 3 s of its own (configWith's "silent"), so giving it up is still quick
-    connectTimeoutSeconds: 10,
+    // a handshake of sixteen hosts at once on a loaded 2-core machine can take many seconds (CI's runs are
+    // up to 2× slower than this machine's); the one host that never answers gets 3 s of its own
+    // (configWith's "silent"), so giving it up is still quick
+    connectTimeoutSeconds: 20,
     hosts: [
       // it serves a model, as a host modelswap takes over does: the "serving" row looks at it
       { name: "gpu-1", serving: { preset: "qwen3-fp8-dense" }, sudo: true },
@@ -147,12 +148,13 @@ const lastLine = (out: string) => out.trim().split("\n").at(-1) ?? "";
 describe("modelswap doctor, when everything is right", () => {
   let result: Doctor;
   beforeAll(async () => {
-    result = await doctor([], { MODELSWAP_CONFIG: await configWith("good", ["gpu-1"]) });
+    // every check of a healthy host passes, however loaded the machine: 60 s each, not the default 15 s
+    result = await doctor(["--timeout", "60"], { MODELSWAP_CONFIG: await configWith("good", ["gpu-1"]) });
   }, 120_000);
 
   it("prints one table, every row ✔, ends with the summary, and exits 0", () => {
     expect(result.stderr).toBe("");
-    expect(result.code).toBe(0);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
     const out = result.stdout;
     expect(rowOf(out, "Slack", "bot token")).toEqual({
       mark: "✔",
@@ -199,15 +201,15 @@ describe("modelswap doctor, when everything is right", () => {
 
   it("--json gives the same checks for a program, and --host picks the hosts", async () => {
     // the bench's own config: gpu-1 and every broken host; only gpu-1 is asked about
-    const json = await doctor(["--json", "--host", "gpu-1"]);
-    expect(json.code).toBe(0);
+    const json = await doctor(["--json", "--host", "gpu-1", "--timeout", "60"]);
+    expect(json.code, json.stdout + json.stderr).toBe(0);
     const report = JSON.parse(json.stdout) as { ok: boolean; problems: number; checks: { target: string }[] };
     expect(report).toMatchObject({ ok: true, problems: 0 });
     expect(new Set(report.checks.map((c) => c.target))).toEqual(new Set(["Slack", "Redis", "host gpu-1"]));
   }, 120_000);
 
   it("a warning (60 GiB free) is shown and named, but the doctor still exits 0", async () => {
-    const low = await doctor(["--host", "low-disk"]);
+    const low = await doctor(["--host", "low-disk", "--timeout", "60"]);
     expect(rowOf(low.stdout, "host low-disk", "models dir")).toMatchObject({
       mark: "!",
       code: "MODELS_DIR_LOW_SPACE",
@@ -216,7 +218,7 @@ describe("modelswap doctor, when everything is right", () => {
     expect(lastLine(low.stdout)).toBe(
       "✔ 16 checks passed, 2 warnings: low-disk models dir (MODELS_DIR_LOW_SPACE), low-disk serving (SERVING_UNIT_MISSING)",
     );
-    expect(low.code).toBe(0);
+    expect(low.code, low.stdout + low.stderr).toBe(0);
   }, 120_000);
 });
 
