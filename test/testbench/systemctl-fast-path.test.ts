@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemctlIsActiveFastPath } from "../../testbench/gpu-host/systemctl-fast-path.ts";
+import { systemctlFastPath } from "../../testbench/gpu-host/systemctl-fast-path.ts";
 import { shimScriptPath, writeShimWrapper } from "../../testbench/gpu-host/write-shim-wrapper.ts";
 
 /**
@@ -19,6 +19,14 @@ let root: string;
 let fast: string;
 let live: ChildProcess;
 const DEAD_PID = 4_000_000; // above any pid_max: no such process
+
+/** How the product asks `systemctl show` for what the shell answers (UNIT: the case's unit). */
+const SHOW_FORMS = [
+  ["show", "-p", "MainPID", "--value", "UNIT"],
+  ["show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "UNIT"],
+  ["show", "UNIT", "--property=SubState,ActiveState"],
+  ["show", "--value", "-pSubState", "UNIT", "-p", "MainPID,MainPID"],
+];
 
 async function answer(command: string, args: string[]): Promise<{ out: string; code: number }> {
   try {
@@ -54,7 +62,7 @@ beforeAll(async () => {
   await mkdir(join(root, "state", "units"), { recursive: true });
   fast = join(root, "bin", "systemctl");
   // the fast path in front of a script that does not exist: only an answer the shell gave itself succeeds
-  await writeShimWrapper(fast, join(root, "no-such-shim.mjs"), root, {}, systemctlIsActiveFastPath(root));
+  await writeShimWrapper(fast, join(root, "no-such-shim.mjs"), root, {}, systemctlFastPath(root));
   live = spawn("sleep", ["600"], { stdio: "ignore" });
 });
 
@@ -92,6 +100,34 @@ describe("systemctl is-active answered by the shell", () => {
     const quick = await answer(fast, ["is-active", unit]);
     expect(quick).toEqual(slow);
     expect(["active\n", "inactive\n", "activating\n", "deactivating\n", "failed\n"]).toContain(quick.out);
+    // the forms of `systemctl show` the final check and the probes ask, the same bytes and exit code
+    for (const form of SHOW_FORMS) {
+      const args = form.map((a) => (a === "UNIT" ? unit : a));
+      const slowShow = await answer(process.execPath, [shimScriptPath("systemctl"), ...args]);
+      const quickShow = await answer(fast, args);
+      expect(quickShow, args.join(" ")).toEqual(slowShow);
+      expect(quickShow.code).toBe(0);
+    }
+  });
+
+  it("shows a live unit's main process, and 0 once it is gone (the check can fail)", async () => {
+    await setState("shown.service", {
+      activeState: "active",
+      subState: "running",
+      supervisorPid: live.pid,
+      mainPid: live.pid,
+    });
+    expect(
+      await answer(fast, ["show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "shown"]),
+    ).toEqual({
+      out: `MainPID=${live.pid}\nActiveState=active\nSubState=running\n`,
+      code: 0,
+    });
+    await setState("shown.service", { activeState: "active", supervisorPid: DEAD_PID, mainPid: DEAD_PID });
+    expect(await answer(fast, ["show", "shown.service", "--property=MainPID,SubState", "--value"])).toEqual({
+      out: "0\ndead\n",
+      code: 0,
+    });
   });
 
   it("reads a name without .service as the service, as systemctl does", async () => {
@@ -117,6 +153,13 @@ describe("systemctl is-active answered by the shell", () => {
       ["is-active", "a.service", "b.service"],
       ["status", "a"],
       ["is-active", "a$(id)"],
+      ["show", "a.service"],
+      ["show", "-p", "FragmentPath", "a.service"],
+      ["show", "-p", "MainPID,LoadState", "a.service"],
+      ["show", "-p", "MainPID", "a.service", "b.service"],
+      ["show", "-p", "MainPID", "--all", "a.service"],
+      ["show", "-p", "MainPID"],
+      ["show", "-p", "MainPID", "a=b.service"],
     ]) {
       const result = await answer(fast, args);
       // the wrapper went on to Node, which cannot find the script this wrapper names

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
+import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
 import {
   isAlive,
   processGroupAlive,
@@ -12,7 +13,7 @@ import {
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
 import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
-import { systemctlIsActiveFastPath } from "./systemctl-fast-path.ts";
+import { systemctlFastPath } from "./systemctl-fast-path.ts";
 import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
 
 export type GpuSetName = "h200-1gpu" | "8x-h200" | "8x-rtx-pro-6000-blackwell" | "8x-b200" | "8x-a100";
@@ -469,7 +470,13 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   writeJsonAtomic(paths.configFile, config);
   if (readJsonFile<unknown>(paths.faultsFile, null) === null) writeJsonAtomic(paths.faultsFile, {});
   for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free", "sudo"]) {
-    const fastPath = name === "systemctl" ? systemctlIsActiveFastPath(host.root) : "";
+    // the forms a swap asks many times a second, answered by the wrapper without Node (the files say which)
+    const fastPath =
+      name === "systemctl"
+        ? systemctlFastPath(host.root)
+        : name === "journalctl"
+          ? journalctlTailFastPath(host.root)
+          : "";
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
