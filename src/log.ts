@@ -121,6 +121,12 @@ export function redactStrings<T>(value: T, secrets: readonly string[]): T {
 class FormRedactor {
   private readonly lengths: number[];
   private readonly byLength = new Map<number, Set<string>>();
+  /**
+   * The first two characters of every form (as `code << 16 | code`), so that a position where no form
+   * starts costs one lookup, not a slice per length: a 20 KB swap record took 9 ms a save without it.
+   * Undefined when a form is a single character (every position is then tried).
+   */
+  private readonly starts: Set<number> | undefined = new Set<number>();
   private cutPrefixes: { set: Set<string>; longest: number } | undefined;
 
   constructor(private readonly forms: readonly string[]) {
@@ -129,6 +135,8 @@ class FormRedactor {
       const set = this.byLength.get(form.length) ?? new Set<string>();
       set.add(form);
       this.byLength.set(form.length, set);
+      if (form.length === 1) this.starts = undefined;
+      else this.starts?.add(pair(form, 0));
     }
     this.lengths = [...this.byLength.keys()].sort((a, b) => b - a);
   }
@@ -150,6 +158,7 @@ class FormRedactor {
         last = runEnd;
         runStart = -1;
       }
+      if (this.starts !== undefined && (i + 1 >= text.length || !this.starts.has(pair(text, i)))) continue;
       for (const length of this.lengths) {
         if (i + length > text.length) continue;
         if (!this.byLength.get(length)!.has(text.slice(i, i + length))) continue;
@@ -194,6 +203,11 @@ class FormRedactor {
     }
     return { set, longest };
   }
+}
+
+/** The two characters of `text` at `i` as one number. */
+function pair(text: string, i: number): number {
+  return ((text.charCodeAt(i) << 16) | text.charCodeAt(i + 1)) >>> 0;
 }
 
 const textRedactors = new WeakMap<readonly string[], FormRedactor>();

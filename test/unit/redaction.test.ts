@@ -38,6 +38,16 @@ describe("redactSecrets", () => {
     );
   });
 
+  it("hides a secret that is the whole text, starts it or ends it, and one of two characters or one", () => {
+    expect(redactSecrets(TOKEN, [TOKEN])).toBe("[redacted]");
+    expect(redactSecrets(`${TOKEN}${TOKEN}`, [TOKEN])).toBe("[redacted][redacted]");
+    expect(redactSecrets(`${TOKEN} ends`, [TOKEN])).toBe("[redacted] ends");
+    expect(redactSecrets(`ends ${TOKEN}`, [TOKEN])).toBe("ends [redacted]");
+    expect(redactSecrets("a pq b pq", ["pq"])).toBe("a [redacted] b [redacted]");
+    expect(redactSecrets("q", ["pq"])).toBe("q");
+    expect(redactSecrets("a%b%", ["%"])).toBe("a[redacted]b[redacted]");
+  });
+
   it("hides two secrets that overlap in a text, both whole", () => {
     const a = "secretAAAA-1234";
     const b = "1234-secretBBBB";
