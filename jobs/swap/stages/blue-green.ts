@@ -1,11 +1,5 @@
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import {
-  asCodedError,
-  describeError,
-  isHostUnreachable,
-  isRunOver,
-  passesThrough,
-} from "../../../src/errors.ts";
+import { asCodedError, describeError, passesThrough } from "../../../src/errors.ts";
 import type { HostFrontDoor } from "../../../src/front-door/host-front-door.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
@@ -14,7 +8,7 @@ import { failedWith, type StageContext, type StepResult } from "../../../src/swa
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import { newUnitPort, oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { type Expected, finalCheck } from "./final-check.ts";
-import type { RollbackResult } from "./rollback-result.ts";
+import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
 import { beginSwitch, installUnit, mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitDrained } from "./wait-drained.ts";
 import { waitHealthy } from "./wait-healthy.ts";
@@ -284,12 +278,7 @@ export async function undoBlueGreen(
       timeoutMs: stopLimitMs(plan.unitText),
     });
   } catch (error) {
-    if (isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN") throw error;
-    return {
-      ok: false,
-      detail: describeError(error),
-      ...(isHostUnreachable(error) ? { unreachable: error } : {}),
-    };
+    return rollbackFailed(error);
   }
   if (!flipped) {
     if (!swap.record.rollback) ctx.emit({ type: "discarded", unit: plan.unitName, serving: oldUnit });
@@ -347,12 +336,7 @@ export async function bringBackRetired(
       [to, "maint"],
     ]);
   } catch (error) {
-    if (isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN") throw error;
-    return {
-      ok: false,
-      detail: describeError(error),
-      ...(isHostUnreachable(error) ? { unreachable: error } : {}),
-    };
+    return rollbackFailed(error);
   }
   return {
     ok: true,

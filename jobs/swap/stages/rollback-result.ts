@@ -1,3 +1,5 @@
+import { asCodedError, describeError, isHostUnreachable, isRunOver } from "../../../src/errors.ts";
+
 /** What a rollback came to: whether the host serves again, and why not. */
 export interface RollbackResult {
   ok: boolean;
@@ -11,4 +13,18 @@ export interface RollbackResult {
    * died in the flip-back window), so going back would leave nothing serving.
    */
   notDone?: string;
+}
+
+/**
+ * A rollback step's error as the rollback's result: a failed rollback, with the host away said so (every
+ * step is idempotent: it may be tried again). This run being over or this process stopping is no result
+ * of the rollback's: those are thrown on, to stop the run or hand the step over.
+ */
+export function rollbackFailed(error: unknown): RollbackResult {
+  if (isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN") throw error;
+  return {
+    ok: false,
+    detail: describeError(error),
+    ...(isHostUnreachable(error) ? { unreachable: error } : {}),
+  };
 }

@@ -1,11 +1,5 @@
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import {
-  asCodedError,
-  describeError,
-  isHostUnreachable,
-  isRunOver,
-  passesThrough,
-} from "../../../src/errors.ts";
+import { describeError, isHostUnreachable, isRunOver, passesThrough } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
@@ -13,7 +7,7 @@ import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { coldSlots, holdForRollback, release } from "./front-door.ts";
 import { isParked, wakeParked } from "./park.ts";
-import type { RollbackResult } from "./rollback-result.ts";
+import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
 import { mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
@@ -88,12 +82,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       await host.change(unitCommands.enableNow(oldUnit), `starting ${oldUnit}`, { privileged: true });
     }
   } catch (error) {
-    if (isRunOver(error) || asCodedError(error).code === "SHUTTING_DOWN") throw error;
-    return {
-      ok: false,
-      detail: describeError(error),
-      ...(isHostUnreachable(error) ? { unreachable: error } : {}),
-    };
+    return rollbackFailed(error);
   }
   let health: Awaited<ReturnType<typeof waitHealthy>>;
   try {
