@@ -1,11 +1,10 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { journalctlTailFastPath } from "../../testbench/gpu-host/journalctl-fast-path.ts";
 import { shimScriptPath, writeShimWrapper } from "../../testbench/gpu-host/write-shim-wrapper.ts";
+import { shimAnswer } from "../support/shim-answer.ts";
 
 /**
  * The bench answers the health wait's `journalctl -u <unit> -n <N> --no-pager -o cat` in the shim's shell
@@ -14,19 +13,10 @@ import { shimScriptPath, writeShimWrapper } from "../../testbench/gpu-host/write
  * empty, missing — and must agree byte for byte; the fast answer must not start Node (its wrapper points
  * at a script that does not exist).
  */
-const run = promisify(execFile);
 let root: string;
 let fast: string;
 
-async function answer(command: string, args: string[]): Promise<{ out: string; code: number }> {
-  try {
-    const { stdout } = await run(command, args, { env: { ...process.env, MODELSWAP_SANDBOX: root } });
-    return { out: stdout, code: 0 };
-  } catch (error) {
-    const e = error as { stdout?: string; code?: number };
-    return { out: e.stdout ?? "", code: e.code ?? -1 };
-  }
-}
+const answer = (command: string, args: string[]) => shimAnswer(root, command, args);
 
 const at = (second: number, ms = 0) => new Date(Date.UTC(2026, 11, 6, 21, 0, second, ms)).toISOString();
 const entry = (second: number, message: string, ms = 0) => `${at(second, ms)}\t4242\tpython\t${message}`;

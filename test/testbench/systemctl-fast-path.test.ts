@@ -1,20 +1,20 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemctlFastPath } from "../../testbench/gpu-host/systemctl-fast-path.ts";
 import { shimScriptPath, writeShimWrapper } from "../../testbench/gpu-host/write-shim-wrapper.ts";
+import { shimAnswer } from "../support/shim-answer.ts";
 
 /**
- * The bench answers the monitor's `systemctl is-active <unit>` in the shim's shell wrapper
+ * The bench answers the monitor's `systemctl is-active <unit>` and the probes' `systemctl show` of MainPID,
+ * ActiveState and SubState in the shim's shell wrapper
  * (testbench/gpu-host/systemctl-fast-path.ts) so a thousand hosts can be checked on two cores. It must say
  * exactly what the Node shim says: both are asked about the same unit states and must agree, word and
  * exit code; and the fast answer must not start Node at all (its wrapper points at a script that does
  * not exist).
  */
-const run = promisify(execFile);
 let root: string;
 let fast: string;
 let live: ChildProcess;
@@ -28,15 +28,7 @@ const SHOW_FORMS = [
   ["show", "--value", "-pSubState", "UNIT", "-p", "MainPID,MainPID"],
 ];
 
-async function answer(command: string, args: string[]): Promise<{ out: string; code: number }> {
-  try {
-    const { stdout } = await run(command, args, { env: { ...process.env, MODELSWAP_SANDBOX: root } });
-    return { out: stdout, code: 0 };
-  } catch (error) {
-    const e = error as { stdout?: string; code?: number };
-    return { out: e.stdout ?? "", code: e.code ?? -1 };
-  }
-}
+const answer = (command: string, args: string[]) => shimAnswer(root, command, args);
 
 async function setState(unit: string, fields: Record<string, unknown>): Promise<void> {
   await writeFile(
