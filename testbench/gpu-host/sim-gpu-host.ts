@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { dfFastPath } from "./df-fast-path.ts";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
 import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
 import {
@@ -476,7 +477,9 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
         ? systemctlFastPath(host.root)
         : name === "journalctl"
           ? journalctlTailFastPath(host.root)
-          : "";
+          : name === "df"
+            ? dfFastPath(host.root)
+            : "";
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
