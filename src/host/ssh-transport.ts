@@ -8,16 +8,9 @@ import { HOST_KEY_TYPES, type HostKeyType } from "./host-key-type.ts";
 import { Semaphore } from "./semaphore.ts";
 import { quote, type ShellCommand } from "./shell-quote.ts";
 import { keyReadProblem, keySetting } from "./ssh-key-file.ts";
+import { connectionLost, runOnChannel } from "./ssh-run.ts";
 import type { SshConfig } from "./ssh-schema.ts";
-import {
-  commandTimeout,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  type ExecOptions,
-  type ExecResult,
-  type HostTransport,
-  OutputBuffer,
-  type ShellChannel,
-} from "./transport.ts";
+import type { ExecOptions, ExecResult, HostTransport, ShellChannel } from "./transport.ts";
 
 export interface SshTransportOptions {
   hostName: string;
@@ -53,15 +46,14 @@ export class SshTransport implements HostTransport {
 
   async exec(command: ShellCommand, options: ExecOptions = {}): Promise<ExecResult> {
     const timeoutMs = options.timeoutMs ?? this.options.commandTimeoutMs;
+    // The remote `timeout` ends a hung command on the host too; runOnChannel's own timer is the backstop.
+    const remoteSeconds = Math.ceil(timeoutMs / 1000) + 1;
+    const wrapped = `${this.pathPrefix()}exec timeout -k 2 ${remoteSeconds} bash -c ${quote(command.text)}`;
     return await this.channels.run(() =>
-      this.onChannel((client) => this.run(client, command, timeoutMs, options)),
+      this.onChannel((client) => runOnChannel(client, this.hostName, wrapped, timeoutMs, options)),
     );
   }
 
-  /**
-   * One channel running bash for as long as it is used. It does not count against the `maxSessions`
-   * channels the commands share: keep `maxSessions` below sshd's MaxSessions (8 of 10 by default).
-   */
   async openShell(): Promise<ShellChannel> {
     return await this.onChannel((client) => this.shellChannel(client));
   }
@@ -85,7 +77,7 @@ export class SshTransport implements HostTransport {
     return new Promise<ShellChannel>((resolve, reject) => {
       client.exec(`${this.pathPrefix()}exec bash --noprofile --norc`, (error, stream: ClientChannel) => {
         if (error) {
-          reject(new ChannelOpenError(this.lostError(error)));
+          reject(new ChannelOpenError(connectionLost(this.hostName, error)));
           return;
         }
         resolve({
@@ -281,83 +273,6 @@ export class SshTransport implements HostTransport {
         ? `${hostName} (${where}) did not complete an SSH handshake within ${ssh.connectTimeoutSeconds} s`
         : `${hostName} (${where}) is unreachable: ${error.code ?? error.message}`,
       "check that the host is up, that sshd listens on that address and port, and that no firewall blocks the bot",
-      { cause: error },
-    );
-  }
-
-  private run(
-    client: Client,
-    command: ShellCommand,
-    timeoutMs: number,
-    options: ExecOptions,
-  ): Promise<ExecResult> {
-    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    const started = Date.now();
-    // The remote `timeout` ends a hung command on the host too; our own timer is the backstop.
-    const remoteSeconds = Math.ceil(timeoutMs / 1000) + 1;
-    const wrapped = `${this.pathPrefix()}exec timeout -k 2 ${remoteSeconds} bash -c ${quote(command.text)}`;
-    return new Promise<ExecResult>((resolve, reject) => {
-      client.exec(wrapped, (error, stream: ClientChannel) => {
-        if (error) {
-          reject(new ChannelOpenError(this.lostError(error)));
-          return;
-        }
-        const stdout = new OutputBuffer(cap);
-        const stderr = new OutputBuffer(cap);
-        let code: number | null = null;
-        let signal: string | null = null;
-        let done = false;
-        const timer = setTimeout(() => {
-          if (done) return;
-          done = true;
-          try {
-            stream.signal("KILL");
-          } catch {
-            // servers may refuse signals; closing the channel is enough
-          }
-          stream.close();
-          reject(commandTimeout(this.hostName, timeoutMs));
-        }, timeoutMs);
-        stream.on("data", (chunk: Buffer) => stdout.push(chunk));
-        stream.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-        stream.on("exit", (exitCode: number | null, exitSignal?: string) => {
-          code = exitCode;
-          signal = exitSignal ?? null;
-        });
-        stream.on("close", () => {
-          clearTimeout(timer);
-          if (done) return;
-          done = true;
-          // `timeout` exits 124 (TERM) or 137 (KILL) when it had to end the command.
-          if (code === 124 || code === 137) {
-            reject(commandTimeout(this.hostName, timeoutMs));
-            return;
-          }
-          if (code === null && signal === null) {
-            reject(
-              this.lostError(new Error("the connection closed before the command reported its exit status")),
-            );
-            return;
-          }
-          resolve({
-            code,
-            signal,
-            stdout: stdout.text(),
-            stderr: stderr.text(),
-            durationMs: Date.now() - started,
-          });
-        });
-        if (options.stdin !== undefined) stream.end(options.stdin);
-        else stream.end();
-      });
-    });
-  }
-
-  private lostError(error: Error): CodedError {
-    return new CodedError(
-      "HOST_CONNECTION_LOST",
-      `the SSH connection to ${this.hostName} failed during a command: ${error.message}`,
-      "this is usually transient; if it persists, check sshd's MaxSessions and the host's load",
       { cause: error },
     );
   }

@@ -236,7 +236,19 @@ describe("the layer rules", () => {
     );
     expect(cycles).toEqual([]);
   });
+
+  it("no product file is over 350 lines: a file that long holds several things (issue #29)", () => {
+    const long = [...files.keys()]
+      .filter(isProduct)
+      .map((file) => [file, readFileSync(join(ROOT, file), "utf8").split("\n").length - 1] as const)
+      .filter(([, lines]) => lines > MAX_FILE_LINES)
+      .map(([file, lines]) => `${file}: ${lines} lines`);
+    expect(long).toEqual([]);
+  });
 });
+
+/** The most lines a product file may have (issue #29's rule). */
+const MAX_FILE_LINES = 350;
 
 /** Tarjan's strongly connected components of a graph, those with more than one node: each a cycle. */
 function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
