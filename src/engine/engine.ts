@@ -4,6 +4,7 @@ import type { EngineKind } from "./engine-kind.ts";
 import type { EngineSetup } from "./engine-setup.ts";
 import type { FatalLine } from "./fatal-lines.ts";
 import type { SanityEngine } from "./sanity.ts";
+import type { StartupPhases } from "./startup-phases.ts";
 
 export { ENGINE_KINDS, ENGINE_NAMES, type EngineKind } from "./engine-kind.ts";
 
@@ -38,6 +39,8 @@ export interface Engine extends SanityEngine, BenchEngine, EngineSetup {
   servedModelPath(body: string): unknown;
   /** The first journal line that means the server will not come up (a traceback, OOM, NaN sampling). */
   findFatalLine(journal: readonly string[]): FatalLine | undefined;
+  /** Where the server's start went, from its own timing lines in the journal (weights, compile, graphs). */
+  startupPhases(journal: readonly string[]): StartupPhases;
   // sanityRequest and judgeSanity (SanityEngine): one sanity prompt's request and its judgement;
   // benchCommand and parseBenchSummary (BenchEngine): the benchmark client and its summary
   /**

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { benchResultSchema } from "../engine/bench-serving.ts";
 import { ENGINE_KINDS } from "../engine/engine-kind.ts";
+import { startupPhasesSchema } from "../engine/startup-phases.ts";
 import { settingSetSchema } from "../grammar/flag-setting.ts";
 import { SWAP_ID } from "../grammar/swap-id.ts";
 import { modelSummarySchema } from "../hub/types.ts";
@@ -237,6 +238,11 @@ export const swapRecordSchema = z.object({
     .object({ at: isoTime, unit: z.string(), ok: z.boolean(), mainPid: z.number().int(), detail: z.string() })
     .optional(),
   downtimeSeconds: z.number().optional(),
+  /**
+   * The new unit's start, from its process start to its first healthy answer (`loadSeconds`), and where it
+   * went as the engine's own lines time it (src/engine/startup-phases.ts).
+   */
+  startup: startupPhasesSchema.extend({ loadSeconds: z.number().min(0) }).optional(),
   sanity: z.object({ ok: z.boolean(), summary: z.string() }).optional(),
   benchmark: z.object({ single: benchResultSchema, loaded: benchResultSchema }).optional(),
   /**

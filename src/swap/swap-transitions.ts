@@ -112,6 +112,10 @@ export const transitions = {
     switchOf(r, "healthy");
     return { healthyAt: at, downtimeSeconds, verified: { unit, mainPid, at } };
   },
+  /** The new unit's start: how long it took to its first healthy answer, and where that went. */
+  started(_r: R, _at: string, startup: NonNullable<R["startup"]>): Patch {
+    return { startup };
+  },
   /** A unit found serving again, with its process (a rollback's old unit, a restarted new one). */
   verified(r: R, at: string, unit: string, mainPid: number): Patch {
     switchOf(r, "verified");

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { duration } from "../../src/format-duration.ts";
 import { catalogueRecipes } from "../../src/plan/catalogue.ts";
 import type { CatalogueRecipe } from "../../src/plan/catalogue-schema.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
@@ -80,6 +81,16 @@ describe("/llm swap", () => {
     expect(fresh).toMatchObject({ activeState: "active", unitFileState: "enabled" });
     const old = await host.sim.unitState(oldUnit);
     expect(old).toMatchObject({ activeState: "inactive", unitFileState: "disabled" });
+    // where the start went, as the engine's own lines timed it (the slowest of its 8 ranks)
+    const journal = await host.sim.journal(unitName!);
+    const weights = Math.max(
+      ...[...journal.matchAll(/Load weight end\. elapsed=([\d.]+) s/g)].map((m) => Number(m[1])),
+    );
+    expect(weights).toBeGreaterThan(0);
+    expect(JSON.stringify(done.blocks)).toMatch(
+      new RegExp(`Health — healthy [^"]*?its start: weights ${duration(weights)} · CUDA graphs \\d`),
+    );
+    expect((await swaps.record(swaps.swapId(swap.ts)))?.startup).toMatchObject({ weightsSeconds: weights });
 
     const thread = swaps.threadText(swap.ts);
     expect(thread).toContain("Download complete");

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { duration } from "../../src/format-duration.ts";
 import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
@@ -96,6 +97,18 @@ describe("SGLang → vLLM → SGLang on one host, and a rollback to vLLM", () =>
     expect(((await completion.json()) as { object: string }).object).toBe("text_completion");
     const record = await swaps.record(swaps.swapId(swap.ts));
     expect(record?.plan?.engineKind).toBe("vllm");
+    // where the start went, as vLLM's own lines timed it: the slowest worker's weights, compile and graphs
+    const journal = await host.sim.journal(vllmUnit!);
+    const took = (re: RegExp) => Math.max(...[...journal.matchAll(re)].map((m) => Number(m[1])));
+    const startup = {
+      weightsSeconds: took(/Loading weights took ([\d.]+) seconds/g),
+      compileSeconds: took(/torch\.compile takes ([\d.]+) s in total/g),
+      graphsSeconds: took(/Graph capturing finished in ([\d.]+) secs/g),
+    };
+    expect(record?.startup).toMatchObject(startup);
+    expect(JSON.stringify(done.blocks)).toContain(
+      `its start: weights ${duration(startup.weightsSeconds)} · torch.compile ${duration(startup.compileSeconds)} · CUDA graphs ${duration(startup.graphsSeconds)}`,
+    );
     expect(record?.plan?.unitText).toMatch(
       /^Environment=PYTHONPATH=\S+\/\.modelswap\/engines\/vllm-[0-9a-f]{12}-sw-[a-z0-9-]+\/site$/m,
     );

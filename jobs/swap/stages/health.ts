@@ -1,11 +1,13 @@
 import { isoNow } from "../../../src/clock.ts";
+import { describeStartup } from "../../../src/engine/startup-phases.ts";
+import { describeError, passesThrough } from "../../../src/errors.ts";
 import { duration } from "../../../src/format-duration.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { portOf } from "./blue-green.ts";
-import { waitHealthy } from "./wait-healthy.ts";
+import { journalSince, waitHealthy } from "./wait-healthy.ts";
 
 /**
  * A healthy answer on the port is not yet the new model: the old process may still hold it (a unit that
@@ -62,6 +64,25 @@ export function healthFix(why: string, limitSeconds: number): string {
   return "the journal above says why the server stopped: check the plan's flags against the engine (recipes.overrides in the config) or try another engine build (--engine-ref)";
 }
 
+/**
+ * The new unit's journal lines that may time its start, since its last start: the health wait reads only
+ * the last 200 lines, which a chatty start at tp 8 (a line per rank per step) can push its weights line out
+ * of. Read once, when healthy; the engine parses them (Engine.startupPhases). None when the host could not
+ * say: the phases are then not shown, never guessed.
+ */
+async function startupLines(ctx: StageContext, unit: string): Promise<string[]> {
+  try {
+    const result = await ctx.host.exec(
+      sh`journalctl -u ${unit} -n 20000 --no-pager -o cat 2>/dev/null | grep -aiE ${"^Start(ed|ing) |weight|graph|compile"} | tail -n 2000`,
+    );
+    return journalSince(result.stdout.split("\n").filter((l) => l !== ""));
+  } catch (error) {
+    if (passesThrough(error)) throw error;
+    ctx.log.warn({ err: describeError(error) }, "the new unit's start-up lines could not be read");
+    return [];
+  }
+}
+
 /** How often a long health wait saves its progress (the card shows it; the reporter paces the edits). */
 const PROGRESS_EVERY_MS = 5000;
 
@@ -107,17 +128,26 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
     };
   }
   const healthyAt = isoNow(clock);
+  // where the start went, as the engine timed it: what the next swap could save, and where
+  const loadSeconds = Math.max(0, (Date.parse(healthyAt) - startedAt) / 1000);
+  const phases = ctx.engine.startupPhases(await startupLines(ctx, plan.unitName));
+  swap.to.started({ ...phases, loadSeconds });
+  const startup = describeStartup(phases, loadSeconds);
+  const its = startup === undefined ? "" : `; its start: ${startup}`;
   if (swap.record.switch?.beside === true) {
     // blue/green: production is still on the old unit; no downtime so far, and the flip adds none
-    const loaded = (Date.parse(healthyAt) - startedAt) / 1000;
     swap.to.healthy(plan.unitName, serves.mainPid, 0);
-    swap.stage("health", "done", `healthy after ${duration(loaded)} of loading, beside the old unit`);
+    swap.stage(
+      "health",
+      "done",
+      `healthy after ${duration(loadSeconds)} of loading, beside the old unit${its}`,
+    );
     ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds: 0 });
     return { next: "sanity" };
   }
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
   swap.to.healthy(plan.unitName, serves.mainPid, downtimeSeconds);
-  swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit stopped`);
+  swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit stopped${its}`);
   ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };
 }

@@ -80,7 +80,7 @@ export async function waitHealthy(
 const UNENDED_TRACEBACK_GRACE_MS = 5000;
 
 /** The journal lines since the unit's last start (earlier runs' crashes are not this run's). */
-function journalSince(lines: string[]): string[] {
+export function journalSince(lines: string[]): string[] {
   const last = lines.findLastIndex((l) => /^Started .*\.service|^Starting .*\.service/.test(l));
   return last < 0 ? lines : lines.slice(last);
 }

@@ -6,6 +6,7 @@ import { benchCommand } from "./bench-command.ts";
 import { generateBody, generateCommand, judgeGenerate } from "./generate-judge.ts";
 import { SERVING_HEALTH_PATH, servingHealthFailure } from "./serving-health.ts";
 import { sglangSetup } from "./sglang-setup.ts";
+import { sglangStartupPhases } from "./startup-lines.ts";
 
 /**
  * SGLang (0.5.x): `/health_generate` answers 200 only once a one-token generation came back; sanity
@@ -23,6 +24,7 @@ export const sglangEngine: Engine = {
   modelInfoPath: "/get_model_info",
   servedModelPath: (body) => (JSON.parse(body) as { model_path?: unknown }).model_path,
   findFatalLine,
+  startupPhases: sglangStartupPhases,
   sanityRequest: (port, timeoutSeconds, prompt) => ({
     command: generateCommand(port, timeoutSeconds),
     stdin: generateBody(prompt),

@@ -6,6 +6,7 @@ import { httpStatus } from "../http-status.ts";
 import { MAX_NEW_TOKENS, postJsonCommand } from "../sanity.ts";
 import { vllmBenchCommand } from "./bench-command.ts";
 import { judgeCompletion } from "./completions-judge.ts";
+import { vllmStartupPhases } from "./startup-lines.ts";
 import { vllmSetup } from "./vllm-setup.ts";
 
 /*
@@ -38,6 +39,7 @@ export const vllmEngine: Engine = {
   servedModelPath: (body) => (JSON.parse(body) as { data?: { root?: unknown }[] }).data?.[0]?.root,
   // vLLM writes its tracebacks behind its log prefix (the engine core's as ERROR lines): read without it
   findFatalLine: (journal) => findFatalLine(journal.map((line) => line.replace(LOG_PREFIX, ""))),
+  startupPhases: vllmStartupPhases,
   sanityRequest: (port, timeoutSeconds, prompt) => ({
     command: postJsonCommand(`http://127.0.0.1:${port}/v1/completions`, timeoutSeconds),
     stdin: JSON.stringify({ prompt, max_tokens: MAX_NEW_TOKENS, temperature: 0, logprobs: 1 }),

@@ -210,9 +210,11 @@ export const loadingMethods = {
         `Capture cuda graph begin. This can take up to several minutes. avail mem=${gb(availAfterPool)} GB`,
         0,
       );
+      const captureStart = Date.now();
       await sleep(40);
+      // the time it took, "%.2f s" (sglang/srt/model_executor/model_runner.py, init_device_graphs)
       this.log(
-        `Capture cuda graph end. Time elapsed: 0.04 s. mem usage=${gb(graphGiB)} GB. avail mem=${gb(availAfterPool - graphGiB)} GB.`,
+        `Capture cuda graph end. Time elapsed: ${((Date.now() - captureStart) / 1000).toFixed(2)} s. mem usage=${gb(graphGiB)} GB. avail mem=${gb(availAfterPool - graphGiB)} GB.`,
         0,
       );
     }

@@ -341,12 +341,14 @@ export const engineMethods = {
       process.stderr.write(
         "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:01<00:00, 52.41it/s]\n",
       );
+      const captureStart = Date.now();
       await sleep(30);
       graphGiB = 0.52;
+      // capture_model logs the time it took with "%.0f secs" (vllm/v1/worker/gpu_model_runner.py)
       this.engineLog(
         "INFO",
         "gpu_model_runner.py:3480",
-        `Graph capturing finished in 1 secs, took ${graphGiB.toFixed(2)} GiB`,
+        `Graph capturing finished in ${((Date.now() - captureStart) / 1000).toFixed(0)} secs, took ${graphGiB.toFixed(2)} GiB`,
       );
     }
     this.engineLog(
