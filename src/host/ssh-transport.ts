@@ -54,6 +54,10 @@ export class SshTransport implements HostTransport {
     );
   }
 
+  /**
+   * One channel running bash for as long as it is used. It does not count against the `maxSessions`
+   * channels the commands share: keep `maxSessions` below sshd's MaxSessions (8 of 10 by default).
+   */
   async openShell(): Promise<ShellChannel> {
     return await this.onChannel((client) => this.shellChannel(client));
   }
