@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
+import { recordCallBash } from "./fast-path-bash.ts";
 import { shQuote } from "./write-shim-wrapper.ts";
 
 /** The real df, as shims/df.mjs finds it. */
@@ -39,11 +40,7 @@ elif [ "$sized" = 0 ] && [ "$#" -eq 3 ] && [ "$1" = -B1 ] && [ "$2" = --output=a
   case $free in *[!0-9]*) ;; *) case $3 in ${root}|${root}/*) case $3 in */./*|*/.|*/../*|*/..|*//*) ;; *) answer=avail ;; esac ;; esac ;; esac
 fi
 if [ -n "$answer" ]; then
-  t=$EPOCHREALTIME; ms=\${t#*.}; ms=\${ms:0:3}
-  TZ=UTC0 printf -v at '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "\${t%.*}" "$ms"
-  j=; for x in "$@"; do j="$j\${j:+,}\\"$x\\""; done
-  printf '{"at":"%s","cmd":"df","argv":[%s]}\\n' "$at" "$j" >> ${root}/state/calls.jsonl
-  [ "$answer" = real ] && exec -a df ${shQuote(REAL_DF)} "$@"
+${recordCallBash(sandboxRoot, "df")}  [ "$answer" = real ] && exec -a df ${shQuote(REAL_DF)} "$@"
   w=\${#free}; [ "$w" -ge 5 ] || w=5
   printf '%*s\\n%*s\\n' "$w" Avail "$w" "$free"
   exit 0

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { recordCallBash, UNIT_NAME_BASH } from "./fast-path-bash.ts";
 import { shQuote } from "./write-shim-wrapper.ts";
 
 /**
@@ -19,11 +20,7 @@ export function journalctlTailFastPath(sandboxRoot: string): string {
   const root = shQuote(resolve(sandboxRoot));
   return `if [ "$#" -eq 7 ] && [ "$1" = -u ] && [ "$3" = -n ] && [ "$5" = --no-pager ] && [ "$6" = -o ] && [ "$7" = cat ]; then case "$2" in ''|-*|*[!A-Za-z0-9@._:-]*) ;; *) case "$4" in ''|*[!0-9]*) ;; *)
 u=$2
-case "$u" in *.service|*.socket|*.target|*.timer|*.mount|*.path|*.slice|*.scope|*.device|*.swap|*.automount) ;; *) u=$u.service ;; esac
-t=$EPOCHREALTIME; ms=\${t#*.}; ms=\${ms:0:3}
-TZ=UTC0 printf -v at '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "\${t%.*}" "$ms"
-printf '{"at":"%s","cmd":"journalctl","argv":["-u","%s","-n","%s","--no-pager","-o","cat"]}\\n' "$at" "$2" "$4" >> ${root}/state/calls.jsonl
-f=${root}/state/journal/$u.log
+${UNIT_NAME_BASH}${recordCallBash(sandboxRoot, "journalctl")}f=${root}/state/journal/$u.log
 if [ -r "$f" ]; then
   LC_ALL=C sort -s -t "$(printf '\\t')" -k1,1 -- "$f" | LC_ALL=C awk -F '\\t' -v n="$4" '
     NF >= 4 { r = $0; for (k = 0; k < 3; k++) r = substr(r, index(r, "\\t") + 1); m[c++] = r }

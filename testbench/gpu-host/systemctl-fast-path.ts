@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { recordCallBash, UNIT_NAME_BASH } from "./fast-path-bash.ts";
 import { shQuote } from "./write-shim-wrapper.ts";
 
 /**
@@ -24,10 +25,9 @@ import { shQuote } from "./write-shim-wrapper.ts";
  */
 export function systemctlFastPath(sandboxRoot: string): string {
   const root = shQuote(resolve(sandboxRoot));
-  // bash builtins only (the wrapper is a bash script when this is in it): no process is started. The
-  // time is $EPOCHREALTIME's (bash 5) with printf's %()T; the state file is read line by line. Every
-  // argument is checked against the characters of unit names, options and property lists first, so the
-  // call's JSON record needs no escaping.
+  // bash builtins only (the wrapper is a bash script when this is in it): no process is started; the state
+  // file is read line by line. Every argument is checked against the characters of unit names, options and
+  // property lists first, so the call's JSON record needs no escaping.
   return `__ms_fast=1
 for x in "$@"; do case "$x" in ''|*[!A-Za-z0-9@._:=,-]*) __ms_fast=0; break ;; esac; done
 if [ "$__ms_fast" = 1 ] && { [ "$1" = is-active ] || [ "$1" = show ]; }; then
@@ -52,12 +52,7 @@ if [ "$verb" = show ]; then
   [ -n "$want" ] || ok=0
 fi
 if [ "$ok" = 1 ]; then
-case "$u" in *.service|*.socket|*.target|*.timer|*.mount|*.path|*.slice|*.scope|*.device|*.swap|*.automount) ;; *) u=$u.service ;; esac
-t=$EPOCHREALTIME; ms=\${t#*.}; ms=\${ms:0:3}
-TZ=UTC0 printf -v at '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "\${t%.*}" "$ms"
-j=; for x in "$@"; do j="$j\${j:+,}\\"$x\\""; done
-printf '{"at":"%s","cmd":"systemctl","argv":[%s]}\\n' "$at" "$j" >> ${root}/state/calls.jsonl
-a=inactive; s=dead; sp=0; mp=0
+${UNIT_NAME_BASH}${recordCallBash(sandboxRoot, "systemctl")}a=inactive; s=dead; sp=0; mp=0
 f=${root}/state/units/$u.json
 if [ -r "$f" ]; then
   while IFS= read -r l; do
