@@ -21,7 +21,7 @@ export type StartupPhases = z.infer<typeof startupPhasesSchema>;
  * for each). Every tensor-parallel rank prints its own line, and the slowest rank holds the start back: the
  * largest per key, summed over keys. Undefined when no line matched.
  */
-export function phaseSeconds(journal: readonly string[], pattern: RegExp): number | undefined {
+function phaseSeconds(journal: readonly string[], pattern: RegExp): number | undefined {
   const byKey = new Map<string, number>();
   for (const line of journal) {
     const m = pattern.exec(line);
@@ -32,6 +32,21 @@ export function phaseSeconds(journal: readonly string[], pattern: RegExp): numbe
   }
   if (byKey.size === 0) return undefined;
   return [...byKey.values()].reduce((a, b) => a + b, 0);
+}
+
+/**
+ * The phases the lines time, each by its pattern (see phaseSeconds); a phase no line timed is left out.
+ */
+export function phasesFrom(
+  journal: readonly string[],
+  patterns: Partial<Record<keyof StartupPhases, RegExp>>,
+): StartupPhases {
+  const phases: StartupPhases = {};
+  for (const [phase, pattern] of Object.entries(patterns) as [keyof StartupPhases, RegExp][]) {
+    const seconds = phaseSeconds(journal, pattern);
+    if (seconds !== undefined) phases[phase] = seconds;
+  }
+  return phases;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { phaseSeconds, type StartupPhases } from "../startup-phases.ts";
+import { phasesFrom, type StartupPhases } from "../startup-phases.ts";
 
 /*
  * SGLang's own timing lines (python/sglang/srt/model_executor/model_runner.py), each rank's behind its
@@ -14,10 +14,5 @@ const GRAPHS =
 
 /** Where an SGLang server's start went, from its journal. */
 export function sglangStartupPhases(journal: readonly string[]): StartupPhases {
-  const weightsSeconds = phaseSeconds(journal, WEIGHTS);
-  const graphsSeconds = phaseSeconds(journal, GRAPHS);
-  return {
-    ...(weightsSeconds === undefined ? {} : { weightsSeconds }),
-    ...(graphsSeconds === undefined ? {} : { graphsSeconds }),
-  };
+  return phasesFrom(journal, { weightsSeconds: WEIGHTS, graphsSeconds: GRAPHS });
 }

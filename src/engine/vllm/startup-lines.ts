@@ -1,4 +1,4 @@
-import { phaseSeconds, type StartupPhases } from "../startup-phases.ts";
+import { phasesFrom, type StartupPhases } from "../startup-phases.ts";
 
 /*
  * vLLM's own timing lines, each behind its `(VllmWorker rank=1 pid=123) INFO 03-20 10:00:00 [file.py:n] `
@@ -13,12 +13,5 @@ const GRAPHS = /Graph capturing finished in (?<seconds>[\d.]+) secs/;
 
 /** Where a vLLM server's start went, from its journal. */
 export function vllmStartupPhases(journal: readonly string[]): StartupPhases {
-  const weightsSeconds = phaseSeconds(journal, WEIGHTS);
-  const compileSeconds = phaseSeconds(journal, COMPILE);
-  const graphsSeconds = phaseSeconds(journal, GRAPHS);
-  return {
-    ...(weightsSeconds === undefined ? {} : { weightsSeconds }),
-    ...(compileSeconds === undefined ? {} : { compileSeconds }),
-    ...(graphsSeconds === undefined ? {} : { graphsSeconds }),
-  };
+  return phasesFrom(journal, { weightsSeconds: WEIGHTS, compileSeconds: COMPILE, graphsSeconds: GRAPHS });
 }
