@@ -81,12 +81,12 @@ async function ownHost(run: Run, deps: SwapDeps): Promise<string | undefined> {
   if ((await locks.hostHolder(record.host)) === record.id) return undefined;
   const taken = await locks.lockHost(record.host, record.id);
   if (taken.ok) {
-    run.ctx.log.warn({ host: record.host }, "the swap's host lock was gone; taken again");
+    run.ctx.log.warn("the swap's host lock was gone; taken again");
     return undefined;
   }
   if (record.switch !== undefined) {
     run.ctx.log.error(
-      { host: record.host, holder: taken.holder },
+      { holder: taken.holder },
       "the host is locked by another swap after this one's switch; going on",
     );
     return undefined;

@@ -25,7 +25,7 @@ export function createTransport(host: HostConnection, log: Logger, configIndex?:
       ssh: host.ssh,
       commandTimeoutMs,
       extraPath: host.extraPath,
-      log: log.child({ host: host.name }),
+      log,
       ...(configIndex === undefined ? {} : { configIndex }),
     });
   }

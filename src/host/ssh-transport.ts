@@ -17,6 +17,7 @@ export interface SshTransportOptions {
   ssh: SshConfig;
   commandTimeoutMs: number;
   extraPath?: readonly string[];
+  /** The transport's lines are logged on a child of it that names the host (`host`): pass it without. */
   log: Logger;
   /** The host's position in the config's `hosts:` list, to name its settings in messages. */
   configIndex?: number;
@@ -38,9 +39,11 @@ export class SshTransport implements HostTransport {
   private live: Client | undefined;
   private readonly channels: Semaphore;
   private closed = false;
+  private readonly log: Logger;
 
   constructor(private readonly options: SshTransportOptions) {
     this.hostName = options.hostName;
+    this.log = options.log.child({ host: options.hostName });
     this.channels = new Semaphore(options.ssh.maxSessions);
   }
 
@@ -194,7 +197,8 @@ export class SshTransport implements HostTransport {
     | { client: Client }
     | { error: CodedError; seen?: { label: string; fingerprint: string }; noSuchKey: boolean }
   > {
-    const { ssh, hostName, log } = this.options;
+    const { ssh } = this.options;
+    const log = this.log;
     let seen: { label: string; fingerprint: string } | undefined;
     const client = new Client();
     return new Promise((resolve) => {
@@ -213,7 +217,7 @@ export class SshTransport implements HostTransport {
       client.once("ready", () => {
         settled = true;
         this.live = client;
-        log.debug({ host: hostName, hostKeyType: type }, "ssh connected");
+        log.debug({ hostKeyType: type }, "ssh connected");
         resolve({ client });
       });
       client.on("error", (error: Error & { level?: string; code?: string }) => {
@@ -221,14 +225,14 @@ export class SshTransport implements HostTransport {
           fail(error);
           return;
         }
-        log.warn({ host: hostName, err: error.message }, "ssh connection error");
+        log.warn({ err: error.message }, "ssh connection error");
       });
       client.on("close", () => {
         if (!settled) {
           fail(new Error("connection closed during handshake"));
           return;
         }
-        if (this.drop(client)) log.debug({ host: hostName }, "ssh connection closed");
+        if (this.drop(client)) log.debug("ssh connection closed");
       });
       client.connect({
         host: ssh.address,

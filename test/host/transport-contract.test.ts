@@ -2,10 +2,12 @@ import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CodedError } from "../../src/errors.ts";
+import { createTransport } from "../../src/host/create-transport.ts";
 import type { HostKeyType } from "../../src/host/host-key-type.ts";
 import { KeptShell } from "../../src/host/kept-shell.ts";
 import { LocalTransport } from "../../src/host/local-transport.ts";
@@ -16,6 +18,7 @@ import { createLogger } from "../../src/log.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { type BenchSshd, startSshd } from "../../testbench/sshd.ts";
 import { until } from "../../testbench/until.ts";
+import { duplicateKeys } from "../support/duplicate-keys.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const log = createLogger({ level: "silent" });
@@ -436,5 +439,48 @@ describe("quote", () => {
     expect(quote("")).toBe("''");
     expect(quote("it's")).toBe(`'it'\\''s'`);
     expect(() => quote("a\0b")).toThrow(/NUL/);
+  });
+});
+
+describe("the SSH transport's log", () => {
+  it("names the host once in each of its lines, as the bot builds it (createTransport)", async () => {
+    const raw: string[] = [];
+    const logger = createLogger({
+      level: "debug",
+      destination: new Writable({
+        write(chunk, _encoding, done) {
+          raw.push(...String(chunk).split("\n").filter(Boolean));
+          done();
+        },
+      }),
+    });
+    const transport = createTransport(
+      {
+        name: "logged-host",
+        ssh: {
+          address: "127.0.0.1",
+          port: sshd.port,
+          user: process.env.USER ?? "root",
+          privateKeyPath: clientKey,
+          hostKeySha256: sshd.hostKeySha256(),
+          connectTimeoutSeconds: 5,
+          keepaliveSeconds: 5,
+          maxSessions: 4,
+        },
+        commandTimeoutSeconds: 10,
+        extraPath: [],
+      },
+      logger,
+    );
+    try {
+      expect((await transport.exec(sh`echo hi`)).stdout).toBe("hi\n");
+    } finally {
+      await transport.close();
+    }
+    const connected = raw.filter((line) => line.includes('"msg":"ssh connected"'));
+    expect(connected).toHaveLength(1);
+    expect(JSON.parse(connected[0]!)).toMatchObject({ host: "logged-host" });
+    // JSON.parse keeps the last of two equal keys: the raw text says whether the line had two
+    expect(raw.flatMap((line) => duplicateKeys(line).map((key) => `${key} in ${line}`))).toEqual([]);
   });
 });
