@@ -127,8 +127,10 @@ export const HOLD_EXPIRED_RESPONSE = [
 ].join("\r\n");
 
 /**
- * vLLM's development endpoints, served with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/serve/dev and
- * sleep routers): the front door refuses them, so only the bot on the host can park or wake a model.
+ * The engines' administrative endpoints: vLLM's development ones, served with VLLM_SERVER_DEV_MODE=1
+ * (vllm/entrypoints/serve/dev and sleep routers), and SGLang's memory and weight routes, which it serves
+ * always (srt/entrypoints/http_server.py). The front door refuses them, so only the bot on the host can
+ * park, wake or reload a model.
  */
 export const DEV_PATHS = [
   "/sleep",
@@ -138,6 +140,9 @@ export const DEV_PATHS = [
   "/reset_prefix_cache",
   "/reset_mm_cache",
   "/server_info",
+  "/release_memory_occupation",
+  "/resume_memory_occupation",
+  "/update_weights_from_disk",
 ];
 
 function renderConfig(

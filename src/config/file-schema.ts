@@ -130,12 +130,13 @@ export const fileSchema = z
          */
         restartAtFullMemory: z.boolean().default(false),
         /**
-         * vLLM's sleep mode as a fast rollback. `true`: vLLM units are started with
-         * `--enable-sleep-mode` and `VLLM_SERVER_DEV_MODE=1` (which also opens vLLM's development
-         * endpoints on its loopback port: the front door must not forward them, docs/front-door.md),
-         * and a cold swap from such a unit, behind a front door with a standby slot, parks it (weights to
-         * host RAM) instead of stopping it: a new model that fails its checks is stopped and the old one
-         * woken in seconds; once the new one is released, the old one stops. `false` (default): off.
+         * Parking as a fast rollback. `true`: units are started parkable (SGLang: the memory saver with a
+         * CPU backup; vLLM: `--enable-sleep-mode` and `VLLM_SERVER_DEV_MODE=1`; their admin endpoints
+         * listen on the loopback port: the front door must not forward them, docs/front-door.md), and a
+         * cold swap from such a unit, behind a front door with a standby slot, parks it (weights to host
+         * RAM) instead of stopping it: a new model that fails its checks is stopped and the old one
+         * brought back in seconds and checked again; once the new one is released, the old one stops.
+         * `false` (default): off.
          */
         sleepMode: z.boolean().default(false),
         /**

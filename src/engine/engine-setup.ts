@@ -98,19 +98,33 @@ export interface EngineBuildInput {
 }
 
 /**
- * An engine that can park a loaded model (vLLM's sleep mode): its weights leave the GPUs for host RAM
- * and come back in seconds, where a reload takes minutes. Only units started for it can be parked.
+ * An engine that can park a loaded model (vLLM's sleep mode, SGLang's memory saver with a CPU backup):
+ * its weights leave the GPUs for host RAM and come back in seconds, where a reload takes minutes. Only
+ * units started for it can be parked.
  */
 export interface EngineSleep {
+  /** The mechanism, for people: "sleep mode", "memory saver". */
+  readonly name: string;
   /** What a unit needs to be parkable later: flags and environment, each with its reason. */
   readonly settings: readonly RecipeSetting[];
   readonly env: readonly EnvSetting[];
   /** Whether this unit (its file) was started so that it can be parked. */
   parkable(unitText: string): boolean;
-  /** Parks the server on `port`: prints the HTTP status (200 once asleep; `000` when nothing answered). */
+  /**
+   * Parks the server on `port`: prints the HTTP status (200 once asleep; `000` when nothing answered).
+   * An engine that must be idle first waits for that within `timeoutSeconds`.
+   */
   sleepCommand(port: number, timeoutSeconds: number): ShellCommand;
   /** Wakes it: prints the HTTP status (200 once its weights are back). */
   wakeCommand(port: number, timeoutSeconds: number): ShellCommand;
+  /**
+   * GPU memory a parked server still holds on each of its GPUs (CUDA context, communication buffers), as
+   * the engine's sources and reports put it: what a new unit starting on those GPUs cannot have. The
+   * switch reads the real figure from nvidia-smi once the server is parked.
+   */
+  readonly keptPerGpuBytes: number;
+  /** Where `keptPerGpuBytes` comes from, for the plan. */
+  readonly keptSource: string;
 }
 
 export interface EngineSetup {

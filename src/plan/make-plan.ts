@@ -131,7 +131,7 @@ export function makePlan(input: PlanInput): SwapPlan {
         : applied.map((r) => `${r.id}: ${r.title}`).join("; "),
   };
 
-  const park = planPark(input, mode?.mode === "cold");
+  const park = planPark(input, mode?.mode === "cold", tpChoice.vram, memory);
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
   // the repo's files decide whether its Python runs, and the config whose: never a recipe or an override
   const remoteCode = remoteCodeCheck(model, facts, input.remoteCodeOrgs);
@@ -195,7 +195,14 @@ export function makePlan(input: PlanInput): SwapPlan {
             reason: "the front door's standby slot: the new unit starts beside the one serving now",
           },
     { setting: "tp-size", value: String(tpChoice.tp), reason: tpChoice.reason },
-    ...besideFraction(recipeChosen, beside, memory),
+    ...(park?.will === true && park.kvPerGpuBytes !== undefined
+      ? besideFraction(
+          recipeChosen,
+          { ...park, kvPerGpuBytes: park.kvPerGpuBytes },
+          memory,
+          "what the parked model keeps",
+        )
+      : besideFraction(recipeChosen, beside, memory)),
     ...engine.stopSettings(input.clients?.drainSeconds),
     ...(input.sleepMode === true ? (engine.sleep?.settings ?? []) : []),
   ];

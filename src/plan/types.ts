@@ -218,7 +218,18 @@ export const clientPlanSchema = z.object({
    * of stopped, so that a new model that fails wakes it in seconds; and why (or why not). When it is,
    * the new unit listens on `port`, the front door's other slot (the parked unit keeps its own).
    */
-  park: z.object({ will: z.boolean(), why: z.string(), port: z.number().int().optional() }).optional(),
+  park: z
+    .object({
+      will: z.boolean(),
+      why: z.string(),
+      port: z.number().int().optional(),
+      /** The new unit's memory fraction beside what the parked engine keeps, and its KV cache per GPU then. */
+      memFractionStatic: z.number().optional(),
+      kvPerGpuBytes: z.number().optional(),
+      /** About how long a rollback takes to bring the parked weights back (from the bytes per GPU). */
+      wakeSeconds: z.number().optional(),
+    })
+    .optional(),
   /**
    * `server`: the slot the new unit serves behind; `from`: the slot serving now (the same one in a cold
    * swap; absent in plans made before there were two).

@@ -95,15 +95,19 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     case "parked":
       return say(
         event.failed === undefined
-          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${duration(event.seconds)} (sleep mode: its weights in host RAM, its GPUs free): if the new model fails, it wakes in seconds.`
+          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${duration(event.seconds)}: its weights in host RAM${event.keptGiB === undefined ? "" : `, its GPUs holding ${event.keptGiB.toFixed(1)} GiB each (nvidia-smi)`}. If the new model fails, it wakes in seconds.`
           : `⚠️ \`${escapeMrkdwn(event.unit)}\` would not sleep (${escapeMrkdwn(event.failed)}): stopped instead, so a rollback reloads it.`,
       );
     case "unparked":
-      return say(
-        event.how === "woken"
-          ? `⏰ \`${escapeMrkdwn(event.unit)}\` woken${event.seconds === undefined ? "" : ` in ${duration(event.seconds)}`}: its weights are back on the GPUs.`
-          : `🛑 \`${escapeMrkdwn(event.unit)}\`, parked, stopped: the new model took the requests.`,
-      );
+      if (event.how === "woken")
+        return say(
+          `⏰ \`${escapeMrkdwn(event.unit)}\` woken${event.seconds === undefined ? "" : ` in ${duration(event.seconds)}`}: its weights are back on the GPUs, and it answered its sanity prompts again.`,
+        );
+      if (event.how === "reloaded")
+        return say(
+          `⚠️ \`${escapeMrkdwn(event.unit)}\`, parked, is reloaded from disk: ${escapeMrkdwn(event.why ?? "it did not wake")}.`,
+        );
+      return say(`🛑 \`${escapeMrkdwn(event.unit)}\`, parked, stopped: the new model took the requests.`);
     case "drained":
       return say(
         `🚪 Front door: new requests are held (up to ${duration(event.holdSeconds)}) while \`${escapeMrkdwn(event.server)}\` drains; ${

@@ -125,13 +125,19 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     unit: z.string(),
     seconds: z.number(),
     failed: z.string().optional(),
+    /** What the fullest of its GPUs held once parked, as nvidia-smi showed it. */
+    keptGiB: z.number().optional(),
   }),
-  /** The parked old unit after the swap: woken by a rollback, or stopped once the new model was released. */
+  /**
+   * The parked old unit after the swap: woken by a rollback (and sane again), reloaded from disk (it would
+   * not wake, or woke and failed its sanity prompts: `why`), or stopped once the new model was released.
+   */
   z.object({
     type: z.literal("unparked"),
     unit: z.string(),
-    how: z.enum(["woken", "stopped"]),
+    how: z.enum(["woken", "reloaded", "stopped"]),
     seconds: z.number().optional(),
+    why: z.string().optional(),
   }),
   /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
   z.object({

@@ -156,6 +156,12 @@ export const swapRecordSchema = z.object({
       preload: z.object({ ok: z.boolean(), seconds: z.number(), detail: z.string() }).optional(),
       /** When `systemctl disable --now` of the old unit began (its stop drains, SGLang's SIGTERM). */
       stopBeganAt: isoTime.optional(),
+      /**
+       * The park request was sent (before its answer): a worker that finds this without `parked` does not
+       * know what the engine did with it, and stops the unit instead of asking again (an SGLang release or
+       * resume sent twice can take the server down).
+       */
+      parkBeganAt: isoTime.optional(),
       oldStoppedAt: isoTime.optional(),
       newStartedAt: isoTime.optional(),
       /** Blue/green: the new unit was started beside the old one, which kept serving. */
@@ -163,12 +169,19 @@ export const swapRecordSchema = z.object({
       /**
        * The old unit parked (plan.clients.park) instead of stopped: when it fell asleep, when it was woken
        * (a rollback) or stopped (the new model released); `failed`: it would not sleep, and was stopped.
+       * A woken unit answers the sanity prompts again: `sane` when it did; `reloadedAt` when it did not
+       * (or would not wake) and was restarted from disk.
        */
       parked: z
         .object({
           at: isoTime,
           failed: z.string().optional(),
+          /** The wake request was sent; `wokenAt`: it was answered 200. */
+          wakeBeganAt: isoTime.optional(),
           wokenAt: isoTime.optional(),
+          wakeSeconds: z.number().optional(),
+          sane: z.boolean().optional(),
+          reloadedAt: isoTime.optional(),
           stoppedAt: isoTime.optional(),
         })
         .optional(),

@@ -83,16 +83,51 @@ export const transitions = {
     const s = switchOf(r, "oldStopped");
     return s.oldStoppedAt === undefined ? { switch: { ...s, oldStoppedAt: at } } : {};
   },
+  /** The park request is about to be sent (the first time is kept). */
+  parkBegan(r: R, at: string): Patch {
+    const s = switchOf(r, "parkBegan");
+    return s.parkBeganAt === undefined ? { switch: { ...s, parkBeganAt: at } } : {};
+  },
+  /** The wake request is about to be sent to the parked unit (the first time is kept). */
+  wakeBegan(r: R, at: string): Patch {
+    const s = switchOf(r, "wakeBegan");
+    if (s.parked === undefined) illegal(r, "wakeBegan", "an old unit that was not parked");
+    return s.parked.wakeBeganAt === undefined
+      ? { switch: { ...s, parked: { ...s.parked, wakeBeganAt: at } } }
+      : {};
+  },
   /** The old unit parked in place of its stop (or, `failed`, stopped because it would not sleep). */
   parked(r: R, at: string, failed?: string): Patch {
     const s = switchOf(r, "parked");
     if (s.parked !== undefined) return {};
     return { switch: { ...s, parked: { at, ...(failed === undefined ? {} : { failed }) } } };
   },
-  parkedWoken(r: R, at: string): Patch {
+  /** The parked unit answered its wake (in `seconds`); checkWoken asks it the sanity prompts next. */
+  parkedWoken(r: R, at: string, seconds?: number): Patch {
     const s = switchOf(r, "parkedWoken");
     if (s.parked === undefined) illegal(r, "parkedWoken", "an old unit that was not parked");
-    return s.parked.wokenAt === undefined ? { switch: { ...s, parked: { ...s.parked, wokenAt: at } } } : {};
+    return s.parked.wokenAt === undefined
+      ? {
+          switch: {
+            ...s,
+            parked: { ...s.parked, wokenAt: at, ...(seconds === undefined ? {} : { wakeSeconds: seconds }) },
+          },
+        }
+      : {};
+  },
+  /** The woken unit answered its sanity prompts. */
+  parkedSane(r: R, _at: string): Patch {
+    const s = switchOf(r, "parkedSane");
+    if (s.parked?.wokenAt === undefined) illegal(r, "parkedSane", "an old unit that was not woken");
+    return { switch: { ...s, parked: { ...s.parked, sane: true } } };
+  },
+  /** The parked unit would not wake, or woke and failed its sanity prompts: restarted from disk. */
+  parkedReloaded(r: R, at: string): Patch {
+    const s = switchOf(r, "parkedReloaded");
+    if (s.parked === undefined) illegal(r, "parkedReloaded", "an old unit that was not parked");
+    return s.parked.reloadedAt === undefined
+      ? { switch: { ...s, parked: { ...s.parked, wokenAt: s.parked.wokenAt ?? at, reloadedAt: at } } }
+      : {};
   },
   parkedStopped(r: R, at: string): Patch {
     const s = switchOf(r, "parkedStopped");

@@ -10,7 +10,7 @@ import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
- * vLLM's sleep mode as a fast rollback (swaps.sleepMode, issue #15), on the bench behind a real HAProxy
+ * vLLM's sleep mode as a fast rollback (swaps.sleepMode, issue #15; SGLang's memory saver: sglang-park.test.ts), on the bench behind a real HAProxy
  * with a standby slot: a vLLM unit started for it is parked (POST /sleep: weights to host RAM) when the
  * next swap starts, instead of stopped; a new model that fails its checks is stopped and the parked one
  * woken (seconds, not a reload), the front door sends the held requests back to it, and no client
@@ -55,10 +55,12 @@ afterAll(async () => {
 describe("swaps.sleepMode", () => {
   let parkedUnit = "";
 
-  it("starts vLLM units parkable; the old SGLang unit is stopped as before (it has no sleep mode)", async () => {
+  it("starts vLLM units parkable; the old SGLang unit, not started for its memory saver, is stopped", async () => {
     const swap = await swaps.request(`${A} --engine-ref v0.18.0`, HOST);
     const plan = await swaps.plan(swap.ts);
-    expect(JSON.stringify(plan.blocks)).not.toContain("*Old model*");
+    expect(JSON.stringify(plan.blocks)).toContain(
+      "*Old model* stopped: sglang-gpu-1.service is stopped, not parked: it was not started for SGLang's memory saver",
+    );
     await swaps.approve(swap.ts);
     await swaps.outcome(swap.ts, /Swapped/);
     const record = await swaps.record(swaps.swapId(swap.ts));

@@ -282,6 +282,39 @@ describe.each(ENGINES)("Engine contract: %s", (kind) => {
     await run("bash", ["-n", "-c", script]);
   });
 
+  it("parks a unit started for it: its flags make a unit parkable, and its park and wake commands are bash on the loopback port", async () => {
+    const sleep = engine.sleep;
+    expect(sleep, `${kind} can park a model`).toBeDefined();
+    const unitWith = (sleepFlags: boolean) =>
+      renderUnit({
+        kind,
+        repo: "Qwen/Qwen3-8B",
+        sha: "43da92d546abdfe33cded301c28224a774a893b9",
+        swapId: "sw-1",
+        serving: "old.service",
+        venv: "/srv/venv",
+        engine: { buildDir: "/srv/engine/builds/0123456", describe: "main at 0123456" },
+        flags: [
+          { flag: engine.spellingsOf("tp-size")[0]!.flag, value: "8" },
+          ...(sleepFlags
+            ? sleep!.settings.map((s) => ({ flag: engine.spellingsOf(s.setting)[0]!.flag }))
+            : []),
+          { flag: "--port", value: "30011" },
+        ],
+        ...(sleepFlags ? { env: sleep!.env } : {}),
+        timeoutStartSeconds: 900,
+      }).text;
+    expect(sleep!.parkable(unitWith(true))).toBe(true);
+    expect(sleep!.parkable(unitWith(false))).toBe(false);
+    for (const command of [sleep!.sleepCommand(30011, 600), sleep!.wakeCommand(30011, 600)]) {
+      expect(command.text).toContain("http://127.0.0.1:30011/");
+      await run("bash", ["-n", "-c", command.text]);
+    }
+    expect(sleep!.keptPerGpuBytes).toBeGreaterThan(0);
+    expect(sleep!.keptSource).not.toBe("");
+    expect(sleep!.name).toMatch(/^(memory saver|sleep mode)$/);
+  });
+
   it("finds the line that means the server will not come up, in its own journal format", () => {
     const prefix = kind === "vllm" ? "(EngineCore_DP0 pid=42) ERROR 03-20 10:00:00 [core.py:708] " : "";
     const journal = [

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testbench/free-port.ts";
 import { renderServerArgsPy } from "../../testbench/gpu-host/shims/sglang-flags.mjs";
 import { removeEditableInstall, writeEditableInstall } from "../../testbench/gpu-host/shims/venv.mjs";
+import { until } from "../../testbench/until.ts";
 import {
   DENSE_CONFIG,
   MOE_CONFIG,
@@ -797,5 +798,133 @@ describe("simulated SGLang faults", () => {
     ]);
     expect(r.code).toBe(1);
     expect(r.output).toContain("torch.OutOfMemoryError: CUDA out of memory.");
+  });
+});
+
+describe("simulated SGLang memory saver (release_memory_occupation / resume_memory_occupation)", () => {
+  let sb: Sandbox;
+  let model: string;
+
+  beforeAll(async () => {
+    sb = await makeSandbox("h200-1gpu", { sglang: { loadSeconds: 0.1, msPerToken: 1, ttftMs: 1 } });
+    await writeFile(
+      join(sb.root, "state", "config.json"),
+      JSON.stringify({ name: "gpu-test", gpus: "h200-1gpu", hostMemGiB: 512 }),
+    );
+    model = await writeModel(sb.root, "dense", DENSE_CONFIG);
+  });
+  afterAll(async () => {
+    await sb?.remove();
+  });
+
+  const usageMiB = async (pid: number | undefined) =>
+    (
+      JSON.parse(await readFile(join(sb.root, "state", "gpu-usage", `${pid}.json`), "utf8")) as {
+        memMiB: number;
+      }
+    ).memMiB;
+  /** The processes that pinned host RAM (sandbox.mjs registerPinnedMemory, which `free` counts). */
+  const pinned = async () => {
+    const dir = join(sb.root, "state", "pinned");
+    return existsSync(dir) ? readdir(dir) : [];
+  };
+
+  async function served(extra: string[]) {
+    const server = await startServer(sb, model, extra);
+    await server.proc.waitFor(/The server is fired up and ready to roll!/);
+    return server;
+  }
+
+  it("with the memory saver and a CPU backup: frees the GPU down to its context, pins the weights in host RAM, and resumes them whole", async () => {
+    const { port, proc } = await served(["--enable-memory-saver", "--enable-weights-cpu-backup"]);
+    const before = await usageMiB(proc.child.pid);
+    const release = await postJson<{ success: boolean }>(port, "/release_memory_occupation", {});
+    expect(release).toEqual({ status: 200, body: { success: true, message: "Success" } });
+    expect(await usageMiB(proc.child.pid)).toBeLessThan(1024);
+    expect(before).toBeGreaterThan(10_000);
+    expect(await pinned()).toEqual([`${proc.child.pid}.json`]);
+    const resume = await postJson<{ success: boolean }>(port, "/resume_memory_occupation", {});
+    expect(resume.status).toBe(200);
+    expect(await usageMiB(proc.child.pid)).toBe(before);
+    expect(await pinned()).toEqual([]);
+    const answer = await postJson<GenerateBody>(port, "/generate", {
+      text: "The capital of France is",
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      return_logprob: true,
+    });
+    expect(answer.body.meta_info.output_token_logprobs.every(([lp]) => lp !== null)).toBe(true);
+    await stopProc(proc);
+  });
+
+  it("without a CPU backup the resumed weights are not the model's: NaN logprobs", async () => {
+    const { port, proc } = await served(["--enable-memory-saver"]);
+    await postJson(port, "/release_memory_occupation", {});
+    expect(await pinned()).toEqual([]);
+    await postJson(port, "/resume_memory_occupation", {});
+    const answer = await postJson<GenerateBody>(port, "/generate", {
+      text: "The capital of France is",
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      return_logprob: true,
+    });
+    expect(answer.body.meta_info.output_token_logprobs.every(([lp]) => lp === null)).toBe(true);
+    await stopProc(proc);
+  });
+
+  it("without the memory saver a release answers 200 and frees nothing", async () => {
+    const { port, proc } = await served([]);
+    const before = await usageMiB(proc.child.pid);
+    expect((await postJson(port, "/release_memory_occupation", {})).status).toBe(200);
+    expect(await usageMiB(proc.child.pid)).toBe(before);
+    await stopProc(proc);
+  });
+
+  it("a resume with nothing released, or a release while a request runs, takes the server down", async () => {
+    const first = await served(["--enable-memory-saver", "--enable-weights-cpu-backup"]);
+    await expect(postJson(first.port, "/resume_memory_occupation", {})).rejects.toThrow();
+    expect((await first.proc.exited).code).toBe(1);
+    expect(first.proc.output()).toContain("KeyError: 'weights'");
+    expect(first.proc.output()).toContain("Received sigquit from a child process.");
+
+    const second = await served(["--enable-memory-saver", "--enable-weights-cpu-backup"]);
+    const long = postJson(second.port, "/generate", {
+      text: "Count",
+      sampling_params: { max_new_tokens: 400, temperature: 0, ignore_eos: true },
+    }).catch(() => "cut");
+    await until(
+      async () => ((await getJson(second.port, "/get_load")).body as { num_reqs: number }[])[0]!.num_reqs > 0,
+      {
+        timeoutMs: 10_000,
+        what: "a request running",
+      },
+    );
+    await expect(postJson(second.port, "/release_memory_occupation", {})).rejects.toThrow();
+    expect((await second.proc.exited).code).toBe(1);
+    expect(second.proc.output()).toContain(
+      "AssertionError: release_memory_occupation should be called only when server is idle.",
+    );
+    expect(await long).toBe("cut");
+  });
+
+  it("corrupt-backup: the resumed model answers NaN (torch_memory_saver#71)", async () => {
+    await writeFile(
+      join(sb.root, "state", "faults.json"),
+      JSON.stringify({ sglang: { loadSeconds: 0.1, msPerToken: 1, ttftMs: 1, mode: "corrupt-backup" } }),
+    );
+    const { port, proc } = await served(["--enable-memory-saver", "--enable-weights-cpu-backup"]);
+    const ok = await postJson<GenerateBody>(port, "/generate", {
+      text: "The capital of France is",
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      return_logprob: true,
+    });
+    expect(ok.body.meta_info.output_token_logprobs.every(([lp]) => lp !== null)).toBe(true);
+    await postJson(port, "/release_memory_occupation", {});
+    await postJson(port, "/resume_memory_occupation", {});
+    const bad = await postJson<GenerateBody>(port, "/generate", {
+      text: "The capital of France is",
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      return_logprob: true,
+    });
+    expect(bad.body.meta_info.output_token_logprobs.every(([lp]) => lp === null)).toBe(true);
+    await stopProc(proc);
   });
 });

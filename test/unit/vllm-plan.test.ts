@@ -3,7 +3,6 @@ import { engineBuildDir } from "../../src/engine/engine-source.ts";
 import { applyFlagSpellings, parseHelpOptions } from "../../src/plan/flag-spellings.ts";
 import { makePlan } from "../../src/plan/make-plan.ts";
 import type { PlanInput } from "../../src/plan/plan-input.ts";
-import { execStartWords } from "../../src/plan/read-host-facts.ts";
 import type { SwapPlan } from "../../src/plan/types.ts";
 import { renderPlanDetails } from "../../src/reporter/plan-details.ts";
 import { renderPlan } from "../../src/reporter/plan-message.ts";
@@ -202,80 +201,6 @@ describe("a recipe's environment in the unit", () => {
     expect(() => renderUnit({ ...spec, env: [{ name: "A B", value: "1", reason: "r" }] })).toThrow(
       /not an environment variable name/,
     );
-  });
-});
-
-describe("swaps.sleepMode: parking the old vLLM unit instead of stopping it", () => {
-  const parkable = (sleep: boolean) =>
-    makePlan({ ...vllmInput("llama-bf16-small", "h200-1gpu"), sleepMode: sleep }).unitText;
-  const behindFrontDoor = (oldText: string, sleepMode = true): SwapPlan => {
-    const input = vllmInput("llama-bf16-small", "h200-1gpu");
-    const gpus = input.host.gpus.map((g) => ({
-      ...g,
-      // the old unit holds all but 3 GB: nothing fits beside it, so the swap is cold
-      memoryUsedMiB: g.memoryTotalMiB - 3000,
-      memoryFreeMiB: 3000,
-    }));
-    return makePlan({
-      ...input,
-      host: {
-        ...input.host,
-        gpus,
-        memoryAvailableBytes: 800 * GiB,
-        currentUnit: {
-          name: "vllm-old.service",
-          exists: true,
-          active: true,
-          text: oldText,
-          execStart: execStartWords(oldText),
-        },
-      },
-      sleepMode,
-      clients: {
-        mode: "cold",
-        drainSeconds: 30,
-        frontDoor: { server: "blue", from: "blue", hold: "hold", holdSeconds: 300 },
-      },
-      blueGreen: {
-        standby: { server: "green", port: 30001 },
-        sharedBenchmark: "after-flip",
-        flipBackSeconds: 60,
-        restartAtFullMemory: false,
-      },
-    });
-  };
-
-  it("starts vLLM units parkable: --enable-sleep-mode and the dev mode, each with its reason", () => {
-    const text = parkable(true);
-    expect(text).toMatch(/--enable-sleep-mode/);
-    expect(text).toContain("Environment=VLLM_SERVER_DEV_MODE=1");
-    expect(text).toMatch(
-      /# vLLM serves \/sleep and \/wake_up only in dev mode.*front door must not forward them/,
-    );
-    expect(parkable(false)).not.toMatch(/sleep-mode|DEV_MODE/);
-  });
-
-  it("parks a parkable old unit: the new one on the front door's other slot, and the plan says so", () => {
-    const plan = behindFrontDoor(parkable(true));
-    expect(plan.clients?.mode).toBe("cold");
-    expect(plan.clients?.park).toMatchObject({ will: true, port: 30001 });
-    expect(plan.clients?.park?.why).toMatch(/parked, not stopped \(vLLM sleep mode\).*wakes in seconds/);
-    expect(plan.clients?.frontDoor).toMatchObject({ from: "blue", server: "green" });
-    expect(flag(plan, "port")?.value).toBe("30001");
-    const text = JSON.stringify(
-      renderPlan(plan, { swapId: "sw-1", requester: "U0ALICE001", status: "awaiting-approval" }),
-    );
-    expect(text).toContain("*Old model* parked, not stopped");
-    expect(text).toMatch(/the new model on slot `green`/);
-  });
-
-  it("stops an old unit that was not started for it, or when RAM cannot take its weights, saying why", () => {
-    const unparkable = behindFrontDoor(parkable(false));
-    expect(unparkable.clients?.park).toMatchObject({ will: false });
-    expect(unparkable.clients?.park?.why).toMatch(/not started for vLLM's sleep mode/);
-    expect(flag(unparkable, "port")?.value).toBe("30000");
-    const off = behindFrontDoor(parkable(true), false);
-    expect(off.clients?.park).toBeUndefined();
   });
 });
 

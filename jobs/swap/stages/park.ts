@@ -1,5 +1,8 @@
+import { runSanity } from "../../../src/engine/sanity.ts";
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import { describeError, passesThrough } from "../../../src/errors.ts";
+import { describeError, isHostUnreachable, passesThrough } from "../../../src/errors.ts";
+import { readGpus } from "../../../src/gpu/nvidia-smi.ts";
+import { formatGiB } from "../../../src/plan/byte-units.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
@@ -34,11 +37,14 @@ export function isParked(record: Readonly<SwapRecord>): boolean {
 }
 
 /**
- * Parks the old unit, in place of its stop. A server that will not sleep (its answer is not 200) is
- * stopped instead, as a cold swap would, and the thread says so: the swap goes on, a rollback reloads it.
+ * Parks the old unit, in place of its stop. A server that will not sleep (its answer is not 200), or whose
+ * GPUs nvidia-smi does not then see freed, is stopped instead, as a cold swap would, and the thread says
+ * so: the swap goes on, a rollback reloads it. A worker that died after sending the request does not send
+ * it again (what the engine did with it is unknown, and an SGLang release sent twice can take the server
+ * down): it stops the unit.
  */
 export async function parkOld(
-  ctx: Pick<StageContext, "clock" | "emit" | "host" | "previousEngine" | "swap">,
+  ctx: Pick<StageContext, "clock" | "emit" | "host" | "previousEngine" | "signal" | "swap">,
 ): Promise<void> {
   const { swap, host, clock } = ctx;
   const record = swap.record;
@@ -47,15 +53,26 @@ export async function parkOld(
   const sleep = ctx.previousEngine.sleep;
   const began = clock.now();
   let failed: string | undefined;
+  let keptMiB: number | undefined;
   if (sleep === undefined) failed = `${ctx.previousEngine.name} has no sleep mode`;
+  else if (record.switch?.parkBeganAt !== undefined)
+    failed =
+      "the worker that sent the park request stopped before its answer; what the engine did with it is unknown";
   else {
+    swap.to.parkBegan();
+    await swap.checkpoint();
     const port = oldUnitPort(record, host.config.servingPort);
     const result = await host.tryChange(sleep.sleepCommand(port, SLEEP_LIMIT_SECONDS), {
       timeoutMs: (SLEEP_LIMIT_SECONDS + 30) * 1000,
     });
     const status = result.stdout.trim().split("\n").at(-1) ?? "";
-    if (status !== "200")
-      failed = `POST /sleep answered ${status === "000" || status === "" ? `nothing (curl exit ${result.code})` : `HTTP ${status}`}`;
+    if (status !== "200") failed = `the ${sleep.name} did not park it: ${answered(status, result.code)}`;
+    else {
+      const freed = await waitFreed(ctx, sleep.keptPerGpuBytes);
+      keptMiB = freed.keptMiB;
+      if (!freed.ok)
+        failed = `its GPUs still held ${formatGiB(freed.keptMiB * 2 ** 20)} each ${FREED_WAIT_SECONDS} s after the release (nvidia-smi)`;
+    }
   }
   if (failed !== undefined) {
     await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
@@ -65,13 +82,50 @@ export async function parkOld(
   }
   const seconds = (clock.now() - began) / 1000;
   swap.to.parked(failed);
-  ctx.emit({ type: "parked", unit: oldUnit, seconds, ...(failed === undefined ? {} : { failed }) });
+  ctx.emit({
+    type: "parked",
+    unit: oldUnit,
+    seconds,
+    ...(failed === undefined ? {} : { failed }),
+    ...(failed === undefined && keptMiB !== undefined ? { keptGiB: keptMiB / 1024 } : {}),
+  });
   await swap.checkpoint();
+}
+
+/** How long the GPUs may take to show a release: it can answer before the memory is free (THUDM/slime#579). */
+const FREED_WAIT_SECONDS = 30;
+
+/**
+ * Waits until nvidia-smi shows the parked unit's GPUs (those it used at plan time) holding no more than a
+ * parked engine keeps (its estimate, with room for the driver's rounding), and returns what the fullest
+ * of them holds: the figure the thread gives, as the host showed it.
+ */
+async function waitFreed(
+  ctx: Pick<StageContext, "clock" | "host" | "signal" | "swap">,
+  keptPerGpuBytes: number,
+): Promise<{ ok: boolean; keptMiB: number }> {
+  const planGpus = ctx.swap.record.plan!.host.gpus;
+  const used = planGpus.filter((g) => g.memoryUsedMiB > 1024).map((g) => g.index);
+  const limitMiB = (keptPerGpuBytes * 1.5) / 2 ** 20 + 512;
+  const deadline = ctx.clock.now() + FREED_WAIT_SECONDS * 1000;
+  for (;;) {
+    const gpus = (await readGpus(ctx.host)).filter((g) => used.length === 0 || used.includes(g.index));
+    const keptMiB = Math.max(0, ...gpus.map((g) => g.memoryUsedMiB));
+    if (keptMiB <= limitMiB || ctx.clock.now() >= deadline) return { ok: keptMiB <= limitMiB, keptMiB };
+    await ctx.clock.sleep(1000, ctx.signal);
+  }
+}
+
+/** A park or wake command's last line, for people: an HTTP status, nothing, or the command's own word. */
+function answered(status: string, code: number | null): string {
+  if (status === "000" || status === "") return `nothing answered (curl exit ${code})`;
+  return /^\d+$/.test(status) ? `HTTP ${status}` : status;
 }
 
 /**
  * The rollback's way back to a parked unit: wake it. One that will not wake is stopped and started
  * again (a cold reload, the commands the sudo rules allow), which the caller's health wait then awaits.
+ * A woken one is not yet trusted: checkWoken asks it the sanity prompts once it is healthy.
  */
 export async function wakeParked(
   ctx: Pick<StageContext, "clock" | "emit" | "host" | "log" | "previousEngine" | "swap">,
@@ -80,30 +134,88 @@ export async function wakeParked(
   const oldUnit = swap.record.previous!.unit;
   const sleep = ctx.previousEngine.sleep;
   const began = clock.now();
-  let woken = false;
-  if (sleep !== undefined) {
+  let failed = `${ctx.previousEngine.name} has no sleep mode`;
+  if (swap.record.switch?.parked?.wakeBeganAt !== undefined)
+    failed =
+      "the worker that sent the wake request stopped before its answer; it is reloaded rather than woken twice";
+  else if (sleep !== undefined) {
+    swap.to.wakeBegan();
+    await swap.checkpoint();
     const port = oldUnitPort(swap.record, host.config.servingPort);
     const result = await host.tryChange(sleep.wakeCommand(port, SLEEP_LIMIT_SECONDS), {
       timeoutMs: (SLEEP_LIMIT_SECONDS + 30) * 1000,
     });
-    woken = result.stdout.trim().split("\n").at(-1) === "200";
+    const status = result.stdout.trim().split("\n").at(-1) ?? "";
+    if (status === "200") {
+      swap.to.parkedWoken((clock.now() - began) / 1000);
+      await swap.checkpoint();
+      return;
+    }
+    failed = `it did not wake: ${answered(status, result.code)}`;
   }
-  if (!woken) {
-    ctx.log.warn({ unit: oldUnit }, "the parked unit did not wake; restarting it");
-    await host.tryChange(unitCommands.disableNow(oldUnit), {
-      privileged: true,
-      timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
-    });
-    await host.change(unitCommands.enableNow(oldUnit), `starting ${oldUnit}`, { privileged: true });
+  ctx.log.warn({ unit: oldUnit, why: failed }, "the parked unit did not wake; restarting it");
+  await reload(ctx, failed);
+}
+
+/**
+ * A woken model answers the sanity prompts before the front door gives it requests again: a CPU backup
+ * has come back corrupted (torch_memory_saver#71, H100), and a wake that answers 200 says nothing of the
+ * weights. One that fails is reloaded from disk (stopped and started again, as a cold rollback would);
+ * `reloaded` tells the caller to await its health again. Once sane or reloaded, this does nothing more.
+ */
+export async function checkWoken(
+  ctx: Pick<StageContext, "emit" | "host" | "log" | "previousEngine" | "settings" | "swap">,
+): Promise<{ reloaded: boolean }> {
+  const { swap, host } = ctx;
+  const parked = swap.record.switch?.parked;
+  if (parked?.wokenAt === undefined || parked.reloadedAt !== undefined || parked.sane === true)
+    return { reloaded: false };
+  const unit = swap.record.previous!.unit;
+  let why: string;
+  try {
+    const report = await runSanity(
+      ctx.previousEngine,
+      (command, options) => host.exec(command, options),
+      oldUnitPort(swap.record, host.config.servingPort),
+      { timeoutMs: ctx.settings.sanityTimeoutSeconds * 1000 },
+    );
+    if (report.ok) {
+      swap.to.parkedSane();
+      ctx.emit({
+        type: "unparked",
+        unit,
+        how: "woken",
+        ...(parked.wakeSeconds === undefined ? {} : { seconds: parked.wakeSeconds }),
+      });
+      await swap.checkpoint();
+      return { reloaded: false };
+    }
+    why = `it woke, but its sanity check failed: ${report.summary}`;
+  } catch (error) {
+    if (passesThrough(error) || isHostUnreachable(error)) throw error;
+    why = `it woke, but its sanity check could not run: ${describeError(error)}`;
   }
-  swap.to.parkedWoken();
-  ctx.emit({
-    type: "unparked",
-    unit: oldUnit,
-    how: "woken",
-    ...(woken ? { seconds: (clock.now() - began) / 1000 } : {}),
+  ctx.log.warn({ unit, why }, "the woken unit failed its sanity check; reloading it");
+  await reload(ctx, why);
+  return { reloaded: true };
+}
+
+/**
+ * The parked unit stopped and started again: its weights read from disk, as a cold rollback's are. The
+ * stop comes before the record says so: a worker that dies between them finds a stopped unit, which the
+ * rollback starts from disk and checks again, never a woken one it takes for reloaded.
+ */
+async function reload(ctx: Pick<StageContext, "emit" | "host" | "swap">, why: string): Promise<void> {
+  const { swap, host } = ctx;
+  const unit = swap.record.previous!.unit;
+  await host.tryChange(unitCommands.disableNow(unit), {
+    privileged: true,
+    timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
   });
+  swap.to.parkedReloaded();
+  ctx.emit({ type: "unparked", unit, how: "reloaded", why });
   await swap.checkpoint();
+  await host.change(unitCommands.enableNow(unit), `starting ${unit}`, { privileged: true });
 }
 
 /**

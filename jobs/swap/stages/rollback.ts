@@ -6,7 +6,7 @@ import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { coldSlots, holdForRollback, release } from "./front-door.ts";
-import { isParked, wakeParked } from "./park.ts";
+import { checkWoken, isParked, wakeParked } from "./park.ts";
 import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
 import { mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
@@ -85,9 +85,9 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     return rollbackFailed(error);
   }
   let health: Awaited<ReturnType<typeof waitHealthy>>;
-  try {
-    // the operator's limit when set; else at least ten minutes (the plan's limit is the new model's)
-    health = await waitHealthy(
+  // the operator's limit when set; else at least ten minutes (the plan's limit is the new model's)
+  const oldHealthy = () =>
+    waitHealthy(
       { ...ctx, engine: ctx.previousEngine },
       oldUnit,
       ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
@@ -95,6 +95,10 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       undefined,
       oldUnitPort(swap.record, host.config.servingPort),
     );
+  try {
+    health = await oldHealthy();
+    // a woken model answers its sanity prompts before it takes requests again; one that fails is reloaded
+    if (health.healthy && (await checkWoken(ctx)).reloaded) health = await oldHealthy();
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
     return { ok: false, detail: describeError(error), unreachable: error };

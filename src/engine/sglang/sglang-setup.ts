@@ -1,8 +1,10 @@
 import { sh } from "../../host/shell-quote.ts";
+import { curlStatus } from "../engine.ts";
 import type {
   EngineBuildInput,
   EngineMemory,
   EngineSetup,
+  EngineSleep,
   RecipeSetting,
   Spelling,
 } from "../engine-setup.ts";
@@ -98,7 +100,72 @@ PYTHONPATH=${pythonPath} ${python} -m sglang.launch_server --help > ${out("help.
 echo "modelswap: built $(cat ${out("commit")}) (sglang $(cat ${out("version")})) in "${build}`;
 }
 
+/**
+ * SGLang's memory saver as a way to park a model (../shared/DESIGN.md §10): a server started with
+ * `--enable-memory-saver --enable-weights-cpu-backup` answers `POST /release_memory_occupation` by copying
+ * its weights to pinned host RAM and freeing the GPU memory of every tagged region (weights, KV cache, CUDA
+ * graphs: srt/constants.py GPU_MEMORY_ALL_TYPES), and `POST /resume_memory_occupation` by putting them back
+ * (srt/entrypoints/http_server.py: 200 with `{"success": true}`, 400 or 500 with the reason otherwise).
+ * Without the CPU backup the resumed weights are not the model's (the RL trainers that release this way
+ * push new weights after each resume). The scheduler refuses a release unless it is fully idle
+ * (scheduler_update_weights_mixin.py: "release_memory_occupation should be called only when server is
+ * idle."): the switch drains the unit first, and the command below waits, for as long as it may, until
+ * requests that reached the port directly have finished. SGLang serves these routes without a dev mode,
+ * so the front door must not forward them (docs/front-door.md).
+ */
+const MEMORY_SAVER = "enable-memory-saver";
+const CPU_BACKUP = "enable-weights-cpu-backup";
+const sglangSleep: EngineSleep = {
+  name: "memory saver",
+  settings: [
+    {
+      setting: MEMORY_SAVER,
+      value: undefined,
+      reason:
+        "swaps.sleepMode: a later swap parks this model (POST /release_memory_occupation frees its GPUs) instead of stopping it, and resumes it in seconds if the new one fails",
+    },
+    {
+      setting: CPU_BACKUP,
+      value: undefined,
+      reason:
+        "swaps.sleepMode: the release keeps a copy of the weights in host RAM, which the resume puts back (without it the resumed weights are not the model's)",
+    },
+  ],
+  env: [],
+  parkable: (text) => {
+    const words = text.replace(/\\\n/g, " ");
+    return [MEMORY_SAVER, CPU_BACKUP].every((flag) => new RegExp(`(^|\\s)--${flag}(\\s|$)`, "m").test(words));
+  },
+  // idle first: a release the scheduler asserts against does not answer an error, it takes the server down
+  // (run_scheduler_process: "Scheduler hit an exception", SIGQUIT to the parent). /get_load lists each
+  // data-parallel rank's num_reqs (test_srt_endpoint.py): every one 0, or no release.
+  sleepCommand: (port, timeout) => {
+    const base = `http://127.0.0.1:${port}`;
+    // the switch drained it: requests that reached its port directly get half a minute to finish
+    const idleSeconds = Math.min(timeout, 30);
+    return sh`end=$(($(date +%s) + ${idleSeconds}))
+state=busy
+while :; do
+load=$(curl -sS --max-time 5 ${`${base}/get_load`}) || load=''
+case "$load" in *'"num_reqs"'*) ;; *) state='no load from /get_load, so it could not be known idle'; break;; esac
+if ! printf '%s' "$load" | grep -Eq '"num_reqs": ?[1-9]'; then state=idle; break; fi
+if [ "$(date +%s)" -ge "$end" ]; then state=${`requests still running after ${idleSeconds} s`}; break; fi
+sleep 0.5
+done
+if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, timeout, "{}")}; else echo "$state"; fi`;
+  },
+  wakeCommand: (port, timeout) =>
+    curlStatus(`http://127.0.0.1:${port}/resume_memory_occupation`, timeout, "{}"),
+  // torch_memory_saver pauses only the tagged regions: the CUDA context and NCCL's buffers stay. No
+  // report gives a figure for SGLang; a CUDA context and tp NCCL buffers come to about 1 GiB. An estimate
+  // for the plan: the switch measures what the parked unit holds (nvidia-smi) before the new one starts.
+  keptPerGpuBytes: 2 ** 30,
+  keptSource:
+    "its CUDA context and NCCL buffers (an estimate: torch_memory_saver frees only the regions SGLang tags)",
+};
+
 export const sglangSetup: EngineSetup = {
+  sleep: sglangSleep,
   spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
   memory: sglangMemory,
   hierarchicalCache: true,

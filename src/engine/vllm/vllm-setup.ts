@@ -127,6 +127,7 @@ echo "modelswap: built $(cat ${out("commit")}) (vllm $(cat ${out("version")})) i
  */
 const DEV_MODE = "VLLM_SERVER_DEV_MODE";
 const vllmSleep: EngineSleep = {
+  name: "sleep mode",
   settings: [
     {
       setting: "enable-sleep-mode",
@@ -148,6 +149,9 @@ const vllmSleep: EngineSleep = {
     new RegExp(`^Environment="?${DEV_MODE}=1"?$`, "m").test(text),
   sleepCommand: (port, timeout) => curlStatus(`http://127.0.0.1:${port}/sleep?level=1`, timeout, ""),
   wakeCommand: (port, timeout) => curlStatus(`http://127.0.0.1:${port}/wake_up`, timeout, ""),
+  // ../shared/DESIGN.md §10: "a sleeping engine still holds about 7 GB per GPU (vllm#47654)"
+  keptPerGpuBytes: 7e9,
+  keptSource: "about 7 GB per GPU, as vllm#47654 reports of a sleeping engine",
 };
 
 export const vllmSetup: EngineSetup = {

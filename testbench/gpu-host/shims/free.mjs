@@ -2,13 +2,14 @@
  * Imitates: `free` (procps-ng 4.0.x) on the simulated host. Without `hostMemGiB` in
  * state/config.json it is the real /usr/bin/free with the same arguments. With it, the Mem: row
  * reports a total of hostMemGiB GiB — used, shared and buff/cache are this machine's real ones
- * (/proc/meminfo), free = total − used − buff/cache, available = total − used — in free's own
+ * (/proc/meminfo) plus the host RAM simulated engines pinned (a parked model's weights:
+ * sandbox.mjs registerPinnedMemory), free = total − used − buff/cache, available = total − used — in free's own
  * format: `-b`, `-k` (default), `-m`, `-g`, `--kilo`…`--pebi`, `-h`, `--si`, `-w`, `-t`.
  * Other options (`-s`, `-c`, `-l`, `-L`, `-v`, `--help`, `-V`, unknown ones) run the real free.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { readConfig, recordCall } from "./sandbox.mjs";
+import { livePinnedBytes, readConfig, recordCall } from "./sandbox.mjs";
 
 const REAL = existsSync("/usr/bin/free") ? "/usr/bin/free" : "/bin/free";
 const argv = process.argv.slice(2);
@@ -94,7 +95,11 @@ function main() {
   }
   const mem = meminfo();
   const total = Math.round(gib * 1024) * 1024 * 1024;
-  const used = Math.min(total, Math.max(0, (mem.MemTotal ?? 0) - (mem.MemAvailable ?? mem.MemFree ?? 0)));
+  // this machine's use, plus the host RAM the simulated engines pinned (a parked engine's weights)
+  const used = Math.min(
+    total,
+    Math.max(0, (mem.MemTotal ?? 0) - (mem.MemAvailable ?? mem.MemFree ?? 0)) + livePinnedBytes(),
+  );
   const buffers = mem.Buffers ?? 0;
   const cache = (mem.Cached ?? 0) + (mem.SReclaimable ?? 0);
   const shared = mem.Shmem ?? 0;

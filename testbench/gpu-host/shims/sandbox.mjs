@@ -84,6 +84,7 @@ export function sandboxPaths(root = sandboxRoot()) {
     loadedDir: join(stateDir, "loaded"),
     journalDir: join(stateDir, "journal"),
     gpuUsageDir: join(stateDir, "gpu-usage"),
+    pinnedDir: join(stateDir, "pinned"),
     procsDir: join(stateDir, "procs"),
     locksDir: join(stateDir, "locks"),
     faultsFile: join(stateDir, "faults.json"),
@@ -256,6 +257,41 @@ export function liveGpuUsage(root = sandboxRoot()) {
     });
   }
   return entries.sort((a, b) => a.pid - b.pid);
+}
+
+/**
+ * Host RAM a process has pinned (a parked engine's copy of its weights: SGLang's CPU backup, vLLM's
+ * sleep level 1), which `free` counts as used while the process lives.
+ */
+export function registerPinnedMemory(bytes, pid = process.pid, root = sandboxRoot()) {
+  writeJsonAtomic(join(sandboxPaths(root).pinnedDir, `${pid}.json`), { bytes });
+}
+
+/** Unpins it (the weights went back to the GPUs). */
+export function clearPinnedMemory(pid = process.pid, root = sandboxRoot()) {
+  try {
+    unlinkSync(join(sandboxPaths(root).pinnedDir, `${pid}.json`));
+  } catch {
+    // already gone
+  }
+}
+
+/** Bytes of host RAM pinned by live processes. */
+export function livePinnedBytes(root = sandboxRoot()) {
+  const dir = sandboxPaths(root).pinnedDir;
+  let names = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let total = 0;
+  for (const name of names) {
+    const match = /^(\d+)\.json$/.exec(name);
+    if (!match || !isAlive(Number(match[1]))) continue;
+    total += Number(readJsonFile(join(dir, name), {})?.bytes ?? 0) || 0;
+  }
+  return total;
 }
 
 /**

@@ -365,7 +365,16 @@ export const BUILTIN_FLAGS = [
   f("--download-dir", "str", "Model download directory for huggingface."),
   f("--delete-ckpt-after-loading", "bool", "Delete the model checkpoint after loading the model."),
   f("--weight-loader-disable-mmap", "bool", "Disable mmap while loading weight using safetensors."),
-  f("--enable-memory-saver", "bool", "Allow saving memory using release_memory_occupation."),
+  f(
+    "--enable-memory-saver",
+    "bool",
+    "Allow saving memory using release_memory_occupation and resume_memory_occupation",
+  ),
+  f(
+    "--enable-weights-cpu-backup",
+    "bool",
+    "Save model weights (both main model and draft model, if any) to CPU memory during release_weights_occupation and resume_weights_occupation",
+  ),
   f("--enable-custom-logit-processor", "bool", "Enable users to pass custom logit processors to the server."),
   f("--enable-return-hidden-states", "bool", "Enable returning hidden states with responses."),
   f(

@@ -396,6 +396,8 @@ const DEFAULTS = {
   ttftMs: 5,
   warmupMs: 150,
   sigtermPollMs: 250,
+  /** POST /resume_memory_occupation: the weights back from the pinned CPU backup (compressed). */
+  resumeMs: 80,
   dieAfter: null,
 };
 

@@ -15,7 +15,7 @@ export const generationMethods = {
   /** Current output mode: "nan", "garbage" or "ok". */
   outputMode() {
     const runtime = sglangFaults(this.port, String(this.args.model_path ?? "")).modes;
-    if (runtime.has("nan")) return "nan";
+    if (runtime.has("nan") || this.weightsLost) return "nan";
     if (runtime.has("sampling-errors")) return "garbage";
     if (this.nvfp4 && this.gpu.cc >= 12 && this.gpu.cc < 13) {
       const moe = setting(this.args, "moe_runner_backend");
@@ -27,6 +27,7 @@ export const generationMethods = {
 
   /** Runs fn while holding one of max_running_requests slots. @param {() => Promise<void>} fn */
   async withSlot(fn) {
+    await this.whileReleased();
     if (this.running >= this.maxRunningRequests) {
       this.queued++;
       await new Promise((resolve) => this.waiters.push(() => resolve(undefined)));

@@ -2,7 +2,8 @@
  * SimServer's HTTP side (mixed into SimServer, sglang-server.mjs): uvicorn's bind and startup lines,
  * the warmup, and the routes with SGLang's JSON shapes — /health, /health_generate, /ping,
  * /v1/models, /get_model_info, /get_server_info, /get_load, /flush_cache, /generate,
- * /v1/completions, /v1/chat/completions — with their access log lines and error bodies.
+ * /v1/completions, /v1/chat/completions, and the memory saver's two (sglang-server-memory.mjs) — with
+ * their access log lines and error bodies.
  */
 import { createServer, STATUS_CODES } from "node:http";
 import { clearGpuUsage } from "./sglang-host.mjs";
@@ -178,6 +179,8 @@ export const routeMethods = {
       res.end(body);
       return;
     }
+    if (route === "POST /release_memory_occupation") return this.releaseRoute(req, res);
+    if (route === "POST /resume_memory_occupation") return this.resumeRoute(req, res);
     if (path === "/generate") {
       if (method !== "POST" && method !== "PUT") return methodNotAllowed(res);
       const body = await readBody(req, res);

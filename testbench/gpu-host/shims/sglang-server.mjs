@@ -14,10 +14,12 @@
  * sglang-server-startup.mjs (startup checks, crashes), sglang-server-loading.mjs (weights, KV cache,
  * VRAM), sglang-server-routes.mjs (HTTP), sglang-server-generation.mjs (slots, pacing, NaN output),
  * sglang-server-native.mjs (/generate), sglang-server-openai.mjs (/v1/...) and
- * sglang-server-metrics.mjs (decode log, server info, GPU utilisation).
+ * sglang-server-metrics.mjs (decode log, server info, GPU utilisation) and sglang-server-memory.mjs
+ * (the memory saver's release and resume).
  */
 
 import { join } from "node:path";
+import { clearPinnedMemory } from "./sandbox.mjs";
 import { ArgError, formatHelp, formatUsage, loadFlagSpecs, parseArgs, pyValue } from "./sglang-flags.mjs";
 import {
   clearGpuUsage,
@@ -31,6 +33,7 @@ import {
 } from "./sglang-host.mjs";
 import { generationMethods } from "./sglang-server-generation.mjs";
 import { loadingMethods } from "./sglang-server-loading.mjs";
+import { memoryMethods } from "./sglang-server-memory.mjs";
 import { metricsMethods } from "./sglang-server-metrics.mjs";
 import { nativeApiMethods } from "./sglang-server-native.mjs";
 import { openaiApiMethods } from "./sglang-server-openai.mjs";
@@ -104,6 +107,14 @@ class SimServer {
     this.gpuUtilBusy = false;
     /** @type {NodeJS.Timeout | undefined} */
     this.idleTimer = undefined;
+    /** The memory saver (sglang-server-memory.mjs): tags released and not resumed; GPU memory freed. */
+    this.offloaded = false;
+    this.released = false;
+    /** The weights on the GPUs are not the model's (released without a CPU backup, or a corrupted one). */
+    this.weightsLost = false;
+    this.heldMiB = 0;
+    /** @type {(() => void)[]} */
+    this.resumeWaiters = [];
   }
 
   /** @param {string} msg @param {number} [rank] @param {keyof typeof LEVELS} [level] */
@@ -129,7 +140,10 @@ class SimServer {
     process.stderr.on("error", () => {});
     process.on("SIGTERM", () => this.drainThenExit());
     process.on("SIGINT", () => this.shutdown(0));
-    process.on("exit", () => clearGpuUsage());
+    process.on("exit", () => {
+      clearGpuUsage();
+      clearPinnedMemory(); // an exiting process's pinned host RAM is freed with it
+    });
   }
 
   /**
@@ -216,6 +230,7 @@ Object.assign(
   nativeApiMethods,
   openaiApiMethods,
   metricsMethods,
+  memoryMethods,
 );
 
 export { readFaults };

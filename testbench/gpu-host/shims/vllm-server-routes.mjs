@@ -19,6 +19,7 @@
  *   aborts the rest (the drain of vLLM 0.18, PR #34730 / #36666).
  */
 import { createServer, STATUS_CODES } from "node:http";
+import { clearPinnedMemory, registerPinnedMemory } from "./sandbox.mjs";
 import { clearGpuUsage, registerGpuUsage } from "./sglang-host.mjs";
 import { sleep } from "./sglang-server-util.mjs";
 
@@ -256,6 +257,8 @@ export const routeMethods = {
       this.usage.memMiB = Math.round(kept * 1024 + 0.45 * 1024);
       this.usage.util = 0;
       registerGpuUsage(this.usage);
+      // level 1 offloads the weights to pinned CPU memory (CuMemAllocator, offload_tags=("weights",)); level 2 discards them
+      if (level < 2) registerPinnedMemory(this.memory.weights * this.tp * 1024 ** 3);
       // vllm/v1/worker/gpu_worker.py Worker.sleep; vllm/v1/executor/abstract.py Executor.sleep
       this.engineLog(
         "INFO",
@@ -287,6 +290,7 @@ export const routeMethods = {
       await sleep(this.faults.wakeMs);
       this.usage.memMiB = Math.round(this.awakeGiB() * 1024);
       registerGpuUsage(this.usage);
+      clearPinnedMemory();
       this.sleeping = false;
       this.sleepLevel = 0;
       this.engineLog(

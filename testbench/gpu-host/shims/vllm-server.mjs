@@ -13,8 +13,10 @@
  * (engine core: devices, weights, KV cache, CUDA graphs, crashes), vllm-server-routes.mjs (HTTP, health,
  * metrics, sleep, shutdown) and vllm-server-openai.mjs (/v1/completions, /v1/chat/completions).
  */
+
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { clearPinnedMemory } from "./sandbox.mjs";
 import { clearGpuUsage, gpuSet, sitePackagesDir, visibleGpus } from "./sglang-host.mjs";
 import {
   formatServeHelp,
@@ -134,7 +136,10 @@ class SimVllm {
     process.stderr.on("error", () => {});
     process.on("SIGTERM", () => this.onSignal());
     process.on("SIGINT", () => this.onSignal());
-    process.on("exit", () => clearGpuUsage());
+    process.on("exit", () => {
+      clearGpuUsage();
+      clearPinnedMemory(); // an exiting process's pinned host RAM is freed with it
+    });
   }
 
   async run() {
