@@ -3,6 +3,7 @@ import type { AlertOptions } from "./alert-latency.ts";
 import { shippedSwapSettings } from "./bot-process.ts";
 import type { ConcurrentOptions } from "./concurrent-swaps.ts";
 import type { FailoverOptions } from "./failover.ts";
+import type { FastOptions } from "./fast-switch.ts";
 import type { FaultsOptions } from "./faults.ts";
 import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
@@ -22,6 +23,7 @@ export interface BenchPlan {
   frontdoor: FrontDoorOptions;
   failover: FailoverOptions;
   faults: FaultsOptions;
+  fast: FastOptions;
 }
 
 /** The figures of the issues: 500 acks, a 40 s / 30 s / 10 s swap, 25 swaps at once in one channel, 1,000 hosts every 15 s for 2 minutes. */
@@ -39,6 +41,7 @@ export const FULL: BenchPlan = {
   failover: { speed: SHIPPED },
   // the campaign's own speed (a 1 s load, a 4 s flip-back window): 210 swaps (≥ 200 judged) in about 35 min
   faults: { runs: 210, hostsPerMode: 1, deadlineSeconds: 180 },
+  fast: { loadSeconds: 10, everyMs: 100, speed: SHIPPED },
 };
 
 const FAST: Speed = {
@@ -58,4 +61,5 @@ export const QUICK: BenchPlan = {
   frontdoor: { loadSeconds: 1, everyMs: 200, speed: FAST },
   failover: { speed: FAST },
   faults: { runs: 3, hostsPerMode: 1, deadlineSeconds: 120 },
+  fast: { loadSeconds: 1, everyMs: 200, speed: FAST },
 };

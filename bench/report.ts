@@ -2,6 +2,7 @@ import type { AckFigures } from "./ack.ts";
 import type { AlertFigures } from "./alert-latency.ts";
 import type { ConcurrentFigures } from "./concurrent-swaps.ts";
 import type { FailoverFigures } from "./failover.ts";
+import type { FastFigures } from "./fast-switch.ts";
 import type { FaultsFigures } from "./faults.ts";
 import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
@@ -22,6 +23,7 @@ export interface BenchResults {
   frontdoor: FrontDoorFigures;
   failover: FailoverFigures;
   faults: FaultsFigures;
+  fast: FastFigures;
 }
 
 export type SectionName = keyof BenchResults;
@@ -98,6 +100,14 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "by_fault.slack_refuse",
     "by_fault.redis_restart",
   ],
+  fast: [
+    "parked.failed",
+    "parked.rollback_s",
+    "parked.wake_s",
+    "reload.failed",
+    "reload.rollback_s",
+    "rollback_ratio",
+  ],
 };
 
 /** The figures that are words, not numbers: a swap's outcome ("swapped", "rolled back", "failed", "none"). */
@@ -146,7 +156,7 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover, faults } = results;
+  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover, faults, fast } = results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -336,6 +346,34 @@ export function renderTable(results: Partial<BenchResults>): string {
       row("", "outages caused by the bot", String(f.outages_by_bot), "", "= 0", f.outages_by_bot === 0),
       row("", "swaps that never ended", String(f.unfinished), "", "= 0", f.unfinished === 0),
       row("", "wall", s(f.wall_s), `${f.not_played} not played`, "", undefined),
+    );
+  }
+  if (fast !== undefined) {
+    rows.push(
+      row(
+        "fast",
+        "parked rollback",
+        s(fast.parked.rollback_s),
+        `reload ${s(fast.reload.rollback_s)}`,
+        "",
+        undefined,
+      ),
+      row(
+        "",
+        "parked / reload rollback",
+        x(fast.rollback_ratio),
+        `woken in ${s(fast.parked.wake_s)}`,
+        "≤ 0.1",
+        fast.rollback_ratio <= 0.1,
+      ),
+      row(
+        "",
+        "failed requests",
+        String(fast.parked.failed),
+        String(fast.reload.failed),
+        "= 0",
+        fast.parked.failed === 0 && fast.reload.failed === 0,
+      ),
     );
   }
   const head: Row = {

@@ -5,6 +5,7 @@ import { benchAck } from "./ack.ts";
 import { benchAlert } from "./alert-latency.ts";
 import { benchConcurrent } from "./concurrent-swaps.ts";
 import { benchFailover } from "./failover.ts";
+import { benchFast } from "./fast-switch.ts";
 import { benchFaults } from "./faults.ts";
 import { benchFrontDoor } from "./front-door.ts";
 import { benchMonitor } from "./monitor-cost.ts";
@@ -68,6 +69,11 @@ const SECTIONS: {
     what: (p) =>
       `a randomized fault campaign: ${p.faults.runs} swaps (cold, behind a front door, blue/green), each with one fault at one of its steps, checked against what the host serves`,
     run: (p, progress) => benchFaults(p.faults, progress),
+  },
+  fast: {
+    what: (p) =>
+      `a failed cold swap rolled back to a parked old unit (SGLang memory saver) and to a stopped one (a reload of ${p.fast.loadSeconds} s), behind a real HAProxy, a request every ${p.fast.everyMs} ms`,
+    run: (p, progress) => benchFast(p.fast, progress),
   },
 };
 

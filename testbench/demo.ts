@@ -4,6 +4,8 @@ import { makeModel } from "./hub/index.ts";
 import { renderConversation, type SlackMessage } from "./slack/index.ts";
 
 const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
+/** A copy of it whose weights answer NaN on gpu-5 (its sanity check fails, and the parked old model wakes). */
+const QWEN_NAN = "nvidia/Qwen3.5-397B-A17B-NVFP4-nan";
 /** gpu-3's new model: small enough (≈ 8 GB) to load on the 4 GPUs its old model leaves idle. */
 const QWEN_8B = "Qwen/Qwen3-8B-FP8";
 
@@ -18,7 +20,7 @@ export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say(
-    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, five GPU hosts)…",
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, six GPU hosts)…",
   );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
@@ -30,6 +32,8 @@ export async function runDemo(): Promise<number> {
       baseline: "probe",
       flipBackSeconds: 5,
       settable: ["context-length"],
+      // units start parkable (SGLang's memory saver, vLLM's sleep mode): gpu-5's cold swap parks its old one
+      sleepMode: true,
     },
     weightScale: BENCH_WEIGHT_SCALE,
     // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
@@ -71,6 +75,17 @@ export async function runDemo(): Promise<number> {
         waitHealthy: true,
       },
       {
+        name: "gpu-5",
+        gpus: "8x-rtx-pro-6000-blackwell",
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+        serving: { preset: "qwen3-fp8-dense" },
+        // a front door with a standby slot, and a copy of the new model that answers NaN: its second swap
+        // fails and rolls back to the old model parked in host RAM (swaps.sleepMode)
+        frontDoor: { holdSeconds: 300, standby: true },
+        faults: { sglang: { models: { "NVFP4-nan": { mode: "nan" } } } },
+        waitHealthy: true,
+      },
+      {
         name: "h200",
         gpus: "h200-1gpu",
         serving: { preset: "llama-bf16-small" },
@@ -80,6 +95,9 @@ export async function runDemo(): Promise<number> {
   });
   try {
     bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { scale: BENCH_WEIGHT_SCALE }));
+    bench.hub.addModel(
+      makeModel("qwen3.5-moe-nvfp4", { id: QWEN_NAN, gated: false, scale: BENCH_WEIGHT_SCALE }),
+    );
     bench.hub.addModel(makeModel("qwen3-fp8-dense", { scale: BENCH_WEIGHT_SCALE }));
     await bench.startBot();
     say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log`);
@@ -112,6 +130,9 @@ export async function runDemo(): Promise<number> {
       // gpu-4: from SGLang to vLLM (its v0.18.0 tag, built with the commit's precompiled kernels), and back
       ["gpu-4", QWEN_8B, " --engine vllm --engine-ref v0.18.0"],
       ["gpu-4", QWEN, " --engine sglang"],
+      // gpu-5: a cold swap that starts a parkable unit, then one whose new model fails: the old one wakes
+      ["gpu-5", QWEN],
+      ["gpu-5", QWEN_NAN],
     ] as const) {
       const door = bench.host(host).frontDoor;
       // production traffic: a request every 200 ms through the host's front door while it is swapped
@@ -143,7 +164,9 @@ export async function runDemo(): Promise<number> {
         const how =
           host === "gpu-3"
             ? "blue/green: the new model loaded beside the old one, and the front door flipped"
-            : "held by the front door while the new model loaded";
+            : model === QWEN_NAN
+              ? "held by the front door while the new model failed and the parked old one woke"
+              : "held by the front door while the new model loaded";
         say(
           `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (${how})`,
         );

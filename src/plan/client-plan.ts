@@ -133,6 +133,6 @@ export function planPark(
     memFractionStatic: beside.fraction,
     kvPerGpuBytes: beside.kvPerGpuBytes,
     wakeSeconds,
-    why: `${old.name} is parked, not stopped (${oldEngine.name} ${sleep.name}): its weights move to host RAM (${formatGiB(available)} available, it holds ${formatGiB(held)} on its GPUs), so a new model that fails is stopped and it comes back in about ${wakeSeconds} s (${formatGiB(heldPerGpu)} a GPU at about 10 GB/s), not a reload from disk; it stops once the new model is released. It keeps ${formatGiB(kept)} a GPU while parked (${sleep.keptSource}): the new model gets a ${formatGiB(beside.kvPerGpuBytes)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone). The new unit listens on the front door's ${standby.server} slot (port ${standby.port})`,
+    why: `${oldEngine.name} ${sleep.name}: ${old.name}'s weights move to host RAM (${formatGiB(available)} available; it holds ${formatGiB(held)} on its GPUs), so a new model that fails is stopped and it comes back in at most about ${wakeSeconds} s (${formatGiB(heldPerGpu)} a GPU at about 10 GB/s), not a reload from disk; it stops once the new model is released. Parked, it keeps ${formatGiB(kept)} a GPU (${sleep.keptSource}): the new model gets a ${formatGiB(beside.kvPerGpuBytes)}/GPU KV cache (${formatGiB(vram.kvPerGpuBytes)} alone). The new unit listens on the front door's ${standby.server} slot (port ${standby.port})`,
   };
 }

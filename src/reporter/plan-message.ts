@@ -302,5 +302,7 @@ function stopsLine(plan: SwapPlan): string {
   if (current.name === plan.unitName) {
     return `${newUnit} (${state}) is rewritten and restarted with the new model`;
   }
+  if (plan.clients?.park?.will === true)
+    return `${code(current.name)} (${state}) will be parked (its weights to host RAM) until the new model is released, then stopped; ${newUnit} enabled and started`;
   return `${code(current.name)} (${state}) will be disabled and stopped; ${newUnit} enabled and started`;
 }

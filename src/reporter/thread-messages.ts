@@ -45,11 +45,13 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           `🔀 Started beside: \`${escapeMrkdwn(event.to)}\` on GPU${event.beside.devices.length === 1 ? "" : "s"} ${event.beside.devices.join(",")} (port ${event.beside.port}, ${event.beside.gpus === "spare" ? "spare GPUs" : "sharing the old unit's GPUs"}); production stays on the old unit until the flip.`,
         );
       const clients = event.held === true ? "New requests are held meanwhile." : "Downtime clock running.";
-      const stop = event.stopSeconds === undefined ? "" : ` (its stop took ${duration(event.stopSeconds)})`;
+      const took = (what: string) =>
+        event.stopSeconds === undefined ? "" : ` (its ${what} took ${duration(event.stopSeconds)})`;
+      const old = event.parked === true ? `parked${took("park")}` : `stopped and disabled${took("stop")}`;
       return say(
         event.from === undefined
           ? `🔀 Switched: \`${escapeMrkdwn(event.to)}\` enabled and started (nothing served before).`
-          : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` stopped and disabled${stop}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
+          : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` ${old}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
       );
     }
     case "flipped":

@@ -74,6 +74,8 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     /** The old unit's stop: how long it took (its drain), and whether the front door held new requests. */
     stopSeconds: z.number().optional(),
     held: z.boolean().optional(),
+    /** The old unit was parked (swaps.sleepMode), not stopped: `stopSeconds` is then its park. */
+    parked: z.boolean().optional(),
     /** Blue/green: started beside the old unit (which keeps serving), on these GPUs and this port. */
     beside: z
       .object({ devices: z.array(z.number()), port: z.number(), gpus: z.enum(["spare", "shared"]) })

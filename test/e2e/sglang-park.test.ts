@@ -87,7 +87,10 @@ describe("swaps.sleepMode with SGLang", () => {
     const plan = await swaps.plan(swap.ts);
     const planText = JSON.stringify(plan.blocks);
     expect(planText).toContain("*Old model* parked, not stopped");
-    expect(planText).toMatch(/SGLang memory saver.*comes back in about \d+ s/);
+    expect(planText).toMatch(
+      /\*Stops\* `sglang-nvidia-qwen3-5-397b-a17b-nvfp4-[0-9a-f]{7}\.service` \(running\) will be parked/,
+    );
+    expect(planText).toMatch(/SGLang memory saver.*comes back in at most about \d+ s/);
     await swaps.approve(swap.ts);
     await swaps.outcome(swap.ts, /Rolled back/);
     const seen = await clients.stop();
@@ -98,6 +101,11 @@ describe("swaps.sleepMode with SGLang", () => {
     );
     expect(thread).toMatch(parked);
     expect(Number(parked.exec(thread)![1])).toBeLessThan(2);
+    // the switch line says what happened to the old unit: parked, never "stopped and disabled"
+    expect(thread).toMatch(
+      new RegExp(`🔀 Switched: ${A_UNIT.source} parked \\(its park took [\\d.]+ m?s\\)`),
+    );
+    expect(thread).not.toMatch(new RegExp(`${A_UNIT.source} stopped and disabled`));
     expect(thread).toMatch(
       new RegExp(
         `⏰ ${A_UNIT.source} woken in [\\d.]+ m?s: its weights are back on the GPUs, and it answered its sanity prompts again`,

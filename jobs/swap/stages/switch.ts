@@ -65,6 +65,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
     ...(stopped ? { from: oldUnit } : {}),
     to: plan.unitName,
     ...(stopped && stopSeconds !== undefined ? { stopSeconds } : {}),
+    ...(stopped && parked ? { parked: true } : {}),
     ...(swap.record.frontDoor === undefined ? {} : { held: true }),
   });
   return { next: "health" };

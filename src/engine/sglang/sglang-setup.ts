@@ -161,7 +161,7 @@ if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, t
   // for the plan: the switch measures what the parked unit holds (nvidia-smi) before the new one starts.
   keptPerGpuBytes: 2 ** 30,
   keptSource:
-    "its CUDA context and NCCL buffers (an estimate: torch_memory_saver frees only the regions SGLang tags)",
+    "its CUDA context and NCCL buffers, an estimate: torch_memory_saver frees only the regions SGLang tags",
 };
 
 export const sglangSetup: EngineSetup = {

@@ -1,0 +1,152 @@
+import { secondsBetween } from "../src/swap/client-impact.ts";
+import type { SwapRecord } from "../src/swap/swap-record.ts";
+import { BENCH_WEIGHT_SCALE, type Bench, SEED_BOX_FREE_DISK_BYTES, startBench } from "../testbench/bench.ts";
+import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
+import { makeModel } from "../testbench/hub/index.ts";
+import { SwapDriver } from "../testbench/swap-driver.ts";
+import { spawnBot, stopBot } from "./bot-process.ts";
+import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { round } from "./stats.ts";
+
+/*
+ * Issue #31's fast switching, measured: each figure against the same swap done the old way in the same
+ * run. So far the parked rollback (swaps.sleepMode with SGLang's memory saver); the in-place revision
+ * update and the cache-warm re-swap come with their features.
+ */
+
+export interface FastOptions {
+  /** The simulated SGLang's cold start of a model (loadSeconds): what a reload rollback pays again. */
+  loadSeconds: number;
+  /** A new client request every this many ms, through each host's front door. */
+  everyMs: number;
+  speed: Speed;
+}
+
+export interface FastFigures {
+  /** The old unit parked, the new model fails: from the rollback's start to the held requests' release. */
+  parked: { failed: number; rollback_s: number; wake_s: number };
+  /** The same failed swap, the old unit stopped (no standby slot to park beside): a reload rollback. */
+  reload: { failed: number; rollback_s: number };
+  /** parked.rollback_s / reload.rollback_s (target ≤ 0.1). */
+  rollback_ratio: number;
+}
+
+/**
+ * The resume's cost against a cold start, from the one source that measures both for the same model:
+ * vLLM's blog (2025-10-26, its chart data), Qwen3-235B-A22B-FP8 at tp 4, woken in 5.3–5.7 s against a
+ * 97.7 s cold start. SGLang's resume from its CPU backup is of the same kind (weights back over PCIe:
+ * 4.85 s on 8×H100, torch_memory_saver PR #86); no SGLang cold start of the same model is published.
+ */
+const RESUME_SHARE_OF_COLD_START = 5.5 / 97.7;
+
+/** Checkpoints of the real 223 GB model: none fits beside another on the GPUs, so each swap is cold. */
+const MODELS = {
+  first: "bench-fast/Qwen3.5-397B-A17B-NVFP4",
+  nan: "bench-fast/Qwen3.5-397B-A17B-NVFP4-nan",
+} as const;
+
+/**
+ * Two hosts behind a real HAProxy, swaps.sleepMode on: `parked` has a standby slot (the old unit is parked
+ * beside the new one), `reload` has none (the old unit is stopped, as a cold swap always did). On each,
+ * a first swap starts a parkable unit; then a new model that answers NaN is swapped in under a client
+ * stream and rolled back. The rollback's time is the record's, from its start to the front door's release
+ * of the held requests to the old unit; the clients count failures.
+ */
+export async function benchFast(
+  options: FastOptions,
+  progress: Progress,
+): Promise<SectionResult<FastFigures>> {
+  const engine = {
+    ...options.speed.engine,
+    loadSeconds: options.loadSeconds,
+    resumeMs: Math.round(options.loadSeconds * 1000 * RESUME_SHARE_OF_COLD_START),
+  };
+  const speed = { ...options.speed, engine };
+  const bench = await startBench({
+    logTo: "silent",
+    swaps: { ...options.speed.swaps, sleepMode: true },
+    weightScale: BENCH_WEIGHT_SCALE,
+    hosts: [
+      servingHost("parked", speed, {
+        frontDoor: { holdSeconds: 300, standby: true },
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+      }),
+      servingHost("reload", speed, {
+        frontDoor: { holdSeconds: 300 },
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+      }),
+    ],
+  });
+  for (const id of Object.values(MODELS))
+    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { id, gated: false, scale: BENCH_WEIGHT_SCALE }));
+  const driver = new SwapDriver(bench);
+  try {
+    const bot = await spawnBot(bench);
+    // a unit started parkable on each host (the seed's predates sleepMode)
+    await Promise.all(["parked", "reload"].map((host) => swapOn(driver, MODELS.first, host, /Swapped/)));
+    for (const host of ["parked", "reload"])
+      await bench.host(host).sim.setFault("sglang", { ...engine, models: { "NVFP4-nan": { mode: "nan" } } });
+    const parked = await failedSwap(bench, driver, "parked", options.everyMs);
+    progress(
+      `parked: rolled back in ${parked.rollbackS} s (woken in ${parked.wakeS} s), ${parked.clients.failed} requests failed`,
+    );
+    const reload = await failedSwap(bench, driver, "reload", options.everyMs);
+    progress(`reload: rolled back in ${reload.rollbackS} s, ${reload.clients.failed} requests failed`);
+    await stopBot(bot);
+    const figures: FastFigures = {
+      parked: { failed: parked.clients.failed, rollback_s: parked.rollbackS, wake_s: parked.wakeS },
+      reload: { failed: reload.clients.failed, rollback_s: reload.rollbackS },
+      rollback_ratio: round(parked.rollbackS / reload.rollbackS, 3),
+    };
+    return {
+      figures,
+      details: [
+        `fast: a cold start of ${options.loadSeconds} s and a resume of ${engine.resumeMs} ms (${round(RESUME_SHARE_OF_COLD_START, 3)} of it: vLLM's blog, 235B FP8 woken in 5.5 s of a 97.7 s cold start); a request every ${options.everyMs} ms through each front door: parked ${parked.clients.answered} answered, reload ${reload.clients.answered}`,
+      ],
+    };
+  } finally {
+    await driver.close();
+    await bench.stop();
+  }
+}
+
+async function swapOn(driver: SwapDriver, model: string, host: string, outcome: RegExp): Promise<string> {
+  const card = await driver.request(model, host);
+  await driver.approve(card.ts);
+  await driver.outcome(card.ts, outcome, 600_000);
+  return driver.swapId(card.ts);
+}
+
+/** The NaN model swapped in under a client stream and rolled back: the rollback's time and the clients' account. */
+async function failedSwap(
+  bench: Bench,
+  driver: SwapDriver,
+  host: string,
+  everyMs: number,
+): Promise<{ rollbackS: number; wakeS: number; clients: ClientStreamReport }> {
+  const clients = startClientStream(bench.host(host).frontDoor!.url, { everyMs, timeoutMs: 600_000 });
+  const id = await swapOn(driver, MODELS.nan, host, /Rolled back/);
+  // a second of traffic on the old model again, then the stream's account
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const report = await clients.stop();
+  const record = await driver.record(id);
+  return {
+    rollbackS: rollbackSeconds(record, host),
+    wakeS: record?.switch?.parked?.wakeSeconds ?? 0,
+    clients: report,
+  };
+}
+
+function rollbackSeconds(record: SwapRecord | undefined, host: string): number {
+  const began = record?.rollbackStartedAt;
+  const released = record?.frontDoor?.releasedAt;
+  if (began === undefined || released === undefined)
+    throw new Error(
+      `the swap on ${host} has no rollback start or front-door release (outcome ${record?.outcome})`,
+    );
+  if ((host === "parked") !== (record?.switch?.parked?.sane === true))
+    throw new Error(
+      `the swap on ${host} ${host === "parked" ? "did not wake a parked unit" : "parked its old unit"}`,
+    );
+  return round(secondsBetween(began, released)!, 2);
+}
