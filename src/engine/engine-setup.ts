@@ -166,4 +166,9 @@ export interface EngineSetup {
   runsIn(execStart: readonly string[]): boolean;
   /** Sleep mode, where the engine has it. */
   readonly sleep?: EngineSleep;
+  /**
+   * The environment variables that place the engine's compile caches (Triton, torch.compile, FlashInfer,
+   * DeepGEMM…), each with the subdirectory of a unit's cache directory it gets (src/plan/engine-caches.ts).
+   */
+  readonly cacheVariables: readonly { name: string; dir: string }[];
 }

@@ -234,9 +234,11 @@ export function renderUnit(spec: UnitSpec): { name: string; text: string } {
  * specifiers), so a value can never start a new line or directive.
  */
 function envLines(env: readonly UnitEnv[]): string[] {
-  return env.flatMap((e) => {
+  return env.flatMap((e, i) => {
     if (!ENV_NAME.test(e.name)) throw new Error(`not an environment variable name: "${e.name}"`);
     const word = systemdWord(`${e.name}=${e.value}`, "executable");
-    return [`# ${oneLine(e.reason, false)}`, `Environment=${word}`];
+    // variables that share a reason (the compile caches) share its comment
+    const same = i > 0 && env[i - 1]!.reason === e.reason;
+    return [...(same ? [] : [`# ${oneLine(e.reason, false)}`]), `Environment=${word}`];
   });
 }

@@ -1,6 +1,7 @@
 import { describeEngineSource } from "../engine/engine-source.ts";
 import { engineFor } from "../engine/engines.ts";
 import { renderUnit } from "../engine/render-unit.ts";
+import { cacheEnv, engineCacheDir } from "./engine-caches.ts";
 import type { FlagChoice, SwapPlan } from "./types.ts";
 import { unifiedDiff } from "./unit-diff.ts";
 
@@ -68,9 +69,11 @@ function fullMemory(
 
 /** The plan's unit with these flags. */
 function renderPlanUnit(plan: SwapPlan, flags: readonly FlagChoice[]) {
+  const caches = engineCacheDir(plan, flags);
+  const env = [...(plan.env ?? []), ...(caches === undefined ? [] : cacheEnv(plan, caches))];
   return renderUnit({
     kind: plan.engineKind,
-    ...(plan.env === undefined ? {} : { env: plan.env }),
+    ...(env.length === 0 ? {} : { env }),
     repo: plan.model.repo,
     sha: plan.model.sha,
     swapId: plan.swapId,

@@ -7,7 +7,7 @@ import { context, header, message, type SlackMessage, section, truncate } from "
 /** Up to this many paths a list names; the rest are counted. */
 const LISTED = 20;
 
-const KIND = { model: "model", build: "engine build", unit: "unit file" } as const;
+const KIND = { model: "model", build: "engine build", cache: "compile cache", unit: "unit file" } as const;
 
 function row(v: Verdict, done?: string): string {
   return `• \`${escapeMrkdwn(v.item.path)}\` (${KIND[v.item.kind]}, ${formatGB(v.item.bytes)}) — ${escapeMrkdwn(done ?? v.why)}`;

@@ -22,7 +22,7 @@ const UNIT_TEXT_BYTES = 65_536;
 
 /**
  * One read of the host: the models directory (as configured: the form unit files name), the bytes free there (df), every model
- * directory in it and every engine build under `.modelswap/engines` (du, mtime; symlinks are listed by
+ * directory in it, every engine build under `.modelswap/engines` and compile cache under `.modelswap/caches` (du, mtime; symlinks are listed by
  * nobody: they are never followed or deleted), and every unit file in the unit directory with its text
  * and, for modelswap's own, whether systemd runs or enables it. Reads only.
  */
@@ -33,9 +33,9 @@ export function readDiskCommand(roots: DiskRoots): ShellCommand {
 [ -d "$root" ] || { echo 'modelswap-gc: no models directory' >&2; exit 3; }
 printf 'root\\t%s\\n' "$root"
 printf 'free\\t%s\\n' "$(df -B1 --output=avail "$root" | tail -n 1 | tr -d ' ')"
-for d in "$root"/* "$root"/.modelswap/engines/*; do
+for d in "$root"/* "$root"/.modelswap/engines/* "$root"/.modelswap/caches/*; do
   [ -d "$d" ] && [ ! -L "$d" ] || continue
-  case $d in "$root"/.modelswap/*) k=build;; *) k=model;; esac
+  case $d in "$root"/.modelswap/caches/*) k=cache;; "$root"/.modelswap/*) k=build;; *) k=model;; esac
   printf '%s\\t%s\\t%s\\t%s\\n' "$k" "$(du -sB1 -- "$d" | cut -f1)" "$(stat -c %Y -- "$d")" "$d"
 done
 u=${roots.unitDir.replace(/\/+$/, "") || "/"}
@@ -54,15 +54,23 @@ done`;
 
 /** The host's answer to readDiskCommand; lines that do not parse (a name with a tab or newline) are left out. */
 export function parseDisk(stdout: string): HostDisk & { root: string } {
-  const disk: HostDisk & { root: string } = { root: "", models: [], builds: [], units: [], freeBytes: 0 };
+  const disk: HostDisk & { root: string } = {
+    root: "",
+    models: [],
+    builds: [],
+    caches: [],
+    units: [],
+    freeBytes: 0,
+  };
   for (const line of stdout.split("\n")) {
     const cells = line.split("\t");
     const [kind, a = "", b = "", ...rest] = cells;
     if (kind === "root") disk.root = a;
     else if (kind === "free") disk.freeBytes = Number(a) || 0;
-    else if ((kind === "model" || kind === "build") && cells.length === 4) {
+    else if ((kind === "model" || kind === "build" || kind === "cache") && cells.length === 4) {
       const item = diskItem(kind, a, b, rest[0] ?? "");
-      if (item !== undefined) (kind === "model" ? disk.models : disk.builds).push(item);
+      if (item !== undefined)
+        (kind === "model" ? disk.models : kind === "build" ? disk.builds : disk.caches).push(item);
     } else if (kind === "unit" && cells.length === 7) {
       const [active = "", enabled = "", text = "", path = ""] = rest;
       const item = diskItem("unit", a, b, path);

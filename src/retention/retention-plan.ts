@@ -2,12 +2,13 @@
  * What a host keeps and what may go, decided from what is on its disk (src/retention/host-disk.ts reads
  * it). Kept, always: the units that serve (and any unit running or enabled), every unit file modelswap did
  * not write, the newest `keep` of modelswap's unit files (with the ones that serve: a rollback goes back to
- * the unit that served before), whatever a kept unit file names (its model directory, its engine build),
+ * the unit that served before), whatever a kept unit file names (its model directory, its engine build, its
+ * compile caches),
  * anything pinned, and model directories and builds written after the newest unit file (a download no
  * swap has switched to yet). Only directories of the names modelswap makes, and its own unit files, ever go.
  */
 
-export type DiskItemKind = "model" | "build" | "unit";
+export type DiskItemKind = "model" | "build" | "cache" | "unit";
 
 export interface DiskItem {
   kind: DiskItemKind;
@@ -34,6 +35,8 @@ export interface UnitFile extends DiskItem {
 export interface HostDisk {
   models: DiskItem[];
   builds: DiskItem[];
+  /** The engines' compile caches, one directory per key (src/plan/engine-caches.ts). */
+  caches: DiskItem[];
   units: UnitFile[];
   /** Bytes available at the models directory (df). */
   freeBytes: number;
@@ -66,6 +69,7 @@ export const OURS_MARK = "# Written by modelswap for swap ";
 const MADE = {
   model: /^[A-Za-z0-9._-]+--[A-Za-z0-9._-]+--[0-9a-f]{12}$/,
   build: /^[a-z]+-[0-9a-f]{12}-[A-Za-z0-9-]+(\.partial)?$/,
+  cache: /^[a-z]+-[0-9a-f]{12}-sm[0-9]+-[0-9a-f]{12}-[0-9a-f]{8}$/,
 } as const;
 
 const newestFirst = (a: DiskItem, b: DiskItem) => b.mtime - a.mtime || a.path.localeCompare(b.path);
@@ -113,12 +117,12 @@ export function retentionPlan(disk: HostDisk, rules: RetentionRules): RetentionP
     }
   }
 
-  for (const items of [disk.models, disk.builds]) {
-    const made = (item: DiskItem) => MADE[item.kind as "model" | "build"].test(item.name);
+  for (const items of [disk.models, disk.builds, disk.caches]) {
+    const made = (item: DiskItem) => MADE[item.kind as "model" | "build" | "cache"].test(item.name);
     for (const item of items.toSorted(newestFirst)) {
       const namedBy = keptUnits.find((u) => names(u.text, item.path));
       const why = !made(item)
-        ? "not made by modelswap (only model directories named org--name--commit and engine builds are ever deleted)"
+        ? "not made by modelswap (only model directories named org--name--commit, engine builds and compile caches are ever deleted)"
         : namedBy !== undefined
           ? `named by ${namedBy.name}`
           : pinned(item)

@@ -30,6 +30,7 @@ let bench: Bench;
 let swaps: SwapDriver;
 let transport: HostTransport;
 let modelsDir: string;
+let orphanCache: string;
 let unitDir: string;
 let outside: string;
 const old: string[] = [];
@@ -85,6 +86,8 @@ beforeAll(async () => {
   unitDir = sim.unitDir;
   for (let i = 1; i <= 5; i++) old.push(await oldModel(`old-org--model-${i}--${sha12(i)}`, 4));
   await oldModel(`pinned-org--keep--${sha12(0xb)}`, 1);
+  // the compile caches of a unit long gone (issue #31: one directory per engine build, GPU, model, flags)
+  orphanCache = await oldModel(`.modelswap/caches/sglang-${sha12(0xe)}-sm120-${sha12(0xe)}-0123abcd`, 1);
   const foreign = await oldModel(`other-org--embedder--${sha12(0xc)}`, 1);
   await writeFile(
     join(unitDir, "batch-embedder.service"),
@@ -135,7 +138,7 @@ describe("disk retention on a simulated host", () => {
       { what: "the dry run's answer" },
     );
     // four old models (16 MB); the old unit of modelswap's is one of the last two that served, so its model stays
-    expect(answer.text).toMatch(/Would delete 4 entries and free about 1\d\.\d MB/);
+    expect(answer.text).toMatch(/Would delete 5 entries and free about 1\d\.\d MB/);
     const blocks = JSON.stringify(answer.blocks);
     for (const dir of old.slice(1))
       expect(blocks).toContain(`${dir}\` (model, 4.0 MB) — no unit file left names it`);
@@ -161,9 +164,16 @@ describe("disk retention on a simulated host", () => {
       { what: "the swap's disk retention in its thread" },
     );
     expect(thread).toMatch(
-      /🧹 Disk retention: deleted 6 old entries \(freed 2\d\.\d MB, as df measures it\)/,
+      /🧹 Disk retention: deleted 7 old entries \(freed 2\d\.\d MB, as df measures it\)/,
     );
     for (const dir of old) expect(await exists(dir)).toBe(false);
+    expect(await exists(orphanCache)).toBe(false);
+    // the new unit's compile caches are its own: named by it, kept
+    const newCache = /^Environment=TRITON_CACHE_DIR=(\S+)\/triton$/m.exec(
+      (await swaps.record(swaps.swapId(card.ts)))!.plan!.unitText,
+    )?.[1];
+    expect(newCache).toMatch(/\/\.modelswap\/caches\/sglang-[0-9a-f]{12}-sm120-[0-9a-f]{12}-[0-9a-f]{8}$/);
+    expect(await exists(newCache!)).toBe(true);
     expect(await exists(join(unitDir, "sglang-old-org-model-1-0000001.service"))).toBe(false);
     // kept: the unit that served before and its files (a rollback's), the pinned model, another service's
     const served = (await readdir(modelsDir)).filter((n) => !n.startsWith("."));

@@ -119,7 +119,7 @@ describe("renderPlan", () => {
       "*Flags* `--tp-size 8` `--quantization modelopt_fp4` `--moe-runner-backend flashinfer_cutlass`",
     );
     expect(text).toContain(
-      "*Unit* `sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service`: +25 −2 lines against `sglang-kimi.service`; the diff is in the details below",
+      "*Unit* `sglang-nvidia-qwen3-5-397b-a17b-nvfp4-43da92d.service`: +33 −2 lines against `sglang-kimi.service`; the diff is in the details below",
     );
     expect(text).not.toContain("+Description=");
     const detailsMessage = renderPlanDetails(qwen, "sw-20261129-0001");

@@ -36,6 +36,7 @@ describe("the retention decision", () => {
   const disk = {
     freeBytes: 0,
     builds: [],
+    caches: [],
     models: [
       model("org--a--00000000000a", 1 * DAY),
       model("org--b--00000000000b", 2 * DAY),
@@ -94,11 +95,45 @@ describe("the retention decision", () => {
     expect(plan.remove.map((v) => v.item.name)).toEqual(["org--pin--000000000001"]);
   });
 
+  it("keeps the compile caches a kept unit names, and lets go of the others", () => {
+    const cache = (name: string, mtime: number): DiskItem => ({
+      kind: "cache",
+      path: `${M}/.modelswap/caches/${name}`,
+      name,
+      bytes: 3e9,
+      mtime,
+    });
+    const named = "sglang-43da92d5c0ff-sm120-aaaaaaaaaaaa-0123abcd";
+    const unnamed = "sglang-43da92d5c0ff-sm120-bbbbbbbbbbbb-0123abcd";
+    const plan = retentionPlan(
+      {
+        ...disk,
+        caches: [cache(named, DAY), cache(unnamed, DAY), cache("someone-elses", DAY)],
+        units: [
+          unit(
+            "sglang-d.service",
+            4 * DAY + 10,
+            `${M}/org--d--00000000000d\nEnvironment=TRITON_CACHE_DIR=${M}/.modelswap/caches/${named}/triton`,
+          ),
+        ],
+      },
+      { keep: 1, pinned: [], serving: ["sglang-d.service"] },
+    );
+    const verdict = (name: string) =>
+      [...plan.keep, ...plan.remove].find((v) => v.item.name === name && v.item.kind === "cache");
+    expect(plan.keep).toContainEqual(verdict(named));
+    expect(verdict(named)?.why).toBe("named by sglang-d.service");
+    expect(plan.remove).toContainEqual(verdict(unnamed));
+    expect(verdict("someone-elses")?.why).toMatch(/not made by modelswap/);
+    expect(plan.keep).toContainEqual(verdict("someone-elses"));
+  });
+
   it("reads a path that only begins with a named one as not named", () => {
     const plan = retentionPlan(
       {
         freeBytes: 0,
         builds: [],
+        caches: [],
         models: [model("org--a--00000000000a", DAY), model("org--a--00000000000a2", DAY)],
         units: [unit("sglang-a.service", 2 * DAY, `${M}/org--a--00000000000a2/`)],
       },
@@ -119,8 +154,12 @@ describe("the host's answer", () => {
         `model\t1000\t1700000000\t${M}/../etc`,
         "model\tnot-a-number\t1\t/x",
         `unit\t4096\t1700000000\tinactive\tdisabled\t${text}\t/etc/systemd/system/sglang-a.service`,
+        `cache\t5000\t1700000000\t${M}/.modelswap/caches/sglang-43da92d5c0ff-sm120-aaaaaaaaaaaa-0123abcd`,
       ].join("\n"),
     );
+    expect(disk.caches.map((c) => [c.kind, c.name])).toEqual([
+      ["cache", "sglang-43da92d5c0ff-sm120-aaaaaaaaaaaa-0123abcd"],
+    ]);
     expect(disk.freeBytes).toBe(123);
     expect(disk.models.map((m) => m.name)).toEqual(["org--a--00000000000a"]);
     expect(disk.units).toMatchObject([

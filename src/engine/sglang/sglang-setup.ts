@@ -164,8 +164,25 @@ if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, t
     "its CUDA context and NCCL buffers, an estimate: torch_memory_saver frees only the regions SGLang tags",
 };
 
+/**
+ * Where SGLang's compile caches go: the cache roots ModelExpress moves between SGLang nodes
+ * (ai-dynamo/modelexpress: TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, TVM_FFI_CACHE_DIR,
+ * SGLANG_DG_CACHE_DIR, TILELANG_CACHE_DIR, CUTE_DSL_CACHE_DIR, FLASHINFER_WORKSPACE_BASE); SGLang's own
+ * default for DeepGEMM is ~/.cache/deep_gemm (srt/environ.py SGLANG_DG_CACHE_DIR).
+ */
+const SGLANG_CACHES = [
+  { name: "TRITON_CACHE_DIR", dir: "triton" },
+  { name: "TORCHINDUCTOR_CACHE_DIR", dir: "inductor" },
+  { name: "FLASHINFER_WORKSPACE_BASE", dir: "flashinfer" },
+  { name: "SGLANG_DG_CACHE_DIR", dir: "deep_gemm" },
+  { name: "TVM_FFI_CACHE_DIR", dir: "tvm-ffi" },
+  { name: "TILELANG_CACHE_DIR", dir: "tilelang" },
+  { name: "CUTE_DSL_CACHE_DIR", dir: "cute-dsl" },
+] as const;
+
 export const sglangSetup: EngineSetup = {
   sleep: sglangSleep,
+  cacheVariables: SGLANG_CACHES,
   spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
   memory: sglangMemory,
   hierarchicalCache: true,

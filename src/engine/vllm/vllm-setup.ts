@@ -154,8 +154,24 @@ const vllmSleep: EngineSleep = {
   keptSource: "about 7 GB per GPU, as vllm#47654 reports of a sleeping engine",
 };
 
+/**
+ * Where vLLM's compile caches go: VLLM_CACHE_ROOT holds its torch.compile cache (torch_compile_cache/,
+ * vllm/envs.py), and the kernel libraries beneath it keep their own (the roots ModelExpress moves:
+ * TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, FLASHINFER_WORKSPACE_BASE, TVM_FFI_CACHE_DIR,
+ * CUTE_DSL_CACHE_DIR).
+ */
+const VLLM_CACHES = [
+  { name: "VLLM_CACHE_ROOT", dir: "vllm" },
+  { name: "TRITON_CACHE_DIR", dir: "triton" },
+  { name: "TORCHINDUCTOR_CACHE_DIR", dir: "inductor" },
+  { name: "FLASHINFER_WORKSPACE_BASE", dir: "flashinfer" },
+  { name: "TVM_FFI_CACHE_DIR", dir: "tvm-ffi" },
+  { name: "CUTE_DSL_CACHE_DIR", dir: "cute-dsl" },
+] as const;
+
 export const vllmSetup: EngineSetup = {
   sleep: vllmSleep,
+  cacheVariables: VLLM_CACHES,
   companions,
   spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
   memory: vllmMemory,

@@ -398,6 +398,8 @@ const DEFAULTS = {
   sigtermPollMs: 250,
   /** POST /resume_memory_occupation: the weights back from the pinned CPU backup (compressed). */
   resumeMs: 80,
+  /** The kernels' JIT compile at a start whose compile caches are cold (sglang-server-loading.mjs). */
+  jitSeconds: 0,
   dieAfter: null,
 };
 

@@ -3,6 +3,8 @@
  * scheduler's startup log, the `Loading safetensors checkpoint shards` progress, the faults oom and
  * hang, the KV cache and CUDA graph sizes, and the GPU memory registered for nvidia-smi.
  */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { memoryUsedByOthers, registerGpuUsage } from "./sglang-host.mjs";
 import { hash32 } from "./sglang-model.mjs";
 import { GiB, gb, sleep } from "./sglang-server-util.mjs";
@@ -204,6 +206,7 @@ export const loadingMethods = {
       const hostGiB = Number(a.hicache_size) > 0 ? Number(a.hicache_size) : 2 * kvSizeGiB * ratio;
       this.logRanks(() => `Allocating ${gb(hostGiB)} GB host memory for hierarchical KV cache.`);
     }
+    await this.compileKernels();
     const graphGiB = a.disable_cuda_graph ? 0 : 0.42;
     if (!a.disable_cuda_graph) {
       this.log(
@@ -236,6 +239,23 @@ export const loadingMethods = {
     };
     registerGpuUsage(this.usage);
     return true;
+  },
+
+  /**
+   * The kernels' JIT compile (Triton, FlashInfer, DeepGEMM) before the CUDA graphs: `jitSeconds` (a fault
+   * setting, default 0) the first time, nothing when the unit's compile caches already hold them. The
+   * caches are the directories the unit's environment names (TRITON_CACHE_DIR…, src/plan/engine-caches.ts);
+   * a marker in TRITON_CACHE_DIR stands for their contents. Without the variable (a unit of old) the
+   * compile is paid at every start.
+   */
+  async compileKernels() {
+    const dir = process.env.TRITON_CACHE_DIR;
+    const marker = dir === undefined || dir === "" ? undefined : join(dir, ".sim-kernels");
+    if (marker !== undefined && existsSync(marker)) return;
+    await sleep(this.faults.jitSeconds * 1000);
+    if (marker === undefined) return;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(marker, `${this.version}\n`);
   },
 
   /**

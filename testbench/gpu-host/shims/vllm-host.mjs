@@ -89,6 +89,8 @@ const DEFAULTS = {
   ttftMs: 5,
   /** /wake_up after a level-1 sleep: the weights come back from pinned CPU memory (compressed). */
   wakeMs: 60,
+  /** torch.compile of the model when its cache is cold (vllm-server-engine.mjs torchCompile). */
+  compileSeconds: 0.02,
   /** Log interval of the "Engine 000: Avg prompt throughput" line (VLLM_LOG_STATS_INTERVAL, real 10 s). */
   statsIntervalMs: 10_000,
 };

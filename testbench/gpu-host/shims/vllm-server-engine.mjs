@@ -15,6 +15,8 @@
  * one request with the model's max seq len…"), and logs "GPU KV cache size: N tokens" / "Maximum
  * concurrency for M tokens per request: X.XXx". Weight and activation sizes are the sim's estimates.
  */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { clearGpuUsage, memoryUsedByOthers, registerGpuUsage } from "./sglang-host.mjs";
 import { hash32, isNvfp4, readModelDir, tokenizerError, tokenizerFrames } from "./sglang-model.mjs";
 import { GiB, sleep } from "./sglang-server-util.mjs";
@@ -281,17 +283,7 @@ export const engineMethods = {
         `Model loading took ${weightsGiB.toFixed(4)} GiB memory and ${(loadSeconds + 0.35).toFixed(6)} seconds`,
       );
     }
-    if (!a.enforce_eager) {
-      this.engineLog(
-        "INFO",
-        "backends.py:548",
-        "Using cache directory: /root/.cache/vllm/torch_compile_cache/" +
-          (hash32(this.modelPath) >>> 0).toString(16).padStart(10, "0") +
-          "/rank_0_0/backbone for vLLM's torch.compile",
-      );
-      await sleep(20);
-      this.engineLog("INFO", "monitor.py:34", "torch.compile takes 0.12 s in total");
-    }
+    if (!a.enforce_eager) await this.torchCompile();
 
     // determine_available_memory: requested − (weights + peak activation + non-torch)
     const hidden = Number(model.text.hidden_size) || 4096;
@@ -372,6 +364,45 @@ export const engineMethods = {
     };
     registerGpuUsage(this.usage);
     return true;
+  },
+
+  /**
+   * torch.compile of the model (vllm/compilation/backends.py, monitor.py): its cache under VLLM_CACHE_ROOT
+   * (default ~/.cache/vllm) in torch_compile_cache/<hash>/rank_0_0/backbone; a cold cache compiles
+   * (`compileSeconds`, a fault setting) and stores the graph, a warm one loads it ("Directly load the
+   * compiled graph(s) for shape None from the cache"). Only a cache root the unit names is written.
+   */
+  async torchCompile() {
+    const root = process.env.VLLM_CACHE_ROOT;
+    const hash = (hash32(this.modelPath) >>> 0).toString(16).padStart(10, "0");
+    const dir = `${root === undefined || root === "" ? "/root/.cache/vllm" : root}/torch_compile_cache/${hash}/rank_0_0/backbone`;
+    this.engineLog("INFO", "backends.py:548", `Using cache directory: ${dir} for vLLM's torch.compile`);
+    const marker = root === undefined || root === "" ? undefined : join(dir, "vllm_compile_cache.py");
+    const t0 = Date.now();
+    if (marker !== undefined && existsSync(marker)) {
+      await sleep(10);
+      this.engineLog(
+        "INFO",
+        "backends.py:215",
+        `Directly load the compiled graph(s) for shape None from the cache, took ${((Date.now() - t0) / 1000).toFixed(3)} s`,
+      );
+    } else {
+      await sleep(this.faults.compileSeconds * 1000);
+      this.engineLog(
+        "INFO",
+        "backends.py:257",
+        `Compiling a graph for dynamic shape takes ${((Date.now() - t0) / 1000).toFixed(2)} s`,
+      );
+      if (marker !== undefined) {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(marker, "# the compiled graph's index\n");
+      }
+    }
+    this.engineLog(
+      "INFO",
+      "monitor.py:34",
+      `torch.compile takes ${((Date.now() - t0) / 1000).toFixed(2)} s in total`,
+    );
   },
 
   /** What the engine holds on each GPU while awake (GiB). */
