@@ -1,15 +1,11 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  BENCH_WEIGHT_SCALE,
-  type Bench,
-  SEED_BOX_FREE_DISK_BYTES,
-  startBench,
-} from "../../testbench/bench.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
 import { startClientStream } from "../../testbench/client-stream.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver } from "../../testbench/swap-driver.ts";
+import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { addParkModels, PARK_HOST, PARK_MODELS, parkBenchOptions } from "../support/park-bench.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * SGLang's memory saver as a fast rollback (swaps.sleepMode, issue #31), on the bench behind a real HAProxy
@@ -21,41 +17,17 @@ import { SwapDriver } from "../../testbench/swap-driver.ts";
  * reloaded from disk. No client request fails in either. A new model that passes gets the requests, and
  * the parked unit stops.
  */
-/** Three checkpoints of the real 223 GB model (bench.weightScale): none fits beside another on the GPUs. */
-const A = "nvidia/Qwen3.5-397B-A17B-NVFP4";
-const B = "nvidia/Qwen3.5-397B-A17B-NVFP4-nan";
-const C = "nvidia/Qwen3.5-397B-A17B-NVFP4-next";
-const HOST = "gpu-1";
+const { A, B, C } = PARK_MODELS;
+const HOST = PARK_HOST;
 /** The unit serving A: `sglang-nvidia-qwen3-5-397b-a17b-nvfp4-<sha7>.service`. */
 const A_UNIT = /`sglang-nvidia-qwen3-5-397b-a17b-nvfp4-[0-9a-f]{7}\.service`/;
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20, sleepMode: true },
-    weightScale: BENCH_WEIGHT_SCALE,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "8x-rtx-pro-6000-blackwell",
-        serving: { preset: "qwen3-fp8-dense" },
-        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
-        frontDoor: { holdSeconds: 60, standby: true },
-        waitHealthy: true,
-      },
-    ],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  for (const id of [A, B, C])
-    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { id, gated: false, scale: BENCH_WEIGHT_SCALE }));
-  await bench.startBot();
-  swaps = new SwapDriver(bench);
-}, 180_000);
-
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
+useSwapBench(parkBenchOptions("sglang"), (b, s) => {
+  bench = b;
+  swaps = s;
+  addParkModels(b);
 });
 
 /** The processes that hold pinned host RAM on the simulated host (what `free` counts as used). */

@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  BENCH_WEIGHT_SCALE,
-  type Bench,
-  SEED_BOX_FREE_DISK_BYTES,
-  startBench,
-} from "../../testbench/bench.ts";
+import { describe, expect, it } from "vitest";
+import type { Bench } from "../../testbench/bench.ts";
 import { startClientStream } from "../../testbench/client-stream.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
-import { SwapDriver } from "../../testbench/swap-driver.ts";
+import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { addParkModels, PARK_HOST, PARK_MODELS, parkBenchOptions } from "../support/park-bench.ts";
+import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
  * vLLM's sleep mode as a fast rollback (swaps.sleepMode, issue #15; SGLang's memory saver: sglang-park.test.ts), on the bench behind a real HAProxy
@@ -16,40 +12,15 @@ import { SwapDriver } from "../../testbench/swap-driver.ts";
  * woken (seconds, not a reload), the front door sends the held requests back to it, and no client
  * request fails; a new model that passes gets the requests, and the parked unit stops.
  */
-/** Three checkpoints of the real 223 GB model (bench.weightScale): none fits beside another on the GPUs. */
-const A = "nvidia/Qwen3.5-397B-A17B-NVFP4";
-const B = "nvidia/Qwen3.5-397B-A17B-NVFP4-nan";
-const C = "nvidia/Qwen3.5-397B-A17B-NVFP4-next";
-const HOST = "gpu-1";
+const { A, B, C } = PARK_MODELS;
+const HOST = PARK_HOST;
 let bench: Bench;
 let swaps: SwapDriver;
 
-beforeAll(async () => {
-  bench = await startBench({
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20, sleepMode: true },
-    weightScale: BENCH_WEIGHT_SCALE,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "8x-rtx-pro-6000-blackwell",
-        serving: { preset: "qwen3-fp8-dense" },
-        vllm: "only",
-        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
-        frontDoor: { holdSeconds: 60, standby: true },
-        waitHealthy: true,
-      },
-    ],
-  });
-  bench.slack.setRateLimits({ scale: 100 });
-  for (const id of [A, B, C])
-    bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { id, gated: false, scale: BENCH_WEIGHT_SCALE }));
-  await bench.startBot();
-  swaps = new SwapDriver(bench);
-}, 180_000);
-
-afterAll(async () => {
-  await swaps?.close();
-  await bench?.stop();
+useSwapBench(parkBenchOptions("vllm"), (b, s) => {
+  bench = b;
+  swaps = s;
+  addParkModels(b);
 });
 
 describe("swaps.sleepMode", () => {
