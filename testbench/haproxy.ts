@@ -143,6 +143,12 @@ export const DEV_PATHS = [
   "/release_memory_occupation",
   "/resume_memory_occupation",
   "/update_weights_from_disk",
+  "/update_weights_from_tensor",
+  "/update_weights_from_distributed",
+  "/init_weights_update_group",
+  "/pause_generation",
+  "/continue_generation",
+  "/flush_cache",
 ];
 
 function renderConfig(

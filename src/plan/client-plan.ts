@@ -1,4 +1,4 @@
-import type { EngineMemory } from "../engine/engine-setup.ts";
+import type { EngineMemory, EngineSleep } from "../engine/engine-setup.ts";
 import { engineOfExecStart } from "../engine/engines.ts";
 import { formatGiB } from "./byte-units.ts";
 import type { VramEstimate } from "./choose-tp.ts";
@@ -73,6 +73,15 @@ export function clientPlan(
 const WAKE_BYTES_PER_SECOND_PER_GPU = 10e9;
 
 /**
+ * What the plan leaves a parked engine on each GPU: its estimate and 512 MiB for the driver's rounding.
+ * The new unit's memory share is sized beside this much; the switch parks only when nvidia-smi then shows
+ * no more held (jobs/swap/stages/park.ts), or it stops the old unit (vLLM refuses to start with less free).
+ */
+export function parkedKeepsAtMost(sleep: EngineSleep): number {
+  return sleep.keptPerGpuBytes + 512 * 2 ** 20;
+}
+
+/**
  * Whether a cold swap parks the old unit instead of stopping it (swaps.sleepMode): the old unit runs an
  * engine with a sleep mode and was started for it, serves now, the host's RAM can take its weights, the
  * new model still fits on the GPUs beside what a parked engine keeps there, and the front door has a
@@ -112,7 +121,7 @@ export function planPark(
       `host RAM available (${formatGiB(available)}) is less than the ${formatGiB(held)} it holds on its GPUs, which its weights would move to`,
     );
   // the new unit starts on GPUs where the parked engine keeps its CUDA context and buffers
-  const kept = sleep.keptPerGpuBytes;
+  const kept = parkedKeepsAtMost(sleep);
   const reserve = memory.reserveBytes(vram.staticFraction, vram.gpuMemoryBytes);
   const beside = memory.beside(
     vram.gpuMemoryBytes - kept,

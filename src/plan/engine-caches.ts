@@ -24,6 +24,10 @@ const NOT_KERNELS = new Set([
   "enable-sleep-mode",
   "enable-memory-saver",
   "enable-weights-cpu-backup",
+  // the parsers turn text into tool calls and reasoning: no kernel of theirs
+  "tool-call-parser",
+  "reasoning-parser",
+  "enable-auto-tool-choice",
 ]);
 
 /** The directory under `<modelsDir>/.modelswap/` that holds the caches. */
@@ -40,9 +44,14 @@ export function engineCacheDir(plan: SwapPlan, flags: readonly FlagChoice[]): st
   const words = flags
     .filter((f) => !NOT_KERNELS.has(f.setting) && f.setting !== memory)
     .map((f) => `${f.flag ?? f.setting}=${f.value ?? ""}`);
-  const env = (plan.env ?? []).map((e) => `${e.name}=${e.value}`);
+  // the recipe's variables choose kernels (VLLM_USE_FLASHINFER_MOE_FP4…); the park's do not
+  const parkEnv = new Set((engineFor(plan.engineKind).sleep?.env ?? []).map((e) => e.name));
+  const env = (plan.env ?? []).filter((e) => !parkEnv.has(e.name)).map((e) => `${e.name}=${e.value}`);
+  // the build: whether it compiled its own kernels (patches on the same commit are left to the caches'
+  // own keys: Triton and torch.compile key each entry by the source they compiled)
+  const build = [`compileKernels=${plan.engine.compileKernels === true}`];
   const hash = createHash("sha256")
-    .update([...words.sort(), "--", ...env.sort()].join("\n"))
+    .update([...words.sort(), "--", ...env.sort(), "--", ...build].join("\n"))
     .digest("hex")
     .slice(0, 8);
   const cc = Math.min(

@@ -97,7 +97,7 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
     case "parked":
       return say(
         event.failed === undefined
-          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${duration(event.seconds)}: its weights in host RAM${event.keptGiB === undefined ? "" : `, its GPUs holding ${event.keptGiB.toFixed(1)} GiB each (nvidia-smi)`}. If the new model fails, it wakes in seconds.`
+          ? `💤 \`${escapeMrkdwn(event.unit)}\` parked in ${duration(event.seconds)}: its weights in host RAM${event.keptGiB === undefined ? "" : `, its GPUs holding up to ${event.keptGiB.toFixed(1)} GiB each (nvidia-smi)`}. If the new model fails, it wakes in seconds.`
           : `⚠️ \`${escapeMrkdwn(event.unit)}\` would not sleep (${escapeMrkdwn(event.failed)}): stopped instead, so a rollback reloads it.`,
       );
     case "unparked":

@@ -80,7 +80,7 @@ describe("a worker killed around a park, then restarted", () => {
     const record = await swaps.record(swap.swapId);
     expect(record?.switch?.parked?.reloadedAt).toBeDefined();
     expect(swaps.threadText(swap.cardTs)).toMatch(
-      /⚠️ `sglang-[^`]+`, parked, is reloaded from disk: the worker that sent the wake request stopped before its answer/,
+      /⚠️ `sglang-[^`]+`, parked, is reloaded from disk: the worker that was waking it stopped before the answer was recorded/,
     );
     // reloaded: started a second time, and the first process was never asked to resume twice
     expect(await swaps.startsOf(HOST, parked)).toBe(2);
@@ -106,7 +106,7 @@ describe("a worker killed around a park, then restarted", () => {
     await swaps.outcome(swap.cardTs, /Rolled back/, 120_000);
     const thread = swaps.threadText(swap.cardTs);
     expect(thread).toMatch(
-      /⚠️ `sglang-[^`]+` would not sleep \(the worker that sent the park request stopped before its answer; what the engine did with it is unknown\): stopped instead, so a rollback reloads it/,
+      /⚠️ `sglang-[^`]+` would not sleep \(the worker that was parking it stopped before the answer was recorded; the request may have reached the engine, so it is not sent again\): stopped instead, so a rollback reloads it/,
     );
     expect((await memoryCalls(parked)).released).toBe(released);
     expect(await sim().unitState(parked)).toMatchObject({ activeState: "active" });

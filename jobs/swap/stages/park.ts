@@ -3,6 +3,7 @@ import { unitCommands } from "../../../src/engine/unit-commands.ts";
 import { describeError, isHostUnreachable, passesThrough } from "../../../src/errors.ts";
 import { readGpus } from "../../../src/gpu/nvidia-smi.ts";
 import { formatGiB } from "../../../src/plan/byte-units.ts";
+import { parkedKeepsAtMost } from "../../../src/plan/client-plan.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
@@ -57,7 +58,7 @@ export async function parkOld(
   if (sleep === undefined) failed = `${ctx.previousEngine.name} has no sleep mode`;
   else if (record.switch?.parkBeganAt !== undefined)
     failed =
-      "the worker that sent the park request stopped before its answer; what the engine did with it is unknown";
+      "the worker that was parking it stopped before the answer was recorded; the request may have reached the engine, so it is not sent again";
   else {
     swap.to.parkBegan();
     await swap.checkpoint();
@@ -68,10 +69,16 @@ export async function parkOld(
     const status = result.stdout.trim().split("\n").at(-1) ?? "";
     if (status !== "200") failed = `the ${sleep.name} did not park it: ${answered(status, result.code)}`;
     else {
-      const freed = await waitFreed(ctx, sleep.keptPerGpuBytes);
-      keptMiB = freed.keptMiB;
-      if (!freed.ok)
-        failed = `its GPUs still held ${formatGiB(freed.keptMiB * 2 ** 20)} each ${FREED_WAIT_SECONDS} s after the release (nvidia-smi)`;
+      try {
+        const freed = await waitFreed(ctx, parkedKeepsAtMost(sleep));
+        keptMiB = freed.keptMiB;
+        if (!freed.ok)
+          failed = `one of its GPUs still held ${formatGiB(freed.keptMiB * 2 ** 20)} ${FREED_WAIT_SECONDS} s after the release (nvidia-smi), more than the new unit's plan leaves it`;
+      } catch (error) {
+        // a host away is the switch's to retry (parkBeganAt: the retry stops the unit); else no proof, no park
+        if (passesThrough(error) || isHostUnreachable(error)) throw error;
+        failed = `nvidia-smi could not show its GPUs freed after the release: ${describeError(error)}`;
+      }
     }
   }
   if (failed !== undefined) {
@@ -96,17 +103,17 @@ export async function parkOld(
 const FREED_WAIT_SECONDS = 30;
 
 /**
- * Waits until nvidia-smi shows the parked unit's GPUs (those it used at plan time) holding no more than a
- * parked engine keeps (its estimate, with room for the driver's rounding), and returns what the fullest
- * of them holds: the figure the thread gives, as the host showed it.
+ * Waits until nvidia-smi shows the parked unit's GPUs (those it used at plan time) holding no more than the
+ * plan left a parked engine (parkedKeepsAtMost: the new unit's memory share was sized for it; vLLM refuses
+ * to start with less free), and returns what the fullest of them holds: the figure the thread gives.
  */
 async function waitFreed(
   ctx: Pick<StageContext, "clock" | "host" | "signal" | "swap">,
-  keptPerGpuBytes: number,
+  limitBytes: number,
 ): Promise<{ ok: boolean; keptMiB: number }> {
   const planGpus = ctx.swap.record.plan!.host.gpus;
   const used = planGpus.filter((g) => g.memoryUsedMiB > 1024).map((g) => g.index);
-  const limitMiB = (keptPerGpuBytes * 1.5) / 2 ** 20 + 512;
+  const limitMiB = limitBytes / 2 ** 20;
   const deadline = ctx.clock.now() + FREED_WAIT_SECONDS * 1000;
   for (;;) {
     const gpus = (await readGpus(ctx.host)).filter((g) => used.length === 0 || used.includes(g.index));
@@ -137,7 +144,7 @@ export async function wakeParked(
   let failed = `${ctx.previousEngine.name} has no sleep mode`;
   if (swap.record.switch?.parked?.wakeBeganAt !== undefined)
     failed =
-      "the worker that sent the wake request stopped before its answer; it is reloaded rather than woken twice";
+      "the worker that was waking it stopped before the answer was recorded; the request may have reached the engine, so it is reloaded rather than woken twice";
   else if (sleep !== undefined) {
     swap.to.wakeBegan();
     await swap.checkpoint();
@@ -201,6 +208,20 @@ export async function checkWoken(
 }
 
 /**
+ * A woken unit that did not become healthy is reloaded from disk (once): `true` when it was, and the caller
+ * awaits its health again.
+ */
+export async function reloadUnhealthyWoken(
+  ctx: Pick<StageContext, "emit" | "host" | "swap">,
+  why: string,
+): Promise<boolean> {
+  const parked = ctx.swap.record.switch?.parked;
+  if (parked?.wokenAt === undefined || parked.reloadedAt !== undefined) return false;
+  await reload(ctx, `it woke, but did not answer its health probe: ${why}`);
+  return true;
+}
+
+/**
  * The parked unit stopped and started again: its weights read from disk, as a cold rollback's are. The
  * stop comes before the record says so: a worker that dies between them finds a stopped unit, which the
  * rollback starts from disk and checks again, never a woken one it takes for reloaded.
@@ -208,7 +229,8 @@ export async function checkWoken(
 async function reload(ctx: Pick<StageContext, "emit" | "host" | "swap">, why: string): Promise<void> {
   const { swap, host } = ctx;
   const unit = swap.record.previous!.unit;
-  await host.tryChange(unitCommands.disableNow(unit), {
+  // a stop that fails is no reload: the unit that failed its checks would keep serving (the error says so)
+  await host.change(unitCommands.disableNow(unit), `stopping ${unit}`, {
     privileged: true,
     timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
   });

@@ -6,7 +6,7 @@ import type { StageContext } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { coldSlots, holdForRollback, release } from "./front-door.ts";
-import { checkWoken, isParked, wakeParked } from "./park.ts";
+import { checkWoken, isParked, parkOld, reloadUnhealthyWoken, wakeParked } from "./park.ts";
 import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
 import { mainPid, stopLimitMs } from "./unit-steps.ts";
 import { waitHealthy } from "./wait-healthy.ts";
@@ -73,8 +73,13 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       return { ok: true, detail: `${plan.unitName} stopped; nothing served before` };
     // The switch failed before it stopped the old unit (e.g. the unit file could not be written): it
     // still serves, and needs nothing (not even the privileges that may be what failed).
+    // A park begun and never recorded (its worker died, or the switch failed inside it): the old unit's
+    // memory may be released. The park finishes as a stop (never a second request), and it starts below.
+    if (swap.record.switch?.parkBeganAt !== undefined && swap.record.switch.parked === undefined)
+      await parkOld(ctx);
     const stillServing =
       swap.record.switch?.oldStoppedAt === undefined &&
+      swap.record.switch?.parkBeganAt === undefined &&
       (await host.exec(sh`systemctl is-active ${oldUnit}`)).stdout.trim() === "active";
     // a parked old unit is woken (seconds), not started (a reload)
     if (isParked(swap.record)) await wakeParked(ctx);
@@ -97,11 +102,13 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     );
   try {
     health = await oldHealthy();
-    // a woken model answers its sanity prompts before it takes requests again; one that fails is reloaded
-    if (health.healthy && (await checkWoken(ctx)).reloaded) health = await oldHealthy();
+    // a woken model answers its sanity prompts before it takes requests again; one that fails, or that
+    // never became healthy, is reloaded from disk
+    if (health.healthy ? (await checkWoken(ctx)).reloaded : await reloadUnhealthyWoken(ctx, health.why))
+      health = await oldHealthy();
   } catch (error) {
-    if (!isHostUnreachable(error)) throw error;
-    return { ok: false, detail: describeError(error), unreachable: error };
+    if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
+    return rollbackFailed(error);
   }
   if (!health.healthy) {
     // no service is healthy: the downtime runs to the swap's end (swap-tally's downtimeOf), not to a

@@ -141,7 +141,8 @@ const sglangSleep: EngineSleep = {
   // data-parallel rank's num_reqs (test_srt_endpoint.py): every one 0, or no release.
   sleepCommand: (port, timeout) => {
     const base = `http://127.0.0.1:${port}`;
-    // the switch drained it: requests that reached its port directly get half a minute to finish
+    // the switch drained it: requests that reached its port directly get half a minute to finish; the
+    // release gets what is left of the command's limit (the idle wait and a margin come off it)
     const idleSeconds = Math.min(timeout, 30);
     return sh`end=$(($(date +%s) + ${idleSeconds}))
 state=busy
@@ -152,7 +153,7 @@ if ! printf '%s' "$load" | grep -Eq '"num_reqs": ?[1-9]'; then state=idle; break
 if [ "$(date +%s)" -ge "$end" ]; then state=${`requests still running after ${idleSeconds} s`}; break; fi
 sleep 0.5
 done
-if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, timeout, "{}")}; else echo "$state"; fi`;
+if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, Math.max(30, timeout - idleSeconds - 10), "{}")}; else echo "$state"; fi`;
   },
   wakeCommand: (port, timeout) =>
     curlStatus(`http://127.0.0.1:${port}/resume_memory_occupation`, timeout, "{}"),

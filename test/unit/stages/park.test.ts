@@ -9,6 +9,7 @@ import {
   healthAnswer,
   healthPoll,
   healthyJournal,
+  type LateOptions,
   lateContext,
   NEW_UNIT,
   nanAnswer,
@@ -33,9 +34,11 @@ const RELEASE = /release_memory_occupation/;
 /** A swap whose new unit failed after the old one was parked (or as `parked` says). */
 function failedAfterPark(
   parked: NonNullable<NonNullable<SwapRecord["switch"]>["parked"]> = { at: ago(120) },
+  settings: LateOptions["settings"] = {},
 ): Fake {
   const stages = approvedRecord().stages!;
   return lateContext({
+    settings,
     record: {
       step: "rollback",
       reason: WHY,
@@ -135,7 +138,7 @@ describe("a rollback to a parked unit", () => {
     expect(unparked(fake)).toEqual([
       expect.objectContaining({
         how: "reloaded",
-        why: expect.stringMatching(/worker that sent the wake request stopped/),
+        why: expect.stringMatching(/worker that was waking it stopped before the answer was recorded/),
       }),
     ]);
     // reloaded from disk: no sanity prompts asked of it here (a cold rollback's way)
@@ -151,6 +154,80 @@ describe("a rollback to a parked unit", () => {
     expect(unparked(fake)).toEqual([
       expect.objectContaining({ how: "reloaded", why: "it did not wake: nothing answered (curl exit 7)" }),
     ]);
+  });
+});
+
+describe("a rollback whose park or wake went wrong", () => {
+  it("a park begun and never recorded: the old unit is stopped (no second release) and started again", async () => {
+    // the switch died inside the park: the release may have reached the engine, nothing recorded it
+    const stages = approvedRecord().stages!;
+    const fake = lateContext({
+      record: {
+        step: "rollback",
+        reason: WHY,
+        switch: { startedAt: ago(130), stopBeganAt: ago(121), parkBeganAt: ago(121) },
+        stages: { ...stages, switch: { state: "failed", startedAt: ago(130), finishedAt: ago(119) } },
+      },
+    });
+    fake.host.on(/systemctl is-active sglang-kimi\.service$/, { stdout: "active\n" });
+    fake.host.on(healthPoll(OLD_UNIT), healthAnswer("active", "200", healthyJournal(OLD_UNIT)));
+
+    const result = await coldMode.undo(fake.ctx, WHY);
+
+    expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(fake.host.ran(RELEASE)).toEqual([]);
+    expect(fake.host.ran(RESUME)).toEqual([]);
+    // it was active, but its memory may be released: stopped, then started from disk, never trusted as is
+    expect(fake.host.ran(/systemctl (enable|disable) --now sglang-kimi/)).toEqual([
+      `systemctl disable --now ${OLD_UNIT}`,
+      `systemctl enable --now ${OLD_UNIT}`,
+    ]);
+    expect(fake.events().find((e) => e.type === "parked")).toMatchObject({
+      failed: expect.stringMatching(/stopped before the answer was recorded/),
+    });
+  });
+
+  it("a woken unit that never answers its health probe is reloaded from disk, once", async () => {
+    const fake = failedAfterPark(undefined, { healthTimeoutSeconds: 5 });
+    fake.host.on(RESUME, { stdout: "200\n" });
+    let polls = 0;
+    // unhealthy until the reload has started it again
+    fake.host.on(healthPoll(OLD_UNIT), () => {
+      if (fake.host.ran(/systemctl enable --now sglang-kimi/).length === 0)
+        return healthAnswer("active", "503", healthyJournal(OLD_UNIT));
+      polls++;
+      return healthAnswer("active", "200", healthyJournal(OLD_UNIT));
+    });
+    fake.host.on(GENERATE, saneAnswer);
+
+    const result = await coldMode.undo(fake.ctx, WHY);
+
+    expect(result).toEqual({ ok: true, detail: `${OLD_UNIT} is healthy again` });
+    expect(polls).toBeGreaterThan(0);
+    expect(unparked(fake)).toEqual([
+      expect.objectContaining({
+        how: "reloaded",
+        why: expect.stringMatching(/^it woke, but did not answer its health probe/),
+      }),
+    ]);
+  });
+
+  it("a reload whose stop fails is no reload: the rollback fails and says so, the failed model not trusted", async () => {
+    const fake = failedAfterPark();
+    fake.host.on(RESUME, { stdout: "200\n" });
+    fake.host.on(healthPoll(OLD_UNIT), healthAnswer("active", "200", healthyJournal(OLD_UNIT)));
+    fake.host.on(GENERATE, nanAnswer);
+    fake.host.on(/systemctl disable --now sglang-kimi/, {
+      code: 1,
+      stderr: "Failed to stop: Access denied\n",
+    });
+
+    const result = await coldMode.undo(fake.ctx, WHY);
+
+    expect(result.ok).toBe(false);
+    expect(result.detail).toMatch(/stopping sglang-kimi\.service/);
+    expect(fake.host.ran(/systemctl enable --now sglang-kimi/)).toEqual([]);
+    expect(fake.swap.record.switch?.parked?.reloadedAt).toBeUndefined();
   });
 });
 
@@ -206,7 +283,8 @@ describe("parking the old unit", () => {
 
     expect(fake.host.ran(/systemctl disable --now/)).toEqual([`systemctl disable --now ${OLD_UNIT}`]);
     expect(fake.events().find((e) => e.type === "parked")).toMatchObject({
-      failed: "its GPUs still held 78.1 GiB each 30 s after the release (nvidia-smi)",
+      failed:
+        "one of its GPUs still held 78.1 GiB 30 s after the release (nvidia-smi), more than the new unit's plan leaves it",
     });
     expect(fake.swap.record.switch?.parked?.failed).toBeDefined();
   });
@@ -219,7 +297,7 @@ describe("parking the old unit", () => {
     expect(fake.host.ran(RELEASE)).toEqual([]);
     expect(fake.host.ran(/systemctl disable --now/)).toEqual([`systemctl disable --now ${OLD_UNIT}`]);
     expect(fake.events().find((e) => e.type === "parked")).toMatchObject({
-      failed: expect.stringMatching(/worker that sent the park request stopped before its answer/),
+      failed: expect.stringMatching(/worker that was parking it stopped before the answer was recorded/),
     });
   });
 
