@@ -12,7 +12,8 @@
  *   (vllm/entrypoints/serve/sleep/api_router.py attach_router returns early otherwise: 404). The engine
  *   call asserts --enable-sleep-mode ("Sleep mode is not enabled in the model config", as LLMEngine.sleep
  *   does), a 500 without it. Level 1 offloads the weights and discards the KV cache, level 2 discards
- *   both: the registered GPU memory drops to the CUDA context; /wake_up restores it (wakeMs).
+ *   both: the registered GPU memory drops to what a sleeping engine keeps (about 7 GB per GPU, vllm#47654);
+ *   /wake_up restores it (wakeMs).
  * - SIGTERM (vllm/entrypoints/launcher.py serve_http logs "Shutting down FastAPI HTTP server."):
  *   --shutdown-timeout 0 (the default) aborts in-flight requests at once (their connections close);
  *   --shutdown-timeout N stops taking requests (503) and waits up to N s for the in-flight ones, then
@@ -251,10 +252,12 @@ export const routeMethods = {
     }
     if (!this.sleeping) {
       const before = this.awakeGiB();
-      const kept = level >= 2 ? 0.3 : 0.3; // the CUDA context and allocator bookkeeping stay
+      // what a sleeping engine still holds on each GPU: about 7 GB (vllm#47654; ../shared/DESIGN.md §10),
+      // the CUDA context, NCCL and the allocator's pools
+      const keptGiB = 7e9 / 1024 ** 3;
       this.sleeping = true;
       this.sleepLevel = level;
-      this.usage.memMiB = Math.round(kept * 1024 + 0.45 * 1024);
+      this.usage.memMiB = Math.round(keptGiB * 1024);
       this.usage.util = 0;
       registerGpuUsage(this.usage);
       // level 1 offloads the weights to pinned CPU memory (CuMemAllocator, offload_tags=("weights",)); level 2 discards them
