@@ -102,13 +102,27 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     );
   try {
     health = await oldHealthy();
-    // a woken model answers its sanity prompts before it takes requests again; one that fails, or that
-    // never became healthy, is reloaded from disk
-    if (health.healthy ? (await checkWoken(ctx)).reloaded : await reloadUnhealthyWoken(ctx, health.why))
-      health = await oldHealthy();
   } catch (error) {
-    if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
+    if (!isHostUnreachable(error)) throw error;
+    return { ok: false, detail: describeError(error), unreachable: error };
+  }
+  // a woken model answers its sanity prompts before it takes requests again; one that fails, or that never
+  // became healthy, is reloaded from disk (both do nothing for a unit that was not parked)
+  let reloaded: boolean;
+  try {
+    reloaded = health.healthy
+      ? (await checkWoken(ctx)).reloaded
+      : await reloadUnhealthyWoken(ctx, health.why);
+  } catch (error) {
     return rollbackFailed(error);
+  }
+  if (reloaded) {
+    try {
+      health = await oldHealthy();
+    } catch (error) {
+      if (!isHostUnreachable(error)) throw error;
+      return { ok: false, detail: describeError(error), unreachable: error };
+    }
   }
   if (!health.healthy) {
     // no service is healthy: the downtime runs to the swap's end (swap-tally's downtimeOf), not to a
