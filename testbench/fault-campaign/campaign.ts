@@ -355,15 +355,17 @@ async function runSchedule(
     result.ledger =
       asked === undefined ? undefined : `${asked.row.outcome} ${asked.row.model} (from ${asked.via})`;
     const seen = (await door?.stop()) ?? [];
-    // the card is edited after the thread's events: after a Slack outage it catches up within the
-    // reporter's backoff (at most 30 s)
+    // the card is edited after the thread's events: after a Slack outage, or a worker killed beside it, it
+    // catches up within the reporter's backoff (at most 30 s). Until then it may show the rollback under way
+    // (a stage ❌ and its reason: "failed"), which is not its outcome: what counts is what it comes to say,
+    // and a card that never comes to say what the final line says is caught when the wait runs out.
     const card =
       line === undefined
         ? cardOutcome(bench, cardTs)
         : await until(
             () => {
               const o = cardOutcome(bench, cardTs);
-              return o !== "in progress" && o;
+              return o === claim?.outcome && o;
             },
             {
               what: "the card's outcome",
