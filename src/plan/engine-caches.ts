@@ -13,7 +13,10 @@ import type { FlagChoice, SwapPlan } from "./types.ts";
  * re-swap of the same key finds it warm, and the retention policy keeps it while a kept unit names it.
  */
 
-/** Settings that never change which kernels are compiled: where the model is, how it is reached, its memory share. */
+/**
+ * Settings that never change which kernels are compiled: where the model is, how it is reached, the
+ * parsers (the engine's memory share and its park settings are left out beside these).
+ */
 const NOT_KERNELS = new Set([
   "model-path",
   "served-model-name",
@@ -21,9 +24,6 @@ const NOT_KERNELS = new Set([
   "port",
   "api-key",
   "shutdown-timeout",
-  "enable-sleep-mode",
-  "enable-memory-saver",
-  "enable-weights-cpu-backup",
   // the parsers turn text into tool calls and reasoning: no kernel of theirs
   "tool-call-parser",
   "reasoning-parser",
@@ -40,12 +40,17 @@ export const CACHES_DIR = ".modelswap/caches";
  */
 export function engineCacheDir(plan: SwapPlan, flags: readonly FlagChoice[]): string | undefined {
   if (plan.engine === undefined) return undefined;
-  const memory = engineFor(plan.engineKind).memory.setting;
+  const engine = engineFor(plan.engineKind);
+  // the park's flags and variables (swaps.sleepMode) choose no kernel; the recipe's do (VLLM_USE_FLASHINFER_MOE_FP4…)
+  const notKernels = new Set([
+    ...NOT_KERNELS,
+    engine.memory.setting,
+    ...(engine.sleep?.settings ?? []).map((s) => s.setting),
+  ]);
   const words = flags
-    .filter((f) => !NOT_KERNELS.has(f.setting) && f.setting !== memory)
+    .filter((f) => !notKernels.has(f.setting))
     .map((f) => `${f.flag ?? f.setting}=${f.value ?? ""}`);
-  // the recipe's variables choose kernels (VLLM_USE_FLASHINFER_MOE_FP4…); the park's do not
-  const parkEnv = new Set((engineFor(plan.engineKind).sleep?.env ?? []).map((e) => e.name));
+  const parkEnv = new Set((engine.sleep?.env ?? []).map((e) => e.name));
   const env = (plan.env ?? []).filter((e) => !parkEnv.has(e.name)).map((e) => `${e.name}=${e.value}`);
   // the build: whether it compiled its own kernels (patches on the same commit are left to the caches'
   // own keys: Triton and torch.compile key each entry by the source they compiled)

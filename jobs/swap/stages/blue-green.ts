@@ -9,7 +9,7 @@ import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import { newUnitPort, oldUnitPort } from "../../../src/swap/unit-ports.ts";
 import { type Expected, finalCheck } from "./final-check.ts";
 import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
-import { beginSwitch, installUnit, mainPid, stopLimitMs } from "./unit-steps.ts";
+import { beginSwitch, installUnit, mainPid, stopLimitMs, stopOldUnit } from "./unit-steps.ts";
 import { waitDrained } from "./wait-drained.ts";
 import { waitHealthy } from "./wait-healthy.ts";
 
@@ -169,11 +169,7 @@ export async function retireStage(
   }
   try {
     await fd.door.setState(from, "maint");
-    if (plan.host.currentUnit.exists && oldUnit !== plan.unitName)
-      await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
-        privileged: true,
-        timeoutMs: stopLimitMs(plan.host.currentUnit.text),
-      });
+    if (plan.host.currentUnit.exists && oldUnit !== plan.unitName) await stopOldUnit(ctx);
   } catch (error) {
     if (passesThrough(error)) throw error;
     ctx.log.warn({ err: describeError(error) }, "the old unit could not be retired; the new one serves");

@@ -8,7 +8,7 @@ import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { StageContext } from "../../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../../src/swap/swap-record.ts";
 import { oldUnitPort } from "../../../src/swap/unit-ports.ts";
-import { stopLimitMs } from "./unit-steps.ts";
+import { stopOldUnit } from "./unit-steps.ts";
 
 /*
  * A cold swap that parks the old unit (plan.clients.park, swaps.sleepMode): instead of stopping it, the
@@ -81,12 +81,7 @@ export async function parkOld(
       }
     }
   }
-  if (failed !== undefined) {
-    await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
-      privileged: true,
-      timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
-    });
-  }
+  if (failed !== undefined) await stopOldUnit(ctx);
   const seconds = (clock.now() - began) / 1000;
   swap.to.parked(failed);
   ctx.emit({
@@ -230,10 +225,7 @@ async function reload(ctx: Pick<StageContext, "emit" | "host" | "swap">, why: st
   const { swap, host } = ctx;
   const unit = swap.record.previous!.unit;
   // a stop that fails is no reload: the unit that failed its checks would keep serving (the error says so)
-  await host.change(unitCommands.disableNow(unit), `stopping ${unit}`, {
-    privileged: true,
-    timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
-  });
+  await stopOldUnit(ctx);
   swap.to.parkedReloaded();
   ctx.emit({ type: "unparked", unit, how: "reloaded", why });
   await swap.checkpoint();
@@ -245,14 +237,11 @@ async function reload(ctx: Pick<StageContext, "emit" | "host" | "swap">, why: st
  * Its stop never fails the swap: the new model serves, and the audit says what was left.
  */
 export async function stopParked(ctx: Pick<StageContext, "emit" | "host" | "swap">): Promise<void> {
-  const { swap, host } = ctx;
+  const { swap } = ctx;
   if (!isParked(swap.record)) return;
   const oldUnit = swap.record.previous!.unit;
   try {
-    await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
-      privileged: true,
-      timeoutMs: stopLimitMs(swap.record.plan!.host.currentUnit.text),
-    });
+    await stopOldUnit(ctx);
   } catch (error) {
     if (passesThrough(error)) throw error;
     swap.audit("stage", `the parked unit ${oldUnit} could not be stopped: ${describeError(error)}`);

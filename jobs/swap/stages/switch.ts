@@ -5,7 +5,7 @@ import { secondsBetween } from "../../../src/swap/client-impact.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { holdAndDrain } from "./front-door.ts";
 import { isParked, parkOld, parks } from "./park.ts";
-import { beginSwitch, installUnit, stopLimitMs } from "./unit-steps.ts";
+import { beginSwitch, installUnit, stopOldUnit } from "./unit-steps.ts";
 
 /**
  * Stage 7 of a cold swap: install the new unit, reload systemd, `disable --now` the old unit (or park it)
@@ -33,10 +33,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
         else {
           // SGLang drains on SIGTERM (requests in flight end first), bounded by the old unit's
           // TimeoutStopSec: the stop may take that long, longer than a command's usual limit.
-          await host.change(unitCommands.disableNow(oldUnit), `stopping ${oldUnit}`, {
-            privileged: true,
-            timeoutMs: stopLimitMs(plan.host.currentUnit.text),
-          });
+          await stopOldUnit(ctx);
         }
       }
       swap.to.oldStopped();

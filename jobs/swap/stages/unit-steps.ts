@@ -5,7 +5,7 @@ import type { StageContext } from "../../../src/swap/stage-context.ts";
 
 /*
  * The unit steps every switch shares, cold or blue/green: marking the switch begun, installing the new
- * unit, and how long a unit's stop may take.
+ * unit, how long a unit's stop may take, and the old unit's stop.
  */
 
 /** A unit's main process as systemd knows it (0: none). */
@@ -50,4 +50,16 @@ export async function installUnit(ctx: Pick<StageContext, "host" | "swap">, text
  */
 export function stopLimitMs(unitText: string): number {
   return (stopTimeoutSeconds(unitText) + 30) * 1000;
+}
+
+/**
+ * `disable --now` of the unit that served before the swap, bounded by its own TimeoutStopSec (its drain):
+ * the cold switch's stop, a blue/green window's end, and a parked unit stopped or reloaded.
+ */
+export async function stopOldUnit(ctx: Pick<StageContext, "host" | "swap">): Promise<void> {
+  const unit = ctx.swap.record.previous!.unit;
+  await ctx.host.change(unitCommands.disableNow(unit), `stopping ${unit}`, {
+    privileged: true,
+    timeoutMs: stopLimitMs(ctx.swap.record.plan!.host.currentUnit.text),
+  });
 }
