@@ -144,13 +144,15 @@ const sglangSleep: EngineSleep = {
     // the switch drained it: requests that reached its port directly get half a minute to finish; the
     // release gets what is left of the command's limit (the idle wait and a margin come off it)
     const idleSeconds = Math.min(timeout, 30);
-    return sh`end=$(($(date +%s) + ${idleSeconds}))
+    // milliseconds (GNU date's %3N): whole seconds would end the wait at the next tick of the clock, as
+    // little as no wait at all
+    return sh`end=$(($(date +%s%3N) + ${idleSeconds * 1000}))
 state=busy
 while :; do
 load=$(curl -sS --max-time 5 ${`${base}/get_load`}) || load=''
 case "$load" in *'"num_reqs"'*) ;; *) state='no load from /get_load, so it could not be known idle'; break;; esac
 if ! printf '%s' "$load" | grep -Eq '"num_reqs": ?[1-9]'; then state=idle; break; fi
-if [ "$(date +%s)" -ge "$end" ]; then state=${`requests still running after ${idleSeconds} s`}; break; fi
+if [ "$(date +%s%3N)" -ge "$end" ]; then state=${`requests still running after ${idleSeconds} s`}; break; fi
 sleep 0.5
 done
 if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, Math.max(30, timeout - idleSeconds - 10), "{}")}; else echo "$state"; fi`;
