@@ -5,7 +5,7 @@ import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worke
 import { createReportWorker, reporterSettings, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
-import { benchScaleWarning } from "./config/file-schema.ts";
+import { benchWarnings } from "./config/file-schema.ts";
 import { LiveConfig } from "./config/live-config.ts";
 import { type Config, configSecrets } from "./config/load-config.ts";
 import { samePerson } from "./config/operators-schema.ts";
@@ -89,7 +89,8 @@ export async function startModelswap({
     slackApiUrl: config.env.SLACK_API_URL,
     retryConfig: { retries: 5, factor: 2, minTimeout: 200, maxTimeout: 5000 },
   });
-  const poster = new SlackPoster(client, secrets, log.child({ name: "slack" }));
+  const { slackRateScale } = config.file.bench;
+  const poster = new SlackPoster(client, secrets, log.child({ name: "slack" }), slackRateScale);
   const hosts = new HostRegistry(config.file.hosts, log);
   const redisConnections: RedisClient[] = [];
   let app: SlackApp | undefined;
@@ -278,8 +279,7 @@ export async function startModelswap({
     { roles, hosts: hosts.names(), port, opsPort, redis: describeRedis(config.env) },
     "modelswap started",
   );
-  const scale = config.file.bench.weightScale;
-  if (scale !== 1) log.warn({ weightScale: scale }, benchScaleWarning(scale));
+  for (const warning of benchWarnings(config.file.bench)) log.warn({ bench: config.file.bench }, warning);
 
   return {
     port,

@@ -195,6 +195,12 @@ export interface BenchOptions {
    * over a WebSocket; commands, events and clicks arrive as envelopes. Default: HTTP (a Request URL).
    */
   socketMode?: boolean;
+  /**
+   * The simulated Slack allows N times Slack's rate limits and the bot's config says so
+   * (bench.slackRateScale), so the bot paces its calls N times as fast: only the code under test decides
+   * how a thread is paced, at N times the speed. Default 1: Slack's limits, for tests of pacing itself.
+   */
+  slackRateScale?: number;
 }
 
 export interface SpawnBotOptions {
@@ -590,6 +596,15 @@ export class Bench {
   }
 }
 
+/** The config's bench: section, from the options that set it (none: production's defaults). */
+function benchSection(options: BenchOptions): { bench?: Record<string, number> } {
+  const bench = {
+    ...(options.weightScale === undefined ? {} : { weightScale: options.weightScale }),
+    ...(options.slackRateScale === undefined ? {} : { slackRateScale: options.slackRateScale }),
+  };
+  return Object.keys(bench).length === 0 ? {} : { bench };
+}
+
 async function waitHealthy(port: number, what: string, timeoutMs = 30_000): Promise<void> {
   await until(
     async () => {
@@ -641,6 +656,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
     startSimHub(hfToken === undefined ? {} : { tokens: [hfToken] }),
     createEngineUpstream(join(dir, "upstream"), [...DEFAULT_ENGINE_REFS, ...(options.engineRefs ?? [])]),
   ]);
+  if (options.slackRateScale !== undefined) slack.setRateLimits({ scale: options.slackRateScale });
   const bench = new Bench(dir, redis, sshd, slack, hub, signingSecret, botToken, options);
   bench.upstream = upstream;
   if ((options.hosts ?? []).some((h) => h.vllm !== undefined))
@@ -674,7 +690,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ...(options.models === undefined ? {} : { models: options.models }),
       ...(options.recipes === undefined ? {} : { recipes: options.recipes }),
       ...(options.status === undefined ? {} : { status: options.status }),
-      ...(options.weightScale === undefined ? {} : { bench: { weightScale: options.weightScale } }),
+      ...benchSection(options),
       hosts,
     };
     bench.configPath = join(dir, "modelswap.yaml");

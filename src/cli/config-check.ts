@@ -1,4 +1,4 @@
-import { benchScaleWarning } from "../config/file-schema.ts";
+import { benchWarnings } from "../config/file-schema.ts";
 import { formatProblems, readConfig } from "../config/load-config.ts";
 
 /**
@@ -19,7 +19,6 @@ export async function configCheck(
     (h) => `${h.name} (${h.ssh ? `ssh ${h.ssh.user}@${h.ssh.address}:${h.ssh.port}` : "local"})`,
   );
   process.stdout.write(`✓ ${config.path} is valid: ${hosts.length} host(s): ${hosts.join(", ")}\n`);
-  const scale = config.file.bench.weightScale;
-  if (scale !== 1) process.stdout.write(`⚠ ${benchScaleWarning(scale)}\n`);
+  for (const warning of benchWarnings(config.file.bench)) process.stdout.write(`⚠ ${warning}\n`);
   return 0;
 }

@@ -265,16 +265,23 @@ export const fileSchema = z
         remoteCodeOrgs: z.array(hubOrg).default([]),
       })
       .prefault({}),
-    /**
-     * Only for `npm run demo` and the test bench; never set it in production. The bench's simulated Hub
-     * serves weight files at 1/weightScale of their real size (their bytes really download and verify);
-     * the plan multiplies their sizes by it, so its VRAM, tp, disk and downtime figures are the real
-     * model's, and it says so in one line. Default 1: sizes as the Hub lists them.
-     */
     retention: retentionSchema,
+    /** Only for `npm run demo` and the test bench; never set in production (benchWarnings says so). */
     bench: z
       .strictObject({
+        /**
+         * The bench's simulated Hub serves weight files at 1/weightScale of their real size (their bytes
+         * really download and verify); the plan multiplies their sizes by it, so its VRAM, tp, disk and
+         * downtime figures are the real model's, and it says so in one line. Default 1: sizes as the Hub
+         * lists them.
+         */
         weightScale: z.number().int().min(1).max(1e9).default(1),
+        /**
+         * The simulated Slack allows N times Slack's documented rate limits (the bench's emulator
+         * scaled so), and the bot paces its calls to match: one post a second per channel becomes N.
+         * Default 1: Slack's own limits, which a real workspace enforces.
+         */
+        slackRateScale: z.number().min(1).max(1000).default(1),
       })
       .prefault({}),
     hosts: z
@@ -322,9 +329,18 @@ export const fileSchema = z
 
 export type FileConfig = z.infer<typeof fileSchema>;
 
-/** What `config check` and the bot's start say when bench.weightScale is set. */
-export function benchScaleWarning(scale: number): string {
-  return `bench.weightScale is ${scale}: plans multiply the weight files' sizes by ${scale}, as the demo and the test bench need; in production leave it out (1)`;
+/** What `config check` and the bot's start say of each bench setting that is set: none in production. */
+export function benchWarnings(bench: FileConfig["bench"]): string[] {
+  const warnings: string[] = [];
+  if (bench.weightScale !== 1)
+    warnings.push(
+      `bench.weightScale is ${bench.weightScale}: plans multiply the weight files' sizes by ${bench.weightScale}, as the demo and the test bench need; in production leave it out (1)`,
+    );
+  if (bench.slackRateScale !== 1)
+    warnings.push(
+      `bench.slackRateScale is ${bench.slackRateScale}: the bot calls Slack ${bench.slackRateScale} times as often as Slack's rate limits allow, as the test bench's emulator does; in production leave it out (1), or Slack answers 429`,
+    );
+  return warnings;
 }
 export type HostConfig = FileConfig["hosts"][number];
 export type Principals = FileConfig["requesters"];

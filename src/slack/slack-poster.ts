@@ -21,6 +21,8 @@ export class SlackPoster {
     private readonly client: WebClient,
     private readonly secrets: readonly string[],
     private readonly log: Logger,
+    /** bench.slackRateScale: a simulated workspace allowing this many times Slack's limits (1 in production). */
+    private readonly rateScale = 1,
   ) {}
 
   async post(channel: string, msg: SlackMessage, options: PostOptions = {}): Promise<string> {
@@ -235,7 +237,7 @@ export class SlackPoster {
   private pacer(key: string, [perSecond, burst]: readonly [number, number], maxInFlight?: number): Pacer {
     let pacer = this.pacers.get(key);
     if (pacer === undefined) {
-      pacer = new Pacer(perSecond, burst, maxInFlight);
+      pacer = new Pacer(perSecond * this.rateScale, burst, maxInFlight);
       this.pacers.set(key, pacer);
     }
     return pacer;

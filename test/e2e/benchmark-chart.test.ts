@@ -17,10 +17,10 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
     hosts: [{ name: "bw-chart", gpus: "8x-rtx-pro-6000-blackwell", serving: false }],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/chart-first", gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/chart-second", gated: false }));
   await bench.startBot();

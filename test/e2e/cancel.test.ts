@@ -11,13 +11,13 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1 },
     hosts: [
       { name: "early", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
       { name: "late", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
   await bench.startBot();
   swaps = new SwapDriver(bench);

@@ -133,6 +133,22 @@ describe("modelswap config check", () => {
     expect(scaled.stdout).toContain(
       "⚠ bench.weightScale is 32768: plans multiply the weight files' sizes by 32768, as the demo and the test bench need; in production leave it out (1)",
     );
+    expect(scaled.stdout).not.toContain("slackRateScale");
+
+    // the bench's Slack pace: as valid, and as loudly no production setting
+    await writeFile(
+      path,
+      (await readFile(path, "utf8")).replace("weightScale: 32768", "slackRateScale: 100"),
+    );
+    const paced = await modelswap(["config", "check", path], {
+      SLACK_BOT_TOKEN: "xoxb-1-a",
+      SLACK_APP_TOKEN: "xapp-1-b",
+    });
+    expect(paced).toMatchObject({ code: 0 });
+    expect(paced.stdout).toContain(
+      "⚠ bench.slackRateScale is 100: the bot calls Slack 100 times as often as Slack's rate limits allow",
+    );
+    expect(paced.stdout).not.toContain("weightScale");
   });
 
   it("refuses to start with a broken config, listing the problems", async () => {

@@ -68,6 +68,7 @@ async function command(user: string, text: string): Promise<string> {
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [
       {
@@ -78,7 +79,6 @@ beforeAll(async () => {
       },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: FIRST, gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: SECOND, gated: false }));
   const sim = bench.host(HOST).sim;

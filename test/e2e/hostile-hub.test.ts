@@ -20,13 +20,13 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [
       { name: "gpu-1", serving: { preset: "qwen3-fp8-dense" } },
       { name: "gpu-v", serving: { preset: "qwen3-fp8-dense" }, vllm: "only" },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   await bench.startBot();
   swaps = new SwapDriver(bench);
 }, 120_000);

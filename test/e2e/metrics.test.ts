@@ -24,6 +24,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
     health: { intervalSeconds: 1, failureThreshold: 3, recoveryThreshold: 2, checkTimeoutSeconds: 0.8 },
     hosts: [
@@ -48,7 +49,6 @@ beforeAll(async () => {
       },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/metrics-good", gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "sim-org/metrics-nan", gated: false }));
   await bench.startBot();

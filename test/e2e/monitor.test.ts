@@ -26,6 +26,7 @@ const stopped = new Set<number>();
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     connectTimeoutSeconds: 2,
     health: { intervalSeconds: 1, failureThreshold: 2, recoveryThreshold: 3, checkTimeoutSeconds: 0.8 },
     hosts: [
@@ -40,7 +41,6 @@ beforeAll(async () => {
       { name: "busy", gpus: "8x-h200", serving: { preset: "llama-bf16-small" } },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   redis = new Redis(bench.redis.url);
   // read-only use: the thresholds only matter to record()
   tracker = new IncidentTracker(redis, { failureThreshold: 2, recoveryThreshold: 3, claimTimeoutMs: 60_000 });

@@ -23,12 +23,12 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     // the monitor checks often, so its incident state and check locks are written too
     health: { intervalSeconds: 1, failureThreshold: 3 },
     hosts: [{ name: HOST, gpus: "h200-1gpu", serving: { preset: "llama-bf16-small" } }],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
   cluster = await startRedis(join(bench.dir, "cluster-redis"), { cluster: true });
   redis = new Redis(cluster.url);

@@ -33,10 +33,10 @@ async function sentinelConnections(): Promise<number> {
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [{ name: HOST, gpus: "h200-1gpu", serving: { preset: "llama-bf16-small" } }],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
   // the bench's Redis gets a password: only a client that knows it (through the sentinel) gets in
   const admin = new Redis(bench.redis.url);

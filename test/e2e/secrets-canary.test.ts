@@ -35,6 +35,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     secrets: SECRETS,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [
@@ -45,7 +46,6 @@ beforeAll(async () => {
       { name: "gpu-gone", reach: "refused", serving: false },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(
     makeModel("llama-bf16-small", { id: GATED, gated: "manual", approvedTokens: [SECRETS.hfToken] }),
   );

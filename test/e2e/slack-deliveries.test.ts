@@ -25,6 +25,7 @@ const setupCalls = new Map<string, number>();
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
     hosts: ["retried", "clicked", "toggled"].map((name) => ({
       name,
@@ -32,7 +33,6 @@ beforeAll(async () => {
       serving: { preset: "qwen3-fp8-dense" as const },
     })),
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: MODEL, gated: false }));
   for (const [name, host] of bench.hosts) setupCalls.set(name, (await host.sim.calls()).length);
   await bench.startBot();

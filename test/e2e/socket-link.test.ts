@@ -14,9 +14,12 @@ import { until } from "../../testbench/until.ts";
 let bench: Bench;
 
 beforeAll(async () => {
-  bench = await startBench({ socketMode: true, hosts: [{ name: "gpu-1", serving: false, engine: "none" }] });
+  bench = await startBench({
+    slackRateScale: 100,
+    socketMode: true,
+    hosts: [{ name: "gpu-1", serving: false, engine: "none" }],
+  });
   // apps.connections.open is tier 1: this file opens the link several times within a minute
-  bench.slack.setRateLimits({ scale: 100 });
 }, 120_000);
 
 afterAll(async () => {

@@ -24,6 +24,7 @@ let port: number | undefined;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     socketMode: true,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
     hosts: ["sock-1", "sock-2"].map((name) => ({
@@ -33,7 +34,6 @@ beforeAll(async () => {
     })),
   });
   // apps.connections.open is a tier 1 method: this file connects three times within a minute
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("llama-bf16-small", { id: MODEL, gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: OTHER, gated: false }));
   port = (await bench.startBot()).port;

@@ -11,6 +11,7 @@ let bench: Bench;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     connectTimeoutSeconds: 2,
     hosts: [
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
@@ -29,7 +30,6 @@ beforeAll(async () => {
       { name: "rebuilt", reach: "stale-key", serving: false },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   await bench.startBot();
 }, 120_000);
 
@@ -293,10 +293,10 @@ describe("with status.visibility: channel", () => {
 
   beforeAll(async () => {
     shared = await startBench({
+      slackRateScale: 100,
       hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
       status: { visibility: "channel" },
     });
-    shared.slack.setRateLimits({ scale: 100 });
     await shared.startBot();
   }, 120_000);
 

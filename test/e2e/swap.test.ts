@@ -21,6 +21,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     // short enough for the expiry test; every other test decides within a second of the plan
     approvals: { ttlMinutes: 0.25 },
@@ -36,7 +37,6 @@ beforeAll(async () => {
       { name: "bw-doomed", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: "meta-llama/Llama-Gated-1B", gated: "manual" }));

@@ -21,6 +21,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
+    slackRateScale: 100,
     // baseline probe: the first swap on a host compares with the outgoing model, measured just before
     // the hang's health wait: long enough that a slow machine still sees the other faults' own causes
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20, baseline: "probe" },
@@ -32,7 +33,6 @@ beforeAll(async () => {
       { name: "sglang-only", gpus: RTX, serving: false },
     ],
   });
-  bench.slack.setRateLimits({ scale: 100 });
   bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
   bench.hub.addModel(makeModel("llama-bf16-small", { id: LLAMA, gated: false }));
   await bench.startBot();

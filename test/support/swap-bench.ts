@@ -3,8 +3,8 @@ import { type Bench, type BenchOptions, startBench } from "../../testbench/bench
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
- * The bench of a swap test file: started before its tests (quick polling, Slack's limits scaled up so
- * only the code under test paces), stopped after them; `ready` hands the bench and a SwapDriver over.
+ * The bench of a swap test file: started before its tests (quick polling, Slack's limits and the bot's
+ * pacing scaled up 100×, unless the file sets slackRateScale), stopped after them; `ready` hands the bench and a SwapDriver over.
  * `startBot` runs the bot in this process (tests that kill it use bench.spawnBot() instead).
  */
 export function useSwapBench(
@@ -16,10 +16,10 @@ export function useSwapBench(
   beforeAll(async () => {
     const { startBot, ...benchOptions } = options;
     bench = await startBench({
+      slackRateScale: 100,
       ...benchOptions,
       swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, ...benchOptions.swaps },
     });
-    bench.slack.setRateLimits({ scale: 100 });
     if (startBot === true) await bench.startBot();
     swaps = new SwapDriver(bench);
     ready(bench, swaps);

@@ -159,12 +159,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     Array.from({ length: perMode }, (_, i) => ({ mode, name: `${mode}-${i + 1}` })),
   );
   const bench = await startBench({
+    slackRateScale: 100,
     logTo: "silent",
     swaps: CAMPAIGN_SWAPS,
     connectTimeoutSeconds: 2,
     hosts: hosts.map((h) => hostSpec(h.mode, h.name)),
   });
-  bench.slack.setRateLimits({ scale: 100 });
   const swaps = new SwapDriver(bench, { postWithinMs: 60_000 });
   const processes = new BotProcesses(bench, options.workers ?? 2);
   const shared = new SharedFaults(bench);
