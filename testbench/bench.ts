@@ -201,7 +201,20 @@ export interface BenchOptions {
    * how a thread is paced, at N times the speed. Default 1: Slack's limits, for tests of pacing itself.
    */
   slackRateScale?: number;
+  /**
+   * How fast every host's simulated engines load and decode (both engines' base settings, under any
+   * fault a test sets): QUICK_ENGINES for tests that only need a swap to pass through its steps. Default:
+   * the sims' own (SGLANG.md: loadSeconds 1.5, msPerToken 2), which the benchmarks and the demo show.
+   */
+  engineTiming?: { loadSeconds?: number; msPerToken?: number };
 }
+
+/**
+ * Engines as quick as a test of the swap's steps allows: a 0.5 s load (the health wait still polls it
+ * several times) and 0.5 ms a token (a benchmark's eight single-stream prompts of 128 tokens take about
+ * half a second, not two).
+ */
+export const QUICK_ENGINES = { loadSeconds: 0.5, msPerToken: 0.5 } as const;
 
 export interface SpawnBotOptions {
   /** The CLI's role: `start` (bot and worker, the default), `bot` or `worker`. */
@@ -422,6 +435,9 @@ export class Bench {
       hostMemGiB: spec.hostMemGiB ?? 1024,
       engine: spec.engine,
       hubCli: spec.hubCli,
+      ...(this.options.engineTiming === undefined
+        ? {}
+        : { engineBase: { sglang: this.options.engineTiming, vllm: this.options.engineTiming } }),
     });
     const servingPort = await freePort();
     const unit = (spec.serving !== false && spec.serving?.unit) || `sglang-${spec.name}.service`;

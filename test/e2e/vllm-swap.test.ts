@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duration } from "../../src/format-duration.ts";
-import { type Bench, CHANNEL, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
@@ -22,6 +22,7 @@ let swaps: SwapDriver;
 beforeAll(async () => {
   bench = await startBench({
     slackRateScale: 100,
+    engineTiming: QUICK_ENGINES,
     // baseline probe: the first swap on a host compares with the outgoing model, measured just before
     // the hang's health wait: long enough that a slow machine still sees the other faults' own causes
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20, baseline: "probe" },

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll } from "vitest";
-import { type Bench, type BenchOptions, startBench } from "../../testbench/bench.ts";
+import { type Bench, type BenchOptions, QUICK_ENGINES, startBench } from "../../testbench/bench.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
  * The bench of a swap test file: started before its tests (quick polling, Slack's limits and the bot's
- * pacing scaled up 100×, unless the file sets slackRateScale), stopped after them; `ready` hands the bench and a SwapDriver over.
+ * pacing scaled up 100×, and quick engines, unless the file says otherwise), stopped after them; `ready` hands the bench and a SwapDriver over.
  * `startBot` runs the bot in this process (tests that kill it use bench.spawnBot() instead).
  */
 export function useSwapBench(
@@ -17,6 +17,7 @@ export function useSwapBench(
     const { startBot, ...benchOptions } = options;
     bench = await startBench({
       slackRateScale: 100,
+      engineTiming: QUICK_ENGINES,
       ...benchOptions,
       swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, ...benchOptions.swaps },
     });

@@ -46,6 +46,12 @@ export interface SimGpuHostOptions {
   engine?: "preinstalled" | "none";
   /** Which Hugging Face CLIs exist in `bin/` (default `hf`, as with huggingface_hub 1.x). */
   hubCli?: "hf" | "huggingface-cli" | "both" | "none";
+  /**
+   * The simulated engines' own settings on this host, under every fault (state/config.json "sglang",
+   * "vllm"; SGLANG.md): e.g. `{ sglang: { loadSeconds: 0.5 } }`. A fault set later overrides them
+   * setting by setting; one that sets other settings leaves them be.
+   */
+  engineBase?: { sglang?: Record<string, number>; vllm?: Record<string, number> };
 }
 
 /** The engine `import sglang` finds: version (`__version__`) and project directory. */
@@ -96,6 +102,9 @@ export interface SimHostConfig {
   gpus: GpuSetName;
   hubUrl?: string;
   hostMemGiB?: number;
+  /** The engine sims' settings under every fault (SimGpuHostOptions.engineBase). */
+  sglang?: Record<string, number>;
+  vllm?: Record<string, number>;
   /**
    * The process that made (or last re-opened) this host: the bench. Its simulated units stop by
    * themselves once it is gone without stopping them (unit-supervisor.mjs), so an interrupted bench or
@@ -468,6 +477,8 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   const config: SimHostConfig = { name: opts.name, gpus: opts.gpus, ownerPid: process.pid };
   if (opts.hubUrl !== undefined) config.hubUrl = opts.hubUrl;
   if (opts.hostMemGiB !== undefined) config.hostMemGiB = opts.hostMemGiB;
+  if (opts.engineBase?.sglang !== undefined) config.sglang = opts.engineBase.sglang;
+  if (opts.engineBase?.vllm !== undefined) config.vllm = opts.engineBase.vllm;
   writeJsonAtomic(paths.configFile, config);
   if (readJsonFile<unknown>(paths.faultsFile, null) === null) writeJsonAtomic(paths.faultsFile, {});
   for (const name of ["systemctl", "journalctl", "nvidia-smi", "df", "free", "sudo"]) {
