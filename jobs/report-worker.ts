@@ -17,6 +17,8 @@ export interface ReportWorkerDeps extends Omit<ReporterDeps, "cardUpdateSeconds"
   queue: ReportQueue;
   /** The card pace and the approvers, read again for each look (the config may be reloaded). */
   settings: () => Pick<ReporterDeps, "cardUpdateSeconds" | "approvers">;
+  /** The per-swap reporter lock (reportLockMs): how long a reporter that died holds back the next one. */
+  lockMs?: number;
 }
 
 /** The reporter's settings in `file`: its card pace and who may approve (the plan's first line names them). */
@@ -28,10 +30,14 @@ export function reporterSettings(file: FileConfig): Pick<ReporterDeps, "cardUpda
 }
 
 /**
- * One reporter per swap at a time: a lock renewed every 5 s while the reporter waits on Slack (a
- * Retry-After), and short, so a reporter that died holds back the next one for at most 15 s.
+ * One reporter per swap at a time: a lock renewed every third of it while the reporter waits on Slack (a
+ * Retry-After), and short, so a reporter that died holds back the next one for at most 15 s, or for as
+ * long as a dead worker holds back its swap's step (swaps.lockSeconds) when that is shorter: the thread
+ * of a swap taken over after a crash goes on when the step does, not up to 10 s after it.
  */
-const LOCK_MS = 15_000;
+export function reportLockMs(file: FileConfig): number {
+  return Math.min(15_000, file.swaps.lockSeconds * 1000);
+}
 /**
  * Swaps reported at once by one process. A running swap's reporter no longer waits at a busy channel (its
  * progress is folded and its card edit waits its next look) and looks someone waits for go first (an
@@ -74,7 +80,8 @@ export function createReportWorker(
         const swapId = job.data.swapId;
         if (swapId === undefined) return;
         const lockToken = randomBytes(8).toString("hex");
-        if (!(await deps.store.reports.lock(swapId, lockToken, LOCK_MS))) {
+        const lockMs = deps.lockMs ?? 15_000;
+        if (!(await deps.store.reports.lock(swapId, lockToken, lockMs))) {
           // Another reporter is on this swap: look again right after it (it may not have seen what this job is
           // for). When the swap has ended, that reporter's calls (if it is this process's) stop waiting behind
           // other swaps' urgent ones: its run began before the end, and the outcome waits for it.
@@ -83,8 +90,8 @@ export function createReportWorker(
           throw new DelayedError();
         }
         const stopRenewing = keepRenewed(
-          () => deps.store.reports.renewLock(swapId, lockToken, LOCK_MS),
-          LOCK_MS / 3,
+          () => deps.store.reports.renewLock(swapId, lockToken, lockMs),
+          lockMs / 3,
         );
         let result: ReportResult;
         try {

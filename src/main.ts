@@ -2,7 +2,7 @@ import type { Worker } from "bullmq";
 import { allCommands } from "../commands/index.ts";
 import { createCommandWorker } from "../jobs/command-worker.ts";
 import { type RunningMonitor, startMonitor } from "../jobs/monitor/monitor-worker.ts";
-import { createReportWorker, reporterSettings, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
+import { createReportWorker, reporterSettings, reportLockMs, SWEEP_EVERY_MS } from "../jobs/report-worker.ts";
 import { createSwapWorker } from "../jobs/swap/swap-worker.ts";
 import { systemClock } from "./clock.ts";
 import { benchWarnings } from "./config/file-schema.ts";
@@ -175,6 +175,7 @@ export async function startModelswap({
           poster,
           queue: reportQueue,
           settings: () => reporterSettings(live.current().file),
+          lockMs: reportLockMs(config.file),
           log: log.child({ name: "reporter" }),
           clock: systemClock,
         },
