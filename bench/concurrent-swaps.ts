@@ -4,7 +4,7 @@ import { makeModel } from "../testbench/hub/index.ts";
 import type { SlackMessage } from "../testbench/slack/types.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { countBy, percentile, round, sum } from "./stats.ts";
 
 export interface ConcurrentOptions {
@@ -41,7 +41,12 @@ export async function benchConcurrent(
   progress: Progress,
 ): Promise<SectionResult<ConcurrentFigures>> {
   const hosts = Array.from({ length: options.swaps }, (_, i) => servingHost(`gpu-${i + 1}`, options.speed));
-  const bench = await startBench({ logTo: "silent", swaps: options.speed.swaps, hosts });
+  const bench = await startBench({
+    ...benchSpeed(options.speed),
+    logTo: "silent",
+    swaps: options.speed.swaps,
+    hosts,
+  });
   // each card and plan waits its turn behind the others' (about one post a second in one channel)
   const driver = new SwapDriver(bench, { postWithinMs: 10_000 * options.swaps });
   try {

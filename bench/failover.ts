@@ -6,7 +6,7 @@ import {
   swapThroughFailover,
 } from "../testbench/redis-failover.ts";
 import { addSimModel } from "../testbench/swap-driver.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface FailoverOptions {
@@ -46,6 +46,7 @@ export async function benchFailover(
   const details: string[] = [];
   for (const kind of ["sentinel", "cluster"] as const satisfies readonly FailoverKind[]) {
     const bench = await startBench({
+      ...benchSpeed(options.speed),
       logTo: "silent",
       swaps: { ...options.speed.swaps, healthTimeoutSeconds: 120 },
       hosts: [servingHost(HOST, options.speed)],

@@ -5,7 +5,7 @@ import { type ClientStreamReport, startClientStream } from "../testbench/client-
 import { makeModel } from "../testbench/hub/index.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 /*
@@ -63,6 +63,7 @@ export async function benchFast(
   };
   const speed = { ...options.speed, engine };
   const bench = await startBench({
+    ...benchSpeed(options.speed),
     logTo: "silent",
     swaps: { ...options.speed.swaps, sleepMode: true },
     weightScale: BENCH_WEIGHT_SCALE,

@@ -3,7 +3,7 @@ import { CHANNEL, startBench, USERS } from "../testbench/bench.ts";
 import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
 import { addSimModel, SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface FrontDoorOptions {
@@ -42,6 +42,7 @@ export async function benchFrontDoor(
   const host = (name: string, frontDoor: boolean) =>
     servingHost(name, speed, frontDoor ? { frontDoor: { holdSeconds: 300 } } : {});
   const bench = await startBench({
+    ...benchSpeed(options.speed),
     logTo: "silent",
     swaps: { ...options.speed.swaps, flipBackSeconds: FLIP_BACK_SECONDS },
     hosts: [

@@ -47,6 +47,7 @@ export const FULL: BenchPlan = {
 const FAST: Speed = {
   swaps: { pollSeconds: 0.5, cardUpdateSeconds: 1, lockSeconds: 5, stalledCheckSeconds: 1 },
   engine: { loadSeconds: 0.2, warmupMs: 20, msPerToken: 0.1, ttftMs: 1 },
+  slackRateScale: 100,
 };
 
 /** Small counts and short stages: every figure is produced, none is meaningful. */

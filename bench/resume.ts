@@ -4,7 +4,7 @@ import { SwapDriver } from "../testbench/swap-driver.ts";
 import { until } from "../testbench/until.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { shimCalls } from "./host-timings.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { round } from "./stats.ts";
 
 export interface ResumeOptions {
@@ -32,6 +32,7 @@ export async function benchResume(
   progress: Progress,
 ): Promise<SectionResult<ResumeFigures>> {
   const bench = await startBench({
+    ...benchSpeed(options.speed),
     logTo: "silent",
     // a killed worker's step is taken over within seconds, as the fault tests do
     swaps: { ...options.speed.swaps, lockSeconds: 5, stalledCheckSeconds: 1 },

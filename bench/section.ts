@@ -19,6 +19,16 @@ export interface Speed {
   swaps: Record<string, number | string | boolean | string[]>;
   /** The simulated SGLang's `sglang` fault (loadSeconds, warmupMs, msPerToken, ttftMs); {} for its defaults. */
   engine: Record<string, number>;
+  /**
+   * bench.slackRateScale on both sides (the emulator's limits and the bot's pace): the quick run's, whose
+   * figures mean nothing; the full run measures the bot at Slack's own limits.
+   */
+  slackRateScale?: number;
+}
+
+/** The startBench options of a section's speed that are not per host: its swaps settings and Slack's pace. */
+export function benchSpeed(speed: Speed): { slackRateScale?: number } {
+  return speed.slackRateScale === undefined ? {} : { slackRateScale: speed.slackRateScale };
 }
 
 /**

@@ -11,7 +11,7 @@ import { makeModel } from "../testbench/hub/index.ts";
 import { SwapDriver } from "../testbench/swap-driver.ts";
 import { spawnBot, stopBot } from "./bot-process.ts";
 import { journalTime, shimCalls, taskSpan } from "./host-timings.ts";
-import { type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
+import { benchSpeed, type Progress, type SectionResult, type Speed, servingHost } from "./section.ts";
 import { SCRIPT_STEPS, sequentialScript } from "./sequential-script.ts";
 import { round } from "./stats.ts";
 
@@ -53,6 +53,7 @@ export async function benchSwap(
   progress: Progress,
 ): Promise<SectionResult<SwapFigures>> {
   const bench = await startBench({
+    ...benchSpeed(options.speed),
     logTo: "silent",
     swaps: options.speed.swaps,
     hosts: [servingHost(HOST, options.speed)],
@@ -225,6 +226,7 @@ export async function benchVllmSwap(
     ...(speed.ttftMs === undefined ? {} : { ttftMs: speed.ttftMs }),
   };
   const bench = await startBench({
+    ...benchSpeed(options.speed),
     logTo: "silent",
     swaps: options.speed.swaps,
     hosts: [servingHost(HOST, options.speed, { vllm: "only" })],
