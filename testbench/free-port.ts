@@ -44,12 +44,7 @@ export async function freePort(): Promise<number> {
   for (let tried = 0; tried < BLOCK; tried++) {
     const port = next;
     next = next >= block.last ? block.first : next + 1;
-    if (handedOut.has(port)) continue;
-    const free = await bind(port).then(
-      () => true,
-      () => false,
-    );
-    if (!free) continue;
+    if (handedOut.has(port) || !(await canBind(port))) continue;
     handedOut.add(port);
     return port;
   }
@@ -75,16 +70,19 @@ export async function freePortWith(offset: number): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = await freePort();
     const partner = port + offset;
-    if (partner > 65_535 || handedOut.has(partner)) continue;
-    const free = await bind(partner).then(
-      () => true,
-      () => false,
-    );
-    if (!free) continue;
+    if (partner > 65_535 || handedOut.has(partner) || !(await canBind(partner))) continue;
     handedOut.add(partner);
     return port;
   }
   throw new Error(`freePortWith: no free port with a free partner ${offset} above it in 50 tries`);
+}
+
+/** Whether something could listen on 127.0.0.1:`port` a moment ago. */
+async function canBind(port: number): Promise<boolean> {
+  return await bind(port).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Listens on 127.0.0.1:`port` (0: one the OS picks) and closes again: the port it got; rejects when it cannot. */
