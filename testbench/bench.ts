@@ -216,6 +216,12 @@ export interface BenchOptions {
  */
 export const QUICK_ENGINES = { loadSeconds: 0.5, msPerToken: 0.5 } as const;
 
+/**
+ * The sims' own settings (SGLANG.md: a 1.5 s load, 2 ms a token): for tests whose client streams count on
+ * an answer's length in seconds (4,000 tokens: 8 s in flight when a drain begins).
+ */
+export const SIM_ENGINES = {} as const;
+
 export interface SpawnBotOptions {
   /** The CLI's role: `start` (bot and worker, the default), `bot` or `worker`. */
   role?: "start" | "bot" | "worker";

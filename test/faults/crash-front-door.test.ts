@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Bench } from "../../testbench/bench.ts";
+import { SIM_ENGINES } from "../../testbench/bench.ts";
 import { type ClientStream, startClientStream } from "../../testbench/client-stream.ts";
 import { slotStates, watchSlots, withoutReadySlot } from "../../testbench/front-door-watch.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
@@ -19,6 +20,8 @@ let swaps: SwapDriver;
 
 useSwapBench(
   {
+    // the clients' answers are as long in seconds as their comments say: the sims' own token pace
+    engineTiming: SIM_ENGINES,
     swaps: { lockSeconds: 5, stalledCheckSeconds: 1, healthTimeoutSeconds: 60 },
     hosts: [
       {

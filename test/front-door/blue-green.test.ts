@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, SIM_ENGINES, USERS } from "../../testbench/bench.ts";
 import {
   type ClientStream,
   type ClientStreamReport,
@@ -36,6 +36,8 @@ const GAP_BOUND_MS = 4000;
 
 useSwapBench(
   {
+    // the clients' answers are as long in seconds as their comments say: the sims' own token pace
+    engineTiming: SIM_ENGINES,
     // restartAtFullMemory: only swaps that share GPUs (gpu-2's) restart after the window
     swaps: { healthTimeoutSeconds: 60, flipBackSeconds: FLIP_BACK_SECONDS, restartAtFullMemory: true },
     hosts: [

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, SIM_ENGINES, USERS } from "../../testbench/bench.ts";
 import {
   type ClientStream,
   type ClientStreamReport,
@@ -21,6 +21,8 @@ const measured: Record<string, unknown> = {};
 
 useSwapBench(
   {
+    // the clients' answers are as long in seconds as their comments say: the sims' own token pace
+    engineTiming: SIM_ENGINES,
     swaps: { healthTimeoutSeconds: 60 },
     hosts: [
       {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, SIM_ENGINES, USERS } from "../../testbench/bench.ts";
 import { type ClientStream, startClientStream } from "../../testbench/client-stream.ts";
 import { slotStates } from "../../testbench/front-door-watch.ts";
 import { addSimModel, type SwapDriver, unitOf } from "../../testbench/swap-driver.ts";
@@ -21,6 +21,8 @@ const FLIP_BACK_SECONDS = 20;
 
 useSwapBench(
   {
+    // the clients' answers are as long in seconds as their comments say: the sims' own token pace
+    engineTiming: SIM_ENGINES,
     swaps: { healthTimeoutSeconds: 60, flipBackSeconds: FLIP_BACK_SECONDS },
     hosts: [
       {

@@ -3,6 +3,7 @@ import {
   type Bench,
   type BenchOptions,
   SEED_BOX_FREE_DISK_BYTES,
+  SIM_ENGINES,
 } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 
@@ -27,6 +28,8 @@ export const PARK_HOST = "gpu-1";
 export function parkBenchOptions(engine: "sglang" | "vllm"): BenchOptions & { startBot: true } {
   return {
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20, sleepMode: true },
+    // the clients' answers are as long in seconds as the tests say: the sims' own token pace
+    engineTiming: SIM_ENGINES,
     weightScale: BENCH_WEIGHT_SCALE,
     hosts: [
       {
