@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkRedis } from "../../src/doctor/check-redis.ts";
 import { checkBotHealth } from "../../src/http/health.ts";
-import { MODELSWAP_SLOT, type RedisClient } from "../../src/redis/redis-client.ts";
+import { MODELSWAP_SLOT, type RedisClient, slotOwner } from "../../src/redis/redis-client.ts";
 import { createRedis, waitReady } from "../../src/redis/redis-connection.ts";
 import { useRedisCluster } from "../support/redis-cluster.ts";
 
@@ -39,6 +39,11 @@ describe("the bot on a Redis Cluster", () => {
     const worker = await connect("worker");
     expect(await checkBotHealth(producer, [])).toMatchObject({ ok: true, redis: "ok" });
     await worker.set("{modelswap}:test:before", "1");
+    // replication is asynchronous: a write the replica has not received is lost with its master (Redis
+    // docs, "Redis replication"), as the clean-clone run saw under load. The bot WAITs for a replica on
+    // what must survive a failover (src/store/replica-ack.ts); so does this write, on its own connection
+    const owner = await slotOwner(worker);
+    expect(Number(await owner!.wait(1, 10_000))).toBe(1);
 
     const { cluster } = used;
     const old = await cluster.masterOf();
