@@ -26,7 +26,7 @@ export interface Speed {
   slackRateScale?: number;
 }
 
-/** The startBench options of a section's speed that are not per host: its swaps settings and Slack's pace. */
+/** The startBench option of a section's speed that is neither per host nor in `swaps`: Slack's pace. */
 export function benchSpeed(speed: Speed): { slackRateScale?: number } {
   return speed.slackRateScale === undefined ? {} : { slackRateScale: speed.slackRateScale };
 }

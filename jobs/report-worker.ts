@@ -29,6 +29,8 @@ export function reporterSettings(file: FileConfig): Pick<ReporterDeps, "cardUpda
   };
 }
 
+const MAX_REPORT_LOCK_MS = 15_000;
+
 /**
  * One reporter per swap at a time: a lock renewed every third of it while the reporter waits on Slack (a
  * Retry-After), and short, so a reporter that died holds back the next one for at most 15 s, or for as
@@ -36,7 +38,7 @@ export function reporterSettings(file: FileConfig): Pick<ReporterDeps, "cardUpda
  * of a swap taken over after a crash goes on when the step does, not up to 10 s after it.
  */
 export function reportLockMs(file: FileConfig): number {
-  return Math.min(15_000, file.swaps.lockSeconds * 1000);
+  return Math.min(MAX_REPORT_LOCK_MS, file.swaps.lockSeconds * 1000);
 }
 /**
  * Swaps reported at once by one process. A running swap's reporter no longer waits at a busy channel (its
@@ -80,7 +82,7 @@ export function createReportWorker(
         const swapId = job.data.swapId;
         if (swapId === undefined) return;
         const lockToken = randomBytes(8).toString("hex");
-        const lockMs = deps.lockMs ?? 15_000;
+        const lockMs = deps.lockMs ?? MAX_REPORT_LOCK_MS;
         if (!(await deps.store.reports.lock(swapId, lockToken, lockMs))) {
           // Another reporter is on this swap: look again right after it (it may not have seen what this job is
           // for). When the swap has ended, that reporter's calls (if it is this process's) stop waiting behind

@@ -217,6 +217,13 @@ export interface BenchOptions {
 export const QUICK_ENGINES = { loadSeconds: 0.5, msPerToken: 0.5 } as const;
 
 /**
+ * The bench of a test that only needs swaps to pass through their steps: Slack at 100× its limits on both
+ * sides (the emulator's and the bot's pace) and QUICK_ENGINES. Tests of pacing or of an answer's length in
+ * seconds leave it out.
+ */
+export const QUICK_BENCH = { slackRateScale: 100, engineTiming: QUICK_ENGINES } as const;
+
+/**
  * The sims' own settings (SGLANG.md: a 1.5 s load, 2 ms a token): for tests whose client streams count on
  * an answer's length in seconds (4,000 tokens: 8 s in flight when a drain begins).
  */

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COLOR, PALETTE } from "../../src/reporter/chart/bar-chart.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { renderConversation } from "../../testbench/slack/index.ts";
 import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
@@ -17,8 +17,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
     hosts: [{ name: "bw-chart", gpus: "8x-rtx-pro-6000-blackwell", serving: false }],
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
@@ -11,8 +11,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1 },
     hosts: [
       { name: "early", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },

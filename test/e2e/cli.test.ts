@@ -115,20 +115,16 @@ describe("modelswap config check", () => {
         "    currentUnit: sglang-qwen.service",
       ].join("\n"),
     );
-    const result = await modelswap(["config", "check", path], {
-      SLACK_BOT_TOKEN: "xoxb-1-a",
-      SLACK_APP_TOKEN: "xapp-1-b",
-    });
+    const check = () =>
+      modelswap(["config", "check", path], { SLACK_BOT_TOKEN: "xoxb-1-a", SLACK_APP_TOKEN: "xapp-1-b" });
+    const result = await check();
     expect(result).toMatchObject({ code: 0 });
     expect(result.stdout).toContain("is valid: 1 host(s): gpu-1 (ssh modelswap@10.0.0.5:22)");
     expect(result.stdout).not.toContain("weightScale");
 
     // the demo's and the bench's key, set in a config: valid, and said to be no production setting
     await writeFile(path, `${await readFile(path, "utf8")}\nbench: { weightScale: 32768 }\n`);
-    const scaled = await modelswap(["config", "check", path], {
-      SLACK_BOT_TOKEN: "xoxb-1-a",
-      SLACK_APP_TOKEN: "xapp-1-b",
-    });
+    const scaled = await check();
     expect(scaled).toMatchObject({ code: 0 });
     expect(scaled.stdout).toContain(
       "⚠ bench.weightScale is 32768: plans multiply the weight files' sizes by 32768, as the demo and the test bench need; in production leave it out (1)",
@@ -140,10 +136,7 @@ describe("modelswap config check", () => {
       path,
       (await readFile(path, "utf8")).replace("weightScale: 32768", "slackRateScale: 100"),
     );
-    const paced = await modelswap(["config", "check", path], {
-      SLACK_BOT_TOKEN: "xoxb-1-a",
-      SLACK_APP_TOKEN: "xapp-1-b",
-    });
+    const paced = await check();
     expect(paced).toMatchObject({ code: 0 });
     expect(paced.stdout).toContain(
       "⚠ bench.slackRateScale is 100: the bot calls Slack 100 times as often as Slack's rate limits allow",

@@ -7,7 +7,7 @@ import { sh } from "../../src/host/shell-quote.ts";
 import type { HostTransport } from "../../src/host/transport.ts";
 import { createLogger } from "../../src/log.ts";
 import { collectGarbage } from "../../src/retention/collect-garbage.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 import { until } from "../../testbench/until.ts";
@@ -68,8 +68,7 @@ async function command(user: string, text: string): Promise<string> {
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [
       {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReportQueue } from "../../src/queue/report-queue.ts";
 import { AuditLog } from "../../src/store/audit-log.ts";
 import { keys } from "../../src/store/keys.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
 import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
@@ -24,8 +24,7 @@ const swapIds: string[] = [];
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [{ name: HOST, gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
   });

@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { modelDirFor } from "../../src/plan/model-dir.ts";
-import { type Bench, QUICK_ENGINES, startBench } from "../../testbench/bench.ts";
+import { type Bench, QUICK_BENCH, startBench } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
@@ -20,8 +20,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [
       { name: "gpu-1", serving: { preset: "qwen3-fp8-dense" } },

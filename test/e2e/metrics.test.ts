@@ -4,7 +4,7 @@ import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkBotHealth } from "../../src/http/health.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver, waitForLog } from "../../testbench/swap-driver.ts";
@@ -24,8 +24,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, healthTimeoutSeconds: 30 },
     health: { intervalSeconds: 1, failureThreshold: 3, recoveryThreshold: 2, checkTimeoutSeconds: 0.8 },
     hosts: [

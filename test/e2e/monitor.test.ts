@@ -9,7 +9,7 @@ import { AuditLog } from "../../src/store/audit-log.ts";
 import { type HostHealthState, IncidentTracker } from "../../src/store/incidents.ts";
 import { Store } from "../../src/store/store.ts";
 import { newStages, type SwapRecord } from "../../src/swap/swap-record.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
 import { until } from "../../testbench/until.ts";
 
@@ -26,8 +26,7 @@ const stopped = new Set<number>();
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     connectTimeoutSeconds: 2,
     health: { intervalSeconds: 1, failureThreshold: 2, recoveryThreshold: 3, checkTimeoutSeconds: 0.8 },
     hosts: [

@@ -4,14 +4,7 @@ import { readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type Bench,
-  CHANNEL,
-  type ChildBot,
-  QUICK_ENGINES,
-  startBench,
-  USERS,
-} from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, type ChildBot, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { modelswapBin } from "../../testbench/modelswap-bin.ts";
 import type { SlackMessage } from "../../testbench/slack/index.ts";
@@ -42,8 +35,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     secrets: SECRETS,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     hosts: [

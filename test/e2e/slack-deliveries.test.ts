@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditLog } from "../../src/store/audit-log.ts";
 import type { Store } from "../../src/store/store.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import type { JsonObject, SlackMessage } from "../../testbench/slack/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
@@ -25,8 +25,7 @@ const setupCalls = new Map<string, number>();
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
     hosts: ["retried", "clicked", "toggled"].map((name) => ({
       name,

@@ -4,7 +4,7 @@ import { loadConfig } from "../../src/config/load-config.ts";
 import { CodedError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
 import { startModelswap } from "../../src/main.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { freePort } from "../../testbench/free-port.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { modelswapBin } from "../../testbench/modelswap-bin.ts";
@@ -24,8 +24,7 @@ let port: number | undefined;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     socketMode: true,
     swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1 },
     hosts: ["sock-1", "sock-2"].map((name) => ({

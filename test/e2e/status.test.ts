@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import type { EphemeralMessage, SlackMessage } from "../../testbench/slack/index.ts";
 import { until } from "../../testbench/until.ts";
 
@@ -11,8 +11,7 @@ let bench: Bench;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     connectTimeoutSeconds: 2,
     hosts: [
       { name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } },
@@ -294,8 +293,7 @@ describe("with status.visibility: channel", () => {
 
   beforeAll(async () => {
     shared = await startBench({
-      slackRateScale: 100,
-      engineTiming: QUICK_ENGINES,
+      ...QUICK_BENCH,
       hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
       status: { visibility: "channel" },
     });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duration } from "../../src/format-duration.ts";
 import { catalogueRecipes } from "../../src/plan/catalogue.ts";
 import type { CatalogueRecipe } from "../../src/plan/catalogue-schema.ts";
-import { type Bench, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
 import { makeModel } from "../../testbench/hub/index.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
@@ -21,8 +21,7 @@ let swaps: SwapDriver;
 
 beforeAll(async () => {
   bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 8 },
     // short enough for the expiry test; every other test decides within a second of the plan
     approvals: { ttlMinutes: 0.25 },

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll } from "vitest";
-import { type Bench, type BenchOptions, QUICK_ENGINES, startBench } from "../../testbench/bench.ts";
+import { type Bench, type BenchOptions, QUICK_BENCH, startBench } from "../../testbench/bench.ts";
 import { SwapDriver } from "../../testbench/swap-driver.ts";
 
 /**
- * The bench of a swap test file: started before its tests (quick polling, Slack's limits and the bot's
- * pacing scaled up 100×, and quick engines, unless the file says otherwise), stopped after them; `ready` hands the bench and a SwapDriver over.
- * `startBot` runs the bot in this process (tests that kill it use bench.spawnBot() instead).
+ * The bench of a swap test file: started before its tests (quick polling, QUICK_BENCH unless the file
+ * says otherwise), stopped after them; `ready` hands the bench and a SwapDriver over. `startBot` runs the
+ * bot in this process (tests that kill it use bench.spawnBot() instead).
  */
 export function useSwapBench(
   options: BenchOptions & { startBot?: boolean },
@@ -16,8 +16,7 @@ export function useSwapBench(
   beforeAll(async () => {
     const { startBot, ...benchOptions } = options;
     bench = await startBench({
-      slackRateScale: 100,
-      engineTiming: QUICK_ENGINES,
+      ...QUICK_BENCH,
       ...benchOptions,
       swaps: { pollSeconds: 0.3, cardUpdateSeconds: 1, ...benchOptions.swaps },
     });

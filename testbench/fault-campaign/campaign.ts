@@ -1,4 +1,4 @@
-import { type Bench, type BenchHostSpec, CHANNEL, QUICK_ENGINES, startBench, USERS } from "../bench.ts";
+import { type Bench, type BenchHostSpec, CHANNEL, QUICK_BENCH, startBench, USERS } from "../bench.ts";
 import { benchFrontDoor, slotStates } from "../front-door-watch.ts";
 import type { SimGpuHost } from "../gpu-host/index.ts";
 import { addSimModel, SwapDriver } from "../swap-driver.ts";
@@ -159,8 +159,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     Array.from({ length: perMode }, (_, i) => ({ mode, name: `${mode}-${i + 1}` })),
   );
   const bench = await startBench({
-    slackRateScale: 100,
-    engineTiming: QUICK_ENGINES,
+    ...QUICK_BENCH,
     logTo: "silent",
     swaps: CAMPAIGN_SWAPS,
     connectTimeoutSeconds: 2,
