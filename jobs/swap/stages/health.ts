@@ -7,6 +7,7 @@ import { interestingTail } from "../../../src/status/probe-host.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { portOf } from "./blue-green.ts";
+import { isParked } from "./park.ts";
 import { journalSince, waitHealthy } from "./wait-healthy.ts";
 
 /**
@@ -147,7 +148,9 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   }
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
   swap.to.healthy(plan.unitName, serves.mainPid, downtimeSeconds);
-  swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit stopped${its}`);
+  // a park that worked left the old unit running, its weights in host RAM: it was parked, not stopped
+  const old = isParked(swap.record) ? "was parked" : "stopped";
+  swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit ${old}${its}`);
   ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };
 }

@@ -130,6 +130,26 @@ describe("healthStage", () => {
     expect(command).toContain(`journalctl -u ${NEW_UNIT} -n 200 --no-pager -o cat`);
   });
 
+  it("says the old unit was parked, not stopped, when the switch parked it", async () => {
+    const fake = switched({
+      record: {
+        switch: {
+          startedAt: ago(62),
+          oldMainPid: OLD_PID,
+          oldStoppedAt: ago(50),
+          newStartedAt: ago(49),
+          done: true,
+          parked: { at: ago(50) },
+        },
+      },
+    });
+    polls(fake, NEW_UNIT, [loading, loading, serving]);
+
+    expect(await healthStage(fake.ctx)).toEqual({ next: "sanity" });
+    expect(fake.swap.record.downtimeSeconds).toBe(51);
+    expect(fake.swap.record.stages.health.detail).toBe("healthy 51 s after the old unit was parked");
+  });
+
   it("shows the limit on the card while it waits, and saves its progress as it goes", async () => {
     const fake = switched({ settings: { healthTimeoutSeconds: 600 } });
     const states: (string | undefined)[] = [];
