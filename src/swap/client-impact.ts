@@ -24,8 +24,11 @@ export interface ClientImpact {
    * memory after the old one stopped (`gapSeconds` is this, the only wait of such a swap).
    */
   restartHeldSeconds?: number;
-  /** Seconds of each phase that took place: drain, stop, load (start to healthy), sanity. */
-  phases: { drain?: number; stop?: number; load?: number; sanity?: number };
+  /**
+   * Seconds of each phase that took place: drain, stop (or park, when the old unit was parked instead),
+   * load (start to healthy), sanity.
+   */
+  phases: { drain?: number; stop?: number; park?: number; load?: number; sanity?: number };
 }
 
 /** Seconds from one ISO time of a record to another (never negative); undefined when either is unknown. */
@@ -42,9 +45,11 @@ export function clientImpact(record: SwapRecord): ClientImpact | undefined {
   if (sw?.oldStoppedAt === undefined) return undefined;
   const fd = record.frontDoor;
   const stop = secondsBetween(sw.stopBeganAt, sw.oldStoppedAt);
+  // a park that worked left the old unit running (its weights in host RAM): that phase was its park
+  const parked = sw.parked !== undefined && sw.parked.failed === undefined;
   const phases: ClientImpact["phases"] = {
     ...(fd?.drainedAt === undefined ? {} : { drain: secondsBetween(fd.heldAt, fd.drainedAt)! }),
-    ...(stop === undefined ? {} : { stop }),
+    ...(stop === undefined ? {} : parked ? { park: stop } : { stop }),
   };
   const load = secondsBetween(sw.newStartedAt, record.healthyAt);
   if (load !== undefined) phases.load = load;
@@ -85,7 +90,7 @@ function blueGreenImpact(record: SwapRecord): ClientImpact | undefined {
   };
 }
 
-const PHASE_WORDS = { drain: "drain", stop: "stop", load: "load", sanity: "sanity" } as const;
+const PHASE_WORDS = { drain: "drain", stop: "stop", park: "park", load: "load", sanity: "sanity" } as const;
 
 /** "held 7.6 s (drain 2.6 s · stop 0.4 s · load 3.1 s · sanity 0.9 s)", "refused 5.2 s (…)". */
 export function impactText(impact: ClientImpact): string {

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { clientImpact, impactText } from "../../src/swap/client-impact.ts";
+import { aRecord } from "../support/records.ts";
+
+/** What the card, the final line and /llm history say clients saw of a cold swap behind a front door. */
+const T = (s: number) => new Date(Date.UTC(2026, 11, 7, 6, 0, s)).toISOString();
+
+function coldSwap(parked?: { at: string; failed?: string }) {
+  const record = aRecord({
+    switch: {
+      startedAt: T(0),
+      stopBeganAt: T(1),
+      oldStoppedAt: T(2),
+      newStartedAt: T(2),
+      done: true,
+      ...(parked === undefined ? {} : { parked }),
+    },
+    frontDoor: { heldAt: T(0), drainedAt: T(1), releasedAt: T(6) },
+    healthyAt: T(5),
+  });
+  return impactText(clientImpact(record)!);
+}
+
+describe("the clients' line of a cold swap", () => {
+  it("names the old unit's stop", () => {
+    expect(coldSwap()).toBe("requests held 6 s (drain 1 s · stop 1 s · load 3 s)");
+  });
+
+  it("names its park when the switch parked it, and its stop when the park failed and it was stopped", () => {
+    expect(coldSwap({ at: T(2) })).toBe("requests held 6 s (drain 1 s · park 1 s · load 3 s)");
+    expect(coldSwap({ at: T(2), failed: "it did not sleep" })).toBe(
+      "requests held 6 s (drain 1 s · stop 1 s · load 3 s)",
+    );
+  });
+});
