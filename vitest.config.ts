@@ -19,6 +19,11 @@ export default defineConfig({
     // the children the tests start run test/global-setup.ts's build of the current sources
     // (testbench/modelswap-bin.ts); anything that runs bin/modelswap.js itself runs the TypeScript sources
     // (tsx), never a build in dist/ that may be stale
-    env: { MODELSWAP_FROM_SOURCE: "1" },
+    // SHLVL: a test's own `bash -c` (execFile: its stdin a socket pair) would otherwise read the runner's
+    // ~/.bashrc as if rshd had started it (Debian's bash, SSH_SOURCE_BASHRC; npm starts vitest at SHLVL 0).
+    // Here root's runs `pyenv init`: 100 ms a shell, and once a minute's wait on each (6 gpu-host tests,
+    // 7 engine-checks tests timed out) on the rehash lock a killed shell had left behind. The bot's and
+    // the sims' own shells say --norc; this covers the tests' helpers.
+    env: { MODELSWAP_FROM_SOURCE: "1", SHLVL: "1" },
   },
 });

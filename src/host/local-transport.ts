@@ -78,7 +78,10 @@ export class LocalTransport implements HostTransport {
     const env = this.env();
     const started = Date.now();
     return new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn("bash", ["-c", command.text], {
+      // --norc: bash started with a socket for stdin (node's pipes are socket pairs) and SHLVL under 1
+      // reads ~/.bashrc as if rshd had started it (Debian builds bash with SSH_SOURCE_BASHRC); a login's
+      // `pyenv init` there cost every command 100 ms, and a minute's wait on a lock a killed one left
+      const child = spawn("bash", ["--noprofile", "--norc", "-c", command.text], {
         env,
         detached: true,
         stdio: ["pipe", "pipe", "pipe"],

@@ -433,6 +433,33 @@ describe("SSH host key pinning and reachability", () => {
   });
 });
 
+describe.each([
+  ["local", () => local],
+  ["local kept shell", () => new KeptShell(local, 10_000)],
+] as const)("the bot's own login files: %s", (_name, get) => {
+  // bash started with a socket for stdin (node's pipes are socket pairs) and SHLVL under 1 reads
+  // ~/.bashrc as if rshd had started it (Debian's bash is built with SSH_SOURCE_BASHRC). This machine's
+  // root .bashrc runs `pyenv init`: 100 ms a command, and a minute's wait on a lock a killed one left.
+  it("runs each command without reading the bot user's ~/.bashrc", async () => {
+    const home = await tempDir("modelswap-home-");
+    const saved = { HOME: process.env.HOME, SHLVL: process.env.SHLVL };
+    const transport = get();
+    try {
+      await writeFile(join(home.path, ".bashrc"), 'echo "read ~/.bashrc" >&2\n');
+      process.env.HOME = home.path;
+      process.env.SHLVL = "0";
+      const result = await transport.exec(sh`echo ran`);
+      expect(result).toMatchObject({ code: 0, stdout: "ran\n", stderr: "" });
+    } finally {
+      for (const [name, value] of Object.entries(saved))
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      if (transport instanceof KeptShell) await transport.close();
+      await home.remove();
+    }
+  });
+});
+
 describe("quote", () => {
   it("leaves plain words alone and quotes everything else", () => {
     expect(quote("sglang-qwen.service")).toBe("sglang-qwen.service");

@@ -241,7 +241,8 @@ export class SimGpuHost {
 
   /** Runs a shell command on the host (local bash with `<root>/bin` first on PATH). */
   exec(command: string): Promise<CommandResult> {
-    return runFile("/bin/bash", ["-c", command], this.env());
+    // --norc: the test runner's ~/.bashrc is not the host's (see LocalTransport.exec)
+    return runFile("/bin/bash", ["--noprofile", "--norc", "-c", command], this.env());
   }
 
   /** Merges one fault switch into state/faults.json (see README.md for the switches). */
