@@ -613,7 +613,12 @@ export class Bench {
     const enabled = await sim.systemctl("enable", "--now", unit);
     if (enabled.code !== 0)
       throw new Error(`bench: could not start ${unit} on ${spec.name}: ${enabled.stderr}`);
-    if (spec.waitHealthy ?? spec.faults === undefined) await waitHealthy(port, `${spec.name}'s ${unit}`);
+    if (spec.waitHealthy ?? spec.faults === undefined)
+      await waitHealthy(port, `${spec.name}'s ${unit}`).catch(async (error: Error) => {
+        // a timeout alone says nothing (the quick bench's fault campaign once timed out on door-1's unit):
+        // what the unit's state and its journal's end were when the wait gave up does
+        throw new Error(`${error.message}\n${await unitReport(sim, unit)}`);
+      });
   }
 
   private async silentPort(): Promise<number> {
@@ -645,6 +650,17 @@ async function waitHealthy(port: number, what: string, timeoutMs = 30_000): Prom
     },
     { what: `bench: ${what} to answer /health`, timeoutMs, intervalMs: 100 },
   );
+}
+
+/** The unit's state and its journal's last lines, for a failed wait's message. */
+async function unitReport(sim: SimGpuHost, unit: string): Promise<string> {
+  const state = await sim.unitState(unit).catch(() => undefined);
+  const journal = (await sim.journal(unit)).split("\n").slice(-20).join("\n");
+  const said =
+    state === undefined
+      ? "its state could not be read"
+      : `${state.activeState}/${state.subState} (result ${state.result}, main pid ${state.mainPid}, restarts ${state.nRestarts})`;
+  return `${unit}: ${said}; journal's end:\n${journal || "(empty)"}`;
 }
 
 async function unrelatedFingerprint(dir: string): Promise<string> {
