@@ -90,16 +90,44 @@ function logLinesOf(log: string, count: number): string[] {
   return outputLines(log).slice(-count).map(cutLine);
 }
 
-/** Ends a task and everything it started (its process group); the files stay. */
-export async function stopDetached(transport: CommandRunner, dir: string): Promise<void> {
-  await transport.exec(sh`
+/** How long a task has after TERM before it gets KILL. */
+const STOP_GRACE_SECONDS = 5;
+/** How long a KILLed task's processes may take to be gone before the stop says it failed. */
+const KILL_WAIT_SECONDS = 3;
+
+/**
+ * Ends a task and everything it started (its process group); the files stay. TERM, up to `graceSeconds`
+ * on the host's clock in milliseconds, then KILL; resolves once none of its processes is left, and
+ * throws HOST_COMMAND_FAILED naming those that are. (It counted fifty looks instead: with `ps` slow on a
+ * loaded host the loop outlasted the command's time limit, the error was swallowed, KILL was never
+ * sent, and a cancelled swap's download went on.)
+ */
+export async function stopDetached(
+  transport: CommandRunner,
+  dir: string,
+  graceSeconds = STOP_GRACE_SECONDS,
+): Promise<void> {
+  const result = await transport.exec(
+    sh`
     pid=$(cat ${dir}/pid 2>/dev/null || true)
     [ -n "$pid" ] || exit 0
     alive() { ps -o stat= -g "$pid" 2>/dev/null | grep -qv '^Z'; }
+    waited() { end=$(( $(date +%s%3N) + $1 )); while alive; do [ "$(date +%s%3N)" -ge "$end" ] && return 1; sleep 0.1; done; }
     kill -TERM -- -"$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do alive || exit 0; sleep 0.1; done
+    waited ${graceSeconds * 1000} && exit 0
     kill -KILL -- -"$pid" 2>/dev/null || true
-  `);
+    waited ${KILL_WAIT_SECONDS * 1000} && exit 0
+    echo "still running after KILL:"; ps -o pid=,stat=,args= -g "$pid" | grep -v ' Z'
+    exit 1
+  `,
+    { timeoutMs: (graceSeconds + KILL_WAIT_SECONDS + 15) * 1000 },
+  );
+  if (result.code !== 0)
+    throw new CodedError(
+      "HOST_COMMAND_FAILED",
+      `${transport.hostName}: could not stop the task in ${dir}: ${cutLine(result.stdout.trim().replaceAll("\n", "; ")) || result.stderr.trim()}`,
+      `stop it by hand (kill -KILL -- -$(cat ${dir}/pid)); a process in uninterruptible sleep (ps state D) waits on its disk or network`,
+    );
 }
 
 /** Reads a small file the task wrote (e.g. the engine commit); undefined when absent. */

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detachedStatus, startDetached, stopDetached } from "../../src/host/detached-task.ts";
@@ -78,6 +78,24 @@ echo never`,
       sh`ps -eo stat=,args= | grep -F ${`${task}/run.sh`} | grep -v grep | grep -v '^Z' || true`,
     );
     expect(left.stdout.trim()).toBe("");
+  });
+
+  it("stop ends a task that ignores TERM even when every `ps` is slow (a loaded host), and waits until it is gone", async () => {
+    // `ps` 0.3 s a look: the old stop counted fifty looks (20 s), outlasted its command's 10 s limit,
+    // and the KILL was never sent
+    const slow = join(dir.path, "slow-bin");
+    await mkdir(slow, { recursive: true });
+    await writeFile(join(slow, "ps"), '#!/bin/sh\nsleep 0.3\nexec /bin/ps "$@"\n', { mode: 0o755 });
+    const loaded = new LocalTransport({ hostName: "loaded", commandTimeoutMs: 10_000, extraPath: [slow] });
+    const task = join(dir.path, "stubborn");
+    await startDetached(loaded, task, sh`trap '' TERM; sleep 300 & sleep 300; wait`);
+    await waitForState(task, (state) => state === "running", "the task to run");
+    await stopDetached(loaded, task, 1);
+    const left = await host.exec(
+      sh`ps -eo stat=,args= | grep -F ${`${task}/run.sh`} | grep -v grep | grep -v '^Z' || true`,
+    );
+    expect(left.stdout.trim()).toBe("");
+    expect((await detachedStatus(host, task)).state).toBe("dead");
   });
 
   it("reads a log whose progress bars redraw one line with \\r (hf, git) as the lines a person saw, each bounded", async () => {

@@ -1,4 +1,5 @@
 import { verdict } from "../../../src/approval/gate.ts";
+import { describeError } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { baselineStep } from "./baseline.ts";
@@ -80,13 +81,21 @@ export async function prepareStage(ctx: StageContext): Promise<StepResult> {
   return { wait: 0 };
 }
 
-/** Stops the detached download and build; their files stay on the host. */
-export async function stopTasks(ctx: Pick<StageContext, "swap" | "host">): Promise<void> {
+/**
+ * Stops the detached download and build; their files stay on the host. A task that could not be stopped
+ * is not said to be: its stage reads "still running on the host" with why, and the log says so.
+ */
+export async function stopTasks(ctx: Pick<StageContext, "swap" | "host" | "log">): Promise<void> {
   const { swap, host } = ctx;
-  for (const task of [swap.record.tasks.download, swap.record.tasks.build]) {
-    if (task !== undefined) await host.stopTask(task.dir).catch(() => undefined);
-  }
   for (const name of ["download", "build"] as const) {
-    if (swap.record.stages[name].state === "running") swap.stage(name, "skipped", "stopped");
+    const task = swap.record.tasks[name];
+    let failed: string | undefined;
+    if (task !== undefined)
+      await host.stopTask(task.dir).catch((error: unknown) => {
+        failed = error instanceof Error ? error.message : String(error);
+        ctx.log.warn({ task: task.dir, err: describeError(error) }, `the ${name} could not be stopped`);
+      });
+    if (swap.record.stages[name].state === "running")
+      swap.stage(name, "skipped", failed === undefined ? "stopped" : `still running on the host: ${failed}`);
   }
 }

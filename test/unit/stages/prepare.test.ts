@@ -241,8 +241,11 @@ describe("stopTasks", () => {
       },
     };
 
-    await expect(stopTasks({ swap: fake.swap, host })).resolves.toBeUndefined();
+    await expect(stopTasks({ swap: fake.swap, host, log: fake.ctx.log })).resolves.toBeUndefined();
     expect(stopped).toEqual([buildDir(fake)]);
     expect(fake.swap.record.stages.download.state).toBe("skipped");
+    // the card does not say a task stopped that may still run
+    expect(fake.swap.record.stages.download.detail).toBe("still running on the host: gpu-1: connection lost");
+    expect(fake.swap.record.stages.build.detail).toBe("stopped");
   });
 });
