@@ -77,6 +77,9 @@ describe("a worker killed around a park, then restarted", () => {
     await bench.killChildren();
     await bench.spawnBot();
     await swaps.outcome(swap.cardTs, /Rolled back/, 120_000);
+    // the card can say so before the thread has every line (the new process's reporter waits out the
+    // dead one's lock): the final line is the thread's last post
+    await swaps.finalLine(swap.cardTs);
     const record = await swaps.record(swap.swapId);
     expect(record?.switch?.parked?.reloadedAt).toBeDefined();
     expect(swaps.threadText(swap.cardTs)).toMatch(
@@ -104,6 +107,7 @@ describe("a worker killed around a park, then restarted", () => {
     await sim().release("curl");
     await bench.spawnBot();
     await swaps.outcome(swap.cardTs, /Rolled back/, 120_000);
+    await swaps.finalLine(swap.cardTs);
     const thread = swaps.threadText(swap.cardTs);
     expect(thread).toMatch(
       /⚠️ `sglang-[^`]+` would not sleep \(the worker that was parking it stopped before the answer was recorded; the request may have reached the engine, so it is not sent again\): stopped instead, so a rollback reloads it/,
