@@ -5,6 +5,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     pool: "forks",
+    // Files share their worker's module cache (isolate: false): the unit folder took 49.6 s of CPU in
+    // 26.5 s isolated, 19.2 s in 13.7 s shared, since each file no longer loads vitest, src/ and the
+    // testbench afresh. No test mocks modules (no vi.mock); the three that fake timers restore them.
+    isolate: false,
     // Two cores, but the suite mostly waits (simulated loads, outages, health polls). Each file starts real
     // processes (redis, sshd, simulated servers). On 2026-12-03, four at a time ran the machine at a load of
     // 8–10 and timing tests failed; since the benches pace Slack at the emulator's scaled limits and run
