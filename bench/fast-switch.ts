@@ -10,8 +10,8 @@ import { round } from "./stats.ts";
 
 /*
  * Issue #31's fast switching, measured: each figure against the same swap done the old way in the same
- * run. So far the parked rollback (swaps.sleepMode with SGLang's memory saver); the in-place revision
- * update and the cache-warm re-swap come with their features.
+ * run: the parked rollback (swaps.sleepMode with SGLang's memory saver) and the cache-warm re-swap (the
+ * units' compile caches, src/plan/engine-caches.ts). The in-place revision update comes with its feature.
  */
 
 export interface FastOptions {
@@ -29,7 +29,21 @@ export interface FastFigures {
   reload: { failed: number; rollback_s: number };
   /** parked.rollback_s / reload.rollback_s (target ≤ 0.1). */
   rollback_ratio: number;
+  /**
+   * A model's load (its unit's start to healthy, the record's) the first time on a host, its kernels
+   * compiled cold, and again after a swap away and back, its compile caches kept: warm_load_s / first_load_s
+   * (target ≤ 0.5).
+   */
+  warm: { first_load_s: number; warm_load_s: number; ratio: number };
 }
+
+/**
+ * The kernels' JIT compile and warm-up against the weights' read at start, for the bench's model (NVFP4 on
+ * sm_120 under SGLang): 210 s against 18 s of weight I/O, as served by hand on an 8× RTX PRO 6000 host
+ * (src/plan/downtime.ts, DESIGN.md §1). What a kept compile cache saves is that part; the sim pays it as
+ * `jitSeconds` when the unit's TRITON_CACHE_DIR holds no kernels (sglang-server-loading.mjs).
+ */
+const JIT_SHARE_OF_WEIGHT_LOAD = 210 / 18;
 
 /**
  * The resume's cost against a cold start, from the one source that measures both for the same model:
@@ -43,6 +57,8 @@ const RESUME_SHARE_OF_COLD_START = 5.5 / 97.7;
 const MODELS = {
   first: "bench-fast/Qwen3.5-397B-A17B-NVFP4",
   nan: "bench-fast/Qwen3.5-397B-A17B-NVFP4-nan",
+  /** The model the warm host swaps away to and back from (FP8: no JIT of the capture's kind, a plain load). */
+  away: "bench-fast/Qwen3-32B-FP8",
 } as const;
 
 /**
@@ -76,10 +92,18 @@ export async function benchFast(
         frontDoor: { holdSeconds: 300 },
         diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
       }),
+      servingHost("warm", speed, { diskFreeBytes: SEED_BOX_FREE_DISK_BYTES }),
     ],
   });
-  for (const id of Object.values(MODELS))
+  for (const id of [MODELS.first, MODELS.nan])
     bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { id, gated: false, scale: BENCH_WEIGHT_SCALE }));
+  bench.hub.addModel(
+    makeModel("qwen3-fp8-dense", { id: MODELS.away, gated: false, scale: BENCH_WEIGHT_SCALE }),
+  );
+  const jitSeconds = round(options.loadSeconds * JIT_SHARE_OF_WEIGHT_LOAD, 1);
+  await bench
+    .host("warm")
+    .sim.setFault("sglang", { ...engine, jitSeconds, models: { "Qwen3-32B-FP8": { jitSeconds: 0 } } });
   const driver = new SwapDriver(bench);
   try {
     const bot = await spawnBot(bench);
@@ -93,16 +117,22 @@ export async function benchFast(
     );
     const reload = await failedSwap(bench, driver, "reload", options.everyMs);
     progress(`reload: rolled back in ${reload.rollbackS} s, ${reload.clients.failed} requests failed`);
+    const firstLoad = loadSeconds(await driver.record(await swapOn(driver, MODELS.first, "warm", /Swapped/)));
+    await swapOn(driver, MODELS.away, "warm", /Swapped/);
+    const warmLoad = loadSeconds(await driver.record(await swapOn(driver, MODELS.first, "warm", /Swapped/)));
+    progress(`warm: ${MODELS.first} loaded in ${firstLoad} s the first time, ${warmLoad} s back again`);
     await stopBot(bot);
     const figures: FastFigures = {
       parked: { failed: parked.clients.failed, rollback_s: parked.rollbackS, wake_s: parked.wakeS },
       reload: { failed: reload.clients.failed, rollback_s: reload.rollbackS },
       rollback_ratio: round(parked.rollbackS / reload.rollbackS, 3),
+      warm: { first_load_s: firstLoad, warm_load_s: warmLoad, ratio: round(warmLoad / firstLoad, 3) },
     };
     return {
       figures,
       details: [
         `fast: a cold start of ${options.loadSeconds} s and a resume of ${engine.resumeMs} ms (${round(RESUME_SHARE_OF_COLD_START, 3)} of it: vLLM's blog, 235B FP8 woken in 5.5 s of a 97.7 s cold start); a request every ${options.everyMs} ms through each front door: parked ${parked.clients.answered} answered, reload ${reload.clients.answered}`,
+        `fast: the warm host's kernels JIT-compile in ${jitSeconds} s when its compile caches are cold (${round(JIT_SHARE_OF_WEIGHT_LOAD, 1)} × the load: NVFP4 on sm_120, 210 s against 18 s of weight I/O)`,
       ],
     };
   } finally {
@@ -136,6 +166,13 @@ async function failedSwap(
     wakeS: record?.switch?.parked?.wakeSeconds ?? 0,
     clients: report,
   };
+}
+
+/** A swap's load: its new unit's start to healthy, as its record says. */
+function loadSeconds(record: SwapRecord | undefined): number {
+  const seconds = secondsBetween(record?.switch?.newStartedAt, record?.healthyAt);
+  if (seconds === undefined) throw new Error(`swap ${record?.id} has no start or healthy time`);
+  return round(seconds, 2);
 }
 
 function rollbackSeconds(record: SwapRecord | undefined, host: string): number {

@@ -107,6 +107,9 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "reload.failed",
     "reload.rollback_s",
     "rollback_ratio",
+    "warm.first_load_s",
+    "warm.warm_load_s",
+    "warm.ratio",
   ],
 };
 
@@ -374,6 +377,15 @@ export function renderTable(results: Partial<BenchResults>): string {
         "= 0",
         fast.parked.failed === 0 && fast.reload.failed === 0,
       ),
+      row(
+        "",
+        "re-swap load, caches warm",
+        s(fast.warm.warm_load_s),
+        `first ${s(fast.warm.first_load_s)}`,
+        "",
+        undefined,
+      ),
+      row("", "warm / first load", x(fast.warm.ratio), "", "≤ 0.5", fast.warm.ratio <= 0.5),
     );
   }
   const head: Row = {
