@@ -928,3 +928,112 @@ describe("simulated SGLang memory saver (release_memory_occupation / resume_memo
     await stopProc(proc);
   });
 });
+
+describe("simulated SGLang in-place update (update_weights_from_disk)", () => {
+  let sb: Sandbox;
+  let model: string;
+
+  beforeAll(async () => {
+    sb = await makeSandbox("h200-1gpu", { sglang: { loadSeconds: 0.1, msPerToken: 1, ttftMs: 1 } });
+    model = await writeModel(sb.root, "dense", DENSE_CONFIG);
+  });
+  afterAll(async () => {
+    await sb?.remove();
+  });
+
+  async function served() {
+    const server = await startServer(sb, model, []);
+    await server.proc.waitFor(/The server is fired up and ready to roll!/);
+    return server;
+  }
+  const ask = (port: number) =>
+    postJson<GenerateBody>(port, "/generate", {
+      text: "The capital of France is",
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      return_logprob: true,
+    });
+  const modelId = async (port: number) =>
+    ((await getJson(port, "/v1/models")).body as { data: { id: string }[] }).data[0]?.id;
+
+  it("loads a new revision of the same shapes in place: the same process then serves the new path, as SGLang names it", async () => {
+    const revision = await writeModel(sb.root, "dense-v2", DENSE_CONFIG);
+    const { port, proc } = await served();
+    const update = await postJson(port, "/update_weights_from_disk", { model_path: revision });
+    expect(update).toEqual({
+      status: 200,
+      body: { success: true, message: "Succeeded to update model weights.", num_paused_requests: 0 },
+    });
+    // tokenizer_manager._update_model_path_info: the served name becomes the path
+    expect(await modelId(port)).toBe(revision);
+    expect((await ask(port)).body.meta_info.output_token_logprobs.every(([lp]) => lp !== null)).toBe(true);
+    expect(proc.output()).toMatch(/Start update_weights\. Load format=auto/);
+    expect(proc.output()).toMatch(/Update engine weights online from disk begin\. avail mem=[\d.]+ GB/);
+    expect(proc.output()).toMatch(/Update weights end\./);
+    expect(proc.child.exitCode).toBeNull();
+    await stopProc(proc);
+  });
+
+  it("refuses weights of other shapes with a 400, rolls back to the original weights, and keeps serving them", async () => {
+    const other = await writeModel(sb.root, "moe", MOE_CONFIG);
+    const { port, proc } = await served();
+    const before = await modelId(port);
+    const update = await postJson<{ success: boolean; message: string }>(port, "/update_weights_from_disk", {
+      model_path: other,
+    });
+    expect(update.status).toBe(400);
+    expect(update.body.success).toBe(false);
+    expect(update.body.message).toMatch(
+      /^Failed to update weights: Attempted to load weight \(.+\) into parameter \(.+\)\.\nRolling back to original weights\.$/,
+    );
+    expect(await modelId(port)).toBe(before);
+    expect((await ask(port)).body.meta_info.output_token_logprobs.every(([lp]) => lp !== null)).toBe(true);
+    await stopProc(proc);
+  });
+
+  it("answers 400 for a path with no model, and 422 without model_path", async () => {
+    const { port, proc } = await served();
+    const missing = await postJson<{ message: string }>(port, "/update_weights_from_disk", {
+      model_path: join(sb.root, "models", "nowhere"),
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.body.message).toMatch(/^Failed to get weights iterator: /);
+    expect((await postJson(port, "/update_weights_from_disk", {})).status).toBe(422);
+    await stopProc(proc);
+  });
+
+  it("UE8M0-scaled FP8 answers success and then NaN (sglang#30749)", async () => {
+    const quant = { quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128], scale_fmt: "ue8m0" };
+    await rm(model, { recursive: true, force: true });
+    model = await writeModel(sb.root, "dense-fp8", { ...DENSE_CONFIG, quantization_config: quant });
+    const revision = await writeModel(sb.root, "dense-fp8-v2", {
+      ...DENSE_CONFIG,
+      quantization_config: quant,
+    });
+    const { port, proc } = await served();
+    expect((await postJson(port, "/update_weights_from_disk", { model_path: revision })).status).toBe(200);
+    expect((await ask(port)).body.meta_info.output_token_logprobs.every(([lp]) => lp === null)).toBe(true);
+    await stopProc(proc);
+  });
+
+  it("holds a request that arrives during the update until the new weights are in", async () => {
+    await writeFile(
+      join(sb.root, "state", "faults.json"),
+      JSON.stringify({ sglang: { loadSeconds: 0.1, msPerToken: 1, ttftMs: 1, updateSeconds: 1 } }),
+    );
+    const revision = await writeModel(
+      sb.root,
+      "dense-fp8-v3",
+      JSON.parse(await readFile(join(model, "config.json"), "utf8")),
+    );
+    const { port, proc } = await served();
+    const started = Date.now();
+    const update = postJson(port, "/update_weights_from_disk", { model_path: revision });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const answered = await ask(port);
+    expect(answered.status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect((await update).status).toBe(200);
+    await writeFile(join(sb.root, "state", "faults.json"), "{}");
+    await stopProc(proc);
+  });
+});

@@ -400,6 +400,8 @@ const DEFAULTS = {
   resumeMs: 80,
   /** The kernels' JIT compile at a start whose compile caches are cold (sglang-server-loading.mjs). */
   jitSeconds: 0,
+  /** POST /update_weights_from_disk's read of the new weights; -1: loadSeconds × the staged share (sglang-server-update.mjs). */
+  updateSeconds: -1,
   dieAfter: null,
 };
 

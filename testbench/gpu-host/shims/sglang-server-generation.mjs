@@ -28,6 +28,7 @@ export const generationMethods = {
   /** Runs fn while holding one of max_running_requests slots. @param {() => Promise<void>} fn */
   async withSlot(fn) {
     await this.whileReleased();
+    await this.whileUpdating();
     if (this.running >= this.maxRunningRequests) {
       this.queued++;
       await new Promise((resolve) => this.waiters.push(() => resolve(undefined)));

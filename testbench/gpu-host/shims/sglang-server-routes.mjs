@@ -181,6 +181,7 @@ export const routeMethods = {
     }
     if (route === "POST /release_memory_occupation") return this.releaseRoute(req, res);
     if (route === "POST /resume_memory_occupation") return this.resumeRoute(req, res);
+    if (route === "POST /update_weights_from_disk") return this.updateWeightsRoute(req, res);
     if (path === "/generate") {
       if (method !== "POST" && method !== "PUT") return methodNotAllowed(res);
       const body = await readBody(req, res);

@@ -14,8 +14,8 @@
  * sglang-server-startup.mjs (startup checks, crashes), sglang-server-loading.mjs (weights, KV cache,
  * VRAM), sglang-server-routes.mjs (HTTP), sglang-server-generation.mjs (slots, pacing, NaN output),
  * sglang-server-native.mjs (/generate), sglang-server-openai.mjs (/v1/...) and
- * sglang-server-metrics.mjs (decode log, server info, GPU utilisation) and sglang-server-memory.mjs
- * (the memory saver's release and resume).
+ * sglang-server-metrics.mjs (decode log, server info, GPU utilisation), sglang-server-memory.mjs
+ * (the memory saver's release and resume) and sglang-server-update.mjs (the in-place weight update).
  */
 
 import { join } from "node:path";
@@ -39,6 +39,7 @@ import { nativeApiMethods } from "./sglang-server-native.mjs";
 import { openaiApiMethods } from "./sglang-server-openai.mjs";
 import { routeMethods } from "./sglang-server-routes.mjs";
 import { startupMethods } from "./sglang-server-startup.mjs";
+import { updateMethods } from "./sglang-server-update.mjs";
 import { stamp } from "./sglang-server-util.mjs";
 
 const PROG = "launch_server.py";
@@ -115,6 +116,10 @@ class SimServer {
     this.heldMiB = 0;
     /** @type {(() => void)[]} */
     this.resumeWaiters = [];
+    /** An in-place weight update holds the model-update writer lock (sglang-server-update.mjs). */
+    this.updating = false;
+    /** @type {(() => void)[]} */
+    this.updateWaiters = [];
   }
 
   /** @param {string} msg @param {number} [rank] @param {keyof typeof LEVELS} [level] */
@@ -231,6 +236,7 @@ Object.assign(
   openaiApiMethods,
   metricsMethods,
   memoryMethods,
+  updateMethods,
 );
 
 export { readFaults };
