@@ -127,6 +127,20 @@ export interface EngineSleep {
   readonly keptSource: string;
 }
 
+/**
+ * An engine that loads a new revision of the model it serves in place (same architecture, shapes and
+ * quantization): the process, its CUDA graphs and its caches stay, only the weights are read again.
+ */
+export interface EngineInPlace {
+  /** The mechanism, for people: "update_weights_from_disk". */
+  readonly name: string;
+  /**
+   * Loads `modelDir`'s weights into the server on `port`: prints the engine's answer, then the HTTP status
+   * on a line of its own (200 once the new weights serve; `000` when nothing answered).
+   */
+  updateCommand(port: number, modelDir: string, timeoutSeconds: number): ShellCommand;
+}
+
 export interface EngineSetup {
   /**
    * Settings this engine needs beside others it is given (vLLM: --enable-auto-tool-choice with a
@@ -166,6 +180,8 @@ export interface EngineSetup {
   runsIn(execStart: readonly string[]): boolean;
   /** Sleep mode, where the engine has it. */
   readonly sleep?: EngineSleep;
+  /** The in-place weight update, where the engine has it. */
+  readonly inPlace?: EngineInPlace;
   /**
    * The environment variables that place the engine's compile caches (Triton, torch.compile, FlashInfer,
    * DeepGEMM…), each with the subdirectory of a unit's cache directory it gets (src/plan/engine-caches.ts).

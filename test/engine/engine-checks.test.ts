@@ -304,3 +304,56 @@ describe("fatal lines in a crashed unit's journal", () => {
     });
   });
 });
+
+describe("SGLang's in-place update command (update_weights_from_disk) against the simulated engine", () => {
+  const update = sglangEngine.inPlace!;
+  /** The command's answer: the engine's JSON, then the HTTP status on its own line. */
+  const answerOf = (stdout: string) => {
+    const lines = stdout.trimEnd().split("\n");
+    return {
+      status: lines.at(-1),
+      body: JSON.parse(lines.slice(0, -1).join("\n")) as Record<string, unknown>,
+    };
+  };
+  const servedId = async (port: number) =>
+    ((await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
+      ?.id;
+
+  it("loads a new revision's directory into the running server: 200, the same process serves the new path", async () => {
+    const host = await simHost("h200-1gpu");
+    const model = await writeModel(host, "llama-bf16-small");
+    const revision = `${model}-v2`;
+    await exec(sh`cp -r ${model} ${revision}`);
+    const server = await startServer(host, model);
+    const result = await exec(update.updateCommand(server.port, revision, 60));
+    expect(answerOf(result.stdout)).toEqual({
+      status: "200",
+      body: { success: true, message: "Succeeded to update model weights.", num_paused_requests: 0 },
+    });
+    expect(await servedId(server.port)).toBe(revision);
+    expect(server.child.exitCode).toBeNull();
+  });
+
+  it("weights of another architecture: 400 with the engine's reason, and the old weights still serve", async () => {
+    const host = await simHost("h200-1gpu");
+    const model = await writeModel(host, "llama-bf16-small");
+    const other = await writeModel(host, "qwen3-fp8-dense");
+    const server = await startServer(host, model);
+    const before = await servedId(server.port);
+    const answer = answerOf((await exec(update.updateCommand(server.port, other, 60))).stdout);
+    expect(answer.status).toBe("400");
+    expect(answer.body).toMatchObject({
+      success: false,
+      message: expect.stringMatching(/^Failed to update weights: /),
+    });
+    expect(await servedId(server.port)).toBe(before);
+    const sanity = await runSanity(sglangEngine, exec, server.port, { timeoutMs: 10_000 });
+    expect(sanity.ok, sanity.summary).toBe(true);
+  });
+
+  it("prints 000 when nothing listens", async () => {
+    const port = await freePort();
+    const result = await exec(update.updateCommand(port, "/nowhere", 5));
+    expect(result.stdout.trim().split("\n").at(-1)).toBe("000");
+  });
+});

@@ -2,6 +2,7 @@ import { sh } from "../../host/shell-quote.ts";
 import { curlStatus } from "../engine.ts";
 import type {
   EngineBuildInput,
+  EngineInPlace,
   EngineMemory,
   EngineSetup,
   EngineSleep,
@@ -168,6 +169,20 @@ if [ "$state" = idle ]; then ${curlStatus(`${base}/release_memory_occupation`, M
 };
 
 /**
+ * SGLang's in-place update (POST /update_weights_from_disk: http_server.py, tokenizer_manager.py and
+ * model_runner.py): the tokenizer manager's writer lock lets the requests in flight finish and holds new
+ * ones until the weights are in; the model runner reads the new directory and answers 200 `{"success":
+ * true, "message": "Succeeded to update model weights.", …}`, or rolls back to the weights it had and
+ * answers 400 with "Failed to update weights: …". After a success the engine serves the new path, under
+ * that path as its model name. Served without a dev mode: the front door must not forward it.
+ */
+const sglangInPlace: EngineInPlace = {
+  name: "update_weights_from_disk",
+  updateCommand: (port, modelDir, timeout) =>
+    sh`curl -sS --max-time ${timeout} -H ${"Content-Type: application/json"} --data-binary ${JSON.stringify({ model_path: modelDir, abort_all_requests: false })} -w ${"\n%{http_code}\n"} ${`http://127.0.0.1:${port}/update_weights_from_disk`}`,
+};
+
+/**
  * Where SGLang's compile caches go: the cache roots ModelExpress moves between SGLang nodes
  * (ai-dynamo/modelexpress: TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, TVM_FFI_CACHE_DIR,
  * SGLANG_DG_CACHE_DIR, TILELANG_CACHE_DIR, CUTE_DSL_CACHE_DIR, FLASHINFER_WORKSPACE_BASE); SGLang's own
@@ -185,6 +200,7 @@ const SGLANG_CACHES = [
 
 export const sglangSetup: EngineSetup = {
   sleep: sglangSleep,
+  inPlace: sglangInPlace,
   cacheVariables: SGLANG_CACHES,
   spellingsOf: (setting) => SPELLINGS[setting] ?? [{ flag: `--${setting}` }],
   memory: sglangMemory,
