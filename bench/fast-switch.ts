@@ -1,4 +1,4 @@
-import { secondsBetween } from "../src/swap/client-impact.ts";
+import { clientImpact, secondsBetween } from "../src/swap/client-impact.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { BENCH_WEIGHT_SCALE, type Bench, SEED_BOX_FREE_DISK_BYTES, startBench } from "../testbench/bench.ts";
 import { type ClientStreamReport, startClientStream } from "../testbench/client-stream.ts";
@@ -168,9 +168,9 @@ async function failedSwap(
   };
 }
 
-/** A swap's load: its new unit's start to healthy, as its record says. */
+/** A swap's load: its new unit's start to healthy, the phase its thread's clients line reports. */
 function loadSeconds(record: SwapRecord | undefined): number {
-  const seconds = secondsBetween(record?.switch?.newStartedAt, record?.healthyAt);
+  const seconds = record === undefined ? undefined : clientImpact(record)?.phases.load;
   if (seconds === undefined) throw new Error(`swap ${record?.id} has no start or healthy time`);
   return round(seconds, 2);
 }
