@@ -188,7 +188,11 @@ export class HubClient {
       files.push({
         path: entry.path,
         size: entry.size,
-        ...(entry.lfs != null ? { sha256: entry.lfs.oid } : {}),
+        ...(entry.lfs != null
+          ? { sha256: entry.lfs.oid }
+          : entry.oid === undefined
+            ? {}
+            : { oid: entry.oid }),
       });
     }
     for (const path of paths) {

@@ -8,6 +8,8 @@ export const modelFileSchema = z.object({
   size: z.number().int().nonnegative(),
   /** The LFS sha256 of large files (weights), when the Hub gives it. */
   sha256: z.string().optional(),
+  /** The git blob id of a file kept in git, not LFS (the tree's `oid`): tells two revisions' copies apart. */
+  oid: z.string().optional(),
 });
 export type ModelFile = z.infer<typeof modelFileSchema>;
 
