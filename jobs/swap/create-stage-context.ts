@@ -93,6 +93,7 @@ export function createStageContext(
       sharedBenchmark: swaps.sharedBenchmark,
       restartAtFullMemory: swaps.restartAtFullMemory,
       sleepMode: swaps.sleepMode,
+      inPlace: swaps.inPlace,
       retention: config.file.retention,
     },
     emit: (event) => swap.emit(event),

@@ -139,6 +139,8 @@ export const fileSchema = z
          * `false` (default): off.
          */
         sleepMode: z.boolean().default(false),
+        /** A new revision of the served model loads into the running engine where it fits (in-place-plan.ts). */
+        inPlace: z.boolean().default(true),
         /**
          * The settings a requester may give a swap from Slack (`/llm swap … --set context-length=32768`), by
          * name; anything else is refused with this list. Default: none.

@@ -15,6 +15,7 @@ import {
   startupOf,
 } from "./downtime.ts";
 import { hubCliCheck, unitFileCheck, venvCheck } from "./host-checks.ts";
+import { inPlaceBasis } from "./in-place-plan.ts";
 import { modelDirFor } from "./model-dir.ts";
 import type { PlanInput, RecipeOverride } from "./plan-input.ts";
 import { withRenderedUnit } from "./plan-unit.ts";
@@ -131,7 +132,10 @@ export function makePlan(input: PlanInput): SwapPlan {
         : applied.map((r) => `${r.id}: ${r.title}`).join("; "),
   };
 
-  const park = planPark(input, mode?.mode === "cold", tpChoice.vram, memory);
+  // loaded in place: the running engine keeps its GPUs, port and flags; nothing is parked
+  const inPlace = input.inPlace?.will === true ? input.inPlace : undefined;
+  const park =
+    inPlace !== undefined ? undefined : planPark(input, mode?.mode === "cold", tpChoice.vram, memory);
   const modelDir = modelDirFor(hostConfig.modelsDir, model.repo, model.sha);
   // the repo's files decide whether its Python runs, and the config whose: never a recipe or an override
   const remoteCode = remoteCodeCheck(model, facts, input.remoteCodeOrgs);
@@ -248,16 +252,27 @@ export function makePlan(input: PlanInput): SwapPlan {
     unitDiff: "",
     // the estimate reads the page cache when the weights are preloaded; the health limit stays the cold
     // read's (a preload evicted before the load must not roll back a good model)
-    expectedDowntimeSeconds: expectedDowntimeSeconds(
-      facts.weightBytes,
-      startup.seconds,
-      preload?.will === true ? PAGE_CACHED_BYTES_PER_SECOND : LOAD_BYTES_PER_SECOND,
-    ),
-    downtimeBasis: downtimeBasis(facts.weightBytes, startup, preload?.will === true),
+    expectedDowntimeSeconds:
+      inPlace === undefined
+        ? expectedDowntimeSeconds(
+            facts.weightBytes,
+            startup.seconds,
+            preload?.will === true ? PAGE_CACHED_BYTES_PER_SECOND : LOAD_BYTES_PER_SECOND,
+          )
+        : preload?.will === true
+          ? (inPlace.seconds ?? 1)
+          : Math.ceil(facts.weightBytes / LOAD_BYTES_PER_SECOND),
+    downtimeBasis:
+      inPlace === undefined
+        ? downtimeBasis(facts.weightBytes, startup, preload?.will === true)
+        : inPlaceBasis(facts.weightBytes, tpChoice.tp, inPlace, preload?.will === true),
     ...(input.clients === undefined
       ? {}
       : {
-          clients: clientPlan(input.clients, mode!, beside, input.blueGreen, preload, park),
+          clients: {
+            ...clientPlan(input.clients, mode!, beside, input.blueGreen, preload, park),
+            ...(input.inPlace === undefined ? {} : { inPlace: input.inPlace }),
+          },
         }),
     healthTimeoutSeconds: healthTimeoutSeconds(facts.weightBytes, startup.seconds),
     swapId: input.swapId,

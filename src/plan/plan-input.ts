@@ -66,6 +66,11 @@ export interface PlanInput {
   blueGreen?: BlueGreenInput;
   /** The front door's check (preflight reads it), when the host has one. */
   frontDoorCheck?: PlanCheck;
+  /**
+   * A new revision loaded into the running engine (src/plan/in-place-plan.ts), or why not: when it will,
+   * the swap is planned cold, at the served tp, with nothing parked and nothing beside.
+   */
+  inPlace?: ClientPlan["inPlace"];
   /** swaps.sleepMode: units start parkable, and a cold swap parks a parkable old unit (planPark). */
   sleepMode?: boolean;
   /** What disk retention would free on the host now (src/retention/), read when the disk is short. */

@@ -2,6 +2,7 @@ import { describeEngineSource } from "../engine/engine-source.ts";
 import { engineFor } from "../engine/engines.ts";
 import { renderUnit } from "../engine/render-unit.ts";
 import { cacheEnv, engineCacheDir } from "./engine-caches.ts";
+import { inPlaceUnit } from "./in-place-plan.ts";
 import type { FlagChoice, SwapPlan } from "./types.ts";
 import { unifiedDiff } from "./unit-diff.ts";
 
@@ -10,8 +11,23 @@ import { unifiedDiff } from "./unit-diff.ts";
  * Called whenever the flags change (first plan, then again with the engine build's spellings).
  */
 export function withRenderedUnit(plan: SwapPlan): SwapPlan {
-  const unit = renderPlanUnit(plan, plan.flags);
+  const rendered = renderPlanUnit(plan, plan.flags);
   const current = plan.host.currentUnit;
+  // in place: the running unit, its name kept, the model path changed (or why the new flags rule it out)
+  const inPlace = plan.clients?.inPlace;
+  const kept =
+    inPlace?.will === true && inPlace.fromModelDir !== undefined
+      ? inPlaceUnit(
+          current,
+          rendered,
+          { newModelDir: plan.modelDir, oldModelDir: inPlace.fromModelDir },
+          engineFor(plan.engineKind).cacheVariables,
+          `Weights loaded in place (${inPlace.mechanism ?? "the engine's update"}) by swap ${plan.swapId}: the process went on running; it started with ${inPlace.fromModelDir}.`,
+        )
+      : undefined;
+  const unit = kept?.ok === true ? kept : rendered;
+  if (kept?.ok === false)
+    plan = { ...plan, clients: { ...plan.clients!, inPlace: { will: false, why: kept.why } } };
   const dir = plan.unitDir.replace(/\/+$/, "");
   const unitPath = `${dir}/${unit.name}`;
   const unitDiff = unifiedDiff(

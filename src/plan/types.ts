@@ -231,6 +231,24 @@ export const clientPlanSchema = z.object({
     })
     .optional(),
   /**
+   * A new revision of the model serving now, loaded into the running engine (src/plan/in-place-plan.ts):
+   * `will` and why (or why not). When it will, the plan's unit is the running one's (its name kept, the
+   * model path changed), rewritten once the new weights have passed their checks.
+   */
+  inPlace: z
+    .object({
+      will: z.boolean(),
+      why: z.string(),
+      /** The engine's mechanism: "update_weights_from_disk". */
+      mechanism: z.string().optional(),
+      /** The directory and commit the running engine loaded: what a rollback loads back. */
+      fromModelDir: z.string().optional(),
+      fromSha: z.string().optional(),
+      /** About how long the engine pauses for the load, from the page cache. */
+      seconds: z.number().optional(),
+    })
+    .optional(),
+  /**
    * `server`: the slot the new unit serves behind; `from`: the slot serving now (the same one in a cold
    * swap; absent in plans made before there were two).
    */

@@ -10,6 +10,7 @@ import { code, prose } from "./plan-text.ts";
 export function clientsLine(plan: SwapPlan): string[] {
   const c = plan.clients;
   if (c === undefined) return [];
+  if (c.inPlace?.will === true) return inPlaceLines(c, plan.expectedDowntimeSeconds);
   if (c.blueGreen !== undefined && c.frontDoor !== undefined)
     return blueGreenLines(c.blueGreen, c.frontDoor, c.why, plan.expectedDowntimeSeconds);
   const drain = `requests in flight finish first (up to ${duration(c.drainSeconds)})`;
@@ -21,6 +22,7 @@ export function clientsLine(plan: SwapPlan): string[] {
     ...(c.park === undefined
       ? []
       : [`*Old model* ${c.park.will ? "parked, not stopped" : "stopped"}: ${prose(c.park.why, 600)}`]),
+    ...(c.inPlace === undefined ? [] : [`*In place* no: ${prose(c.inPlace.why, 400)}`]),
   ];
   const load = plan.expectedDowntimeSeconds;
   if (c.frontDoor === undefined)
@@ -69,5 +71,21 @@ function blueGreenLines(
   return [
     `*Clients* blue/green ${how} behind the front door (HAProxy: ${code(fd.server, 64)} takes new requests at the flip, ${code(fd.from ?? "?", 64)} drains): the new model loads on ${gpus} (port ${bg.port}) beside the one serving now and is checked there (${bench}); then the front door flips. No request waits or fails.${kv}${window}`,
     ...(why === undefined ? [] : [`*Why blue/green* ${prose(why, 600)}`]),
+  ];
+}
+
+/** A load in place: the engine keeps running; new requests wait for the new weights and their checks. */
+function inPlaceLines(c: NonNullable<SwapPlan["clients"]>, seconds: number): string[] {
+  const drain = `requests in flight finish first (up to ${duration(c.drainSeconds)})`;
+  const how = c.inPlace?.mechanism === undefined ? "" : ` (${code(c.inPlace.mechanism, 64)})`;
+  const fd = c.frontDoor;
+  return [
+    fd === undefined
+      ? `*Clients* in place, no front door: the engine${how} lets requests in flight finish and holds new ones while it loads the new weights (about ${roughly(seconds)}); none is refused, and they are answered by the new weights before their sanity check.`
+      : `*Clients* in place behind the front door (HAProxy: slot ${code(fd.from ?? fd.server, 64)} drains, ${code(fd.hold, 64)} holds): ${drain}; new requests are held (up to ${duration(fd.holdSeconds)}) while the engine${how} loads the new weights (about ${roughly(seconds)}) and they pass health and sanity, then sent to it. None fails.`,
+    `*In place* yes: ${prose(c.inPlace!.why, 600)}`,
+    ...(c.preload === undefined
+      ? []
+      : [`*Page cache* ${c.preload.will ? "yes" : "no"}: ${prose(c.preload.why, 400)}`]),
   ];
 }

@@ -66,9 +66,11 @@ export function renderPlan(plan: SwapPlan, opts: PlanMessageOptions): SlackMessa
   const decision = [
     `*Stops* ${stopsLine(plan)}`,
     ...clientsLine(plan),
-    plan.clients?.blueGreen !== undefined
-      ? `*Expected downtime* none: the new model loads (about ${roughly(plan.expectedDowntimeSeconds)}, health wait limit ${duration(plan.healthTimeoutSeconds)}${basis}) while the old one serves, and the flip is one front-door command${plan.clients?.blueGreen?.restart === undefined ? "" : `; the restart at full memory then holds new requests for about as long (none refused)`}`
-      : `*Expected downtime* about ${roughly(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${duration(plan.healthTimeoutSeconds)})${basis}`,
+    plan.clients?.inPlace?.will === true
+      ? `*Expected downtime* new requests wait about ${roughly(plan.expectedDowntimeSeconds)} for the load, and its health and sanity checks${basis}`
+      : plan.clients?.blueGreen !== undefined
+        ? `*Expected downtime* none: the new model loads (about ${roughly(plan.expectedDowntimeSeconds)}, health wait limit ${duration(plan.healthTimeoutSeconds)}${basis}) while the old one serves, and the flip is one front-door command${plan.clients?.blueGreen?.restart === undefined ? "" : `; the restart at full memory then holds new requests for about as long (none refused)`}`
+        : `*Expected downtime* about ${roughly(plan.expectedDowntimeSeconds)} from stop to healthy (health wait limit ${duration(plan.healthTimeoutSeconds)})${basis}`,
   ].join("\n");
   blocks.push(
     section(`${truncate(decision, Math.max(200, LIMITS.sectionText - sources.length - 1))}\n${sources}`),
@@ -299,6 +301,9 @@ function stopsLine(plan: SwapPlan): string {
   if (!current.exists)
     return `nothing: no ${code(current.name)} on the host; ${newUnit} will be enabled and started`;
   const state = current.active ? "running" : "not running";
+  const inPlace = plan.clients?.inPlace;
+  if (inPlace?.will === true)
+    return `nothing: ${code(current.name)} (${state}) goes on running and loads the new weights in place${inPlace.mechanism === undefined ? "" : ` (${code(inPlace.mechanism, 64)})`}; its unit file gets the new model path once they pass their checks`;
   if (current.name === plan.unitName) {
     return `${newUnit} (${state}) is rewritten and restarted with the new model`;
   }

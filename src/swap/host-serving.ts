@@ -25,6 +25,8 @@ export const servingStateSchema = z.object({
     .object({
       unit: z.string(),
       repo: z.string().optional(),
+      /** Its commit: `/llm rollback` of an in-place swap (the same unit) loads this one back. */
+      sha: z.string().optional(),
       port: z.number().int().optional(),
       engine: z.enum(ENGINE_KINDS),
     })

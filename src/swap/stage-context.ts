@@ -130,6 +130,8 @@ export interface StageSettings {
   restartAtFullMemory: boolean;
   /** swaps.sleepMode: vLLM units start parkable, and a cold swap parks a parkable old unit. */
   sleepMode: boolean;
+  /** swaps.inPlace: a new revision of the served model loads into the running engine where it fits. */
+  inPlace: boolean;
   /** The top-level retention: (src/config/retention-schema.ts); absent in contexts built before it. */
   retention?: RetentionConfig;
   /** recipes.overrides: the config's changes to known recipes. */

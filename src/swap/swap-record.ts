@@ -141,6 +141,8 @@ export const swapRecordSchema = z.object({
     .object({
       unit: z.string(),
       repo: z.string().optional(),
+      /** The commit it served (absent: not known, the config's unit), what an in-place swap goes back to. */
+      sha: z.string().optional(),
       /** The port it listens on (absent: the host's servingPort). */
       port: z.number().int().optional(),
       /** The engine it runs (records from before there was a choice: the host's, store migration v3). */
@@ -183,6 +185,24 @@ export const swapRecordSchema = z.object({
           sane: z.boolean().optional(),
           reloadedAt: isoTime.optional(),
           stoppedAt: isoTime.optional(),
+        })
+        .optional(),
+      /**
+       * A new revision loaded into the running engine (plan.clients.inPlace): when the load was asked for
+       * (the old weights stopped serving then), when the engine answered that the new ones serve and how
+       * long it took, or why it refused (it kept the old ones); when the unit's file got the new model
+       * path; and a rollback's way back: the old weights loaded back, or the unit restarted from its file.
+       */
+      inPlace: z
+        .object({
+          beganAt: isoTime,
+          at: isoTime.optional(),
+          seconds: z.number().optional(),
+          refused: z.string().optional(),
+          unitWrittenAt: isoTime.optional(),
+          revertBeganAt: isoTime.optional(),
+          revertedAt: isoTime.optional(),
+          restartedAt: isoTime.optional(),
         })
         .optional(),
       done: z.boolean().optional(),

@@ -24,6 +24,7 @@ import type { SwapPlan } from "../../../src/plan/types.ts";
 import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { servingPortOf } from "../../../src/swap/unit-ports.ts";
 import { planClients } from "./front-door.ts";
+import { planInPlace } from "./plan-in-place.ts";
 import { reclaimableBytes } from "./reclaim.ts";
 
 /**
@@ -94,13 +95,19 @@ export async function preflightStage(ctx: StageContext): Promise<StepResult> {
       sleepMode: ctx.settings.sleepMode,
       ...(frontDoorCheck === undefined ? {} : { frontDoorCheck }),
     };
+    let planned = input;
     plan = makePlan(input);
     // short of disk: what retention would free counts (the swap deletes it after approval, before its download)
     if (plan.checks.some((c) => c.id === "disk" && !c.ok) && ctx.settings.retention !== undefined) {
       swap.set({ plan });
       const reclaimable = await reclaimableBytes(ctx, ctx.settings.retention);
-      if (reclaimable > 0) plan = makePlan({ ...input, reclaimableBytes: reclaimable });
+      if (reclaimable > 0) {
+        planned = { ...input, reclaimableBytes: reclaimable };
+        plan = makePlan(planned);
+      }
     }
+    // a new revision of the served model: into the running engine, where it fits
+    plan = await planInPlace(ctx, planned, plan);
   } catch (error) {
     if (passesThrough(error)) throw error;
     swap.stage("preflight", "failed", asCodedError(error).message);
@@ -136,6 +143,7 @@ export async function notePrevious(
     previous: {
       unit,
       ...(serving?.repo === undefined ? {} : { repo: serving.repo }),
+      ...(serving?.sha === undefined ? {} : { sha: serving.sha }),
       ...(livePort === host.config.servingPort ? {} : { port: livePort }),
       engine: serving?.engine ?? hostEngineKind(host.config),
     },

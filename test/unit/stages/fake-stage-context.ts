@@ -224,6 +224,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       sharedBenchmark: "after-flip",
       restartAtFullMemory: false,
       sleepMode: false,
+      inPlace: true,
       ...options.settings,
     },
     emit: (event) => swap.emit(event),
