@@ -13,7 +13,9 @@ import { takeHost } from "./take-host.ts";
  * `/llm rollback [host]`: a swap back to the unit that served before the last swap — its unit file and
  * model files are still on the host, so the plan goes straight to approval, then switch, health, sanity
  * and benchmark like any swap. While a blue/green swap of the host is in its flip-back window, the old
- * unit is still loaded: the rollback is then that swap's cancel, a flip back in about a second.
+ * unit is still loaded: the rollback is then that swap's cancel, a flip back in about a second. After a
+ * swap that loaded a new revision in place (the same unit serves it), the rollback is a swap to the
+ * revision before, loaded in place again.
  */
 export const rollbackCommand: SubCommand = {
   name: "rollback",
@@ -59,6 +61,48 @@ export const rollbackCommand: SubCommand = {
     const taken = await takeHost(host, id, { store, swaps });
     if (!taken.ok) return "error" in taken ? failure(taken.error) : busy(taken.busy);
     const note = taken.note === undefined ? "" : `\n${taken.note}`;
+    // an in-place swap left the same unit serving another revision: back is a swap to the one before,
+    // which the plan loads in place again (its files are still on the host)
+    const back = previous.unit === serving?.unit && previous.repo !== undefined ? previous.sha : undefined;
+    if (back !== undefined) {
+      const model = { repo: previous.repo!, revision: back };
+      // the engine build that serves now: reused, so the unit stays the same but for the model path
+      const servedBy =
+        serving?.swapId === undefined
+          ? undefined
+          : (await store.swaps.get(serving.swapId).catch(() => undefined))?.plan?.engine?.commit;
+      const record: SwapRecord = {
+        id,
+        host,
+        requester: request.user,
+        channel: config.file.slack.channel,
+        createdAt: new Date().toISOString(),
+        request: {
+          model,
+          host,
+          tp: undefined,
+          dryRun: false,
+          ...(servedBy === undefined ? {} : { engineRef: servedBy }),
+        },
+        step: "resolve",
+        stages: newStages(),
+        tasks: {},
+      };
+      try {
+        await queueSwap(
+          record,
+          `rollback to ${model.repo}@${back.slice(0, 7)}`,
+          { store, swaps, reports },
+          true,
+        );
+      } catch (error) {
+        return failure(error);
+      }
+      return accepted(
+        `↩️ Rollback queued: *${host}* back to \`${model.repo}@${back.slice(0, 7)}\`, the revision \`${previous.unit}\` served before its weights were loaded in place (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
+        id,
+      );
+    }
     const record: SwapRecord = {
       id,
       host,

@@ -54,6 +54,23 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
           : `🔀 Switched: \`${escapeMrkdwn(event.from)}\` ${old}, \`${escapeMrkdwn(event.to)}\` enabled and started. ${clients}`,
       );
     }
+    case "updated": {
+      const unit = `\`${escapeMrkdwn(event.unit)}\``;
+      const how = `\`${escapeMrkdwn(event.mechanism)}\``;
+      if (event.refused !== undefined)
+        return say(
+          `❌ ${unit} refused the new weights (${how}) and kept serving the old ones: ${escapeMrkdwn(event.refused)}`,
+        );
+      return say(
+        `⚡ New weights loaded into the running ${unit}${event.seconds === undefined ? "" : ` in ${duration(event.seconds)}`} (${how}): the same process${event.mainPid === undefined ? "" : ` (MainPID ${event.mainPid})`}, so no restart, graph capture or JIT.`,
+      );
+    }
+    case "reverted":
+      return say(
+        event.how === "loaded-back"
+          ? `↩️ The old weights loaded back into \`${escapeMrkdwn(event.unit)}\`${event.seconds === undefined ? "" : ` in ${duration(event.seconds)}`}: the same process.`
+          : `⚠️ \`${escapeMrkdwn(event.unit)}\` restarted from its unit file with the old weights${event.why === undefined ? "" : `: ${escapeMrkdwn(event.why)}`}.`,
+      );
     case "flipped":
       return say(
         `🔁 Flipped: the front door sends new requests to \`${escapeMrkdwn(event.to)}\` (the new unit) and drains \`${escapeMrkdwn(event.from)}\`; no request waited. The old model stays loaded until ${utcTime(event.flipBackUntil)}: \`/llm cancel ${escapeMrkdwn(record.id)}\` (or \`/llm rollback ${escapeMrkdwn(record.host)}\`) flips back in about a second.`,

@@ -8,7 +8,7 @@ import type { SwapRecord } from "./swap-record.ts";
  */
 export interface ClientImpact {
   /**
-   * `held`: behind a front door, new requests waited; `refused`: nothing listened on the port;
+   * `held`: behind a front door (or, in place, in the engine), new requests waited; `refused`: nothing listened on the port;
    * `flipped`: blue/green, the front door moved new requests to the new unit at once (flipped back too,
    * when `back`); `unseen`: blue/green that ended before its flip, production never saw the new unit.
    */
@@ -28,7 +28,15 @@ export interface ClientImpact {
    * Seconds of each phase that took place: drain, stop (or park, when the old unit was parked instead),
    * load (start to healthy), sanity.
    */
-  phases: { drain?: number; stop?: number; park?: number; load?: number; sanity?: number };
+  phases: {
+    drain?: number;
+    stop?: number;
+    park?: number;
+    /** In place: the engine's load of the new weights (no stop, no start). */
+    update?: number;
+    load?: number;
+    sanity?: number;
+  };
 }
 
 /** Seconds from one ISO time of a record to another (never negative); undefined when either is unknown. */
@@ -47,11 +55,15 @@ export function clientImpact(record: SwapRecord): ClientImpact | undefined {
   const stop = secondsBetween(sw.stopBeganAt, sw.oldStoppedAt);
   // a park that worked left the old unit running (its weights in host RAM): that phase was its park
   const parked = sw.parked !== undefined && sw.parked.failed === undefined;
+  const inPlace = sw.inPlace;
   const phases: ClientImpact["phases"] = {
     ...(fd?.drainedAt === undefined ? {} : { drain: secondsBetween(fd.heldAt, fd.drainedAt)! }),
-    ...(stop === undefined ? {} : parked ? { park: stop } : { stop }),
+    ...(inPlace !== undefined || stop === undefined ? {} : parked ? { park: stop } : { stop }),
   };
-  const load = secondsBetween(sw.newStartedAt, record.healthyAt);
+  // in place, the load is the engine's: from the ask to its answer (the health probe after it is not one)
+  const update = inPlace?.seconds ?? secondsBetween(inPlace?.beganAt, inPlace?.at);
+  if (update !== undefined) phases.update = update;
+  const load = inPlace !== undefined ? undefined : secondsBetween(sw.newStartedAt, record.healthyAt);
   if (load !== undefined) phases.load = load;
   const sanity = secondsBetween(record.stages.sanity.startedAt, record.stages.sanity.finishedAt);
   if (sanity !== undefined && record.stages.sanity.state === "done") phases.sanity = sanity;
@@ -62,7 +74,8 @@ export function clientImpact(record: SwapRecord): ClientImpact | undefined {
     return { mode: "held", gapSeconds: gap, ...(fd.cut === undefined ? {} : { cut: fd.cut }), phases };
   }
   if (record.downtimeSeconds === undefined) return undefined;
-  return { mode: "refused", gapSeconds: record.downtimeSeconds, phases };
+  // in place without a front door, the engine itself held new requests (its writer lock) while it loaded
+  return { mode: inPlace === undefined ? "refused" : "held", gapSeconds: record.downtimeSeconds, phases };
 }
 
 /** A blue/green swap: load and sanity beside production, the old unit's drain after the flip; no gap. */
@@ -90,7 +103,14 @@ function blueGreenImpact(record: SwapRecord): ClientImpact | undefined {
   };
 }
 
-const PHASE_WORDS = { drain: "drain", stop: "stop", park: "park", load: "load", sanity: "sanity" } as const;
+const PHASE_WORDS = {
+  drain: "drain",
+  stop: "stop",
+  park: "park",
+  update: "load in place",
+  load: "load",
+  sanity: "sanity",
+} as const;
 
 /** "held 7.6 s (drain 2.6 s · stop 0.4 s · load 3.1 s · sanity 0.9 s)", "refused 5.2 s (…)". */
 export function impactText(impact: ClientImpact): string {

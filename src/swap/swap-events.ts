@@ -141,6 +141,29 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     seconds: z.number().optional(),
     why: z.string().optional(),
   }),
+  /**
+   * A new revision loaded into the running engine (`mechanism`: update_weights_from_disk): in `seconds`,
+   * the same process (`mainPid`); or `refused`, the engine's answer, with the old weights kept.
+   */
+  z.object({
+    type: z.literal("updated"),
+    unit: z.string(),
+    mechanism: z.string(),
+    seconds: z.number().optional(),
+    mainPid: z.number().optional(),
+    refused: z
+      .string()
+      .max(EVENT_LINE_CHARS * 2)
+      .optional(),
+  }),
+  /** An in-place swap undone: the old weights loaded back (`seconds`), or the unit restarted from its file. */
+  z.object({
+    type: z.literal("reverted"),
+    unit: z.string(),
+    how: z.enum(["loaded-back", "restarted"]),
+    seconds: z.number().optional(),
+    why: z.string().optional(),
+  }),
   /** The front door holds new requests and drains the old unit: how long the drain took, what it cut. */
   z.object({
     type: z.literal("drained"),

@@ -137,6 +137,60 @@ export const transitions = {
       : {};
   },
   /** The new unit was enabled and started (the first start is kept). */
+  /**
+   * The in-place load is about to be asked for: the old weights stop serving now (the first time is kept;
+   * a later ask, after a worker died, is the same load again).
+   */
+  updateBegan(r: R, at: string): Patch {
+    const s = switchOf(r, "updateBegan");
+    if (s.beside === true) illegal(r, "updateBegan", "a blue/green switch");
+    if (s.inPlace !== undefined) return {};
+    return { switch: { ...s, stopBeganAt: at, oldStoppedAt: at, inPlace: { beganAt: at } } };
+  },
+  /** The engine serves the new weights (`seconds` unknown when a later worker found them there). */
+  updated(r: R, at: string, seconds: number | undefined): Patch {
+    const s = switchOf(r, "updated");
+    if (s.inPlace === undefined) illegal(r, "updated", "an in-place load never asked for");
+    if (s.inPlace.at !== undefined) return {};
+    return {
+      switch: {
+        ...s,
+        newStartedAt: s.newStartedAt ?? at,
+        done: true,
+        inPlace: { ...s.inPlace, at, ...(seconds === undefined ? {} : { seconds }) },
+      },
+    };
+  },
+  /** The engine refused the new weights and kept serving the old ones. */
+  updateRefused(r: R, _at: string, why: string): Patch {
+    const s = switchOf(r, "updateRefused");
+    if (s.inPlace === undefined) illegal(r, "updateRefused", "an in-place load never asked for");
+    return { switch: { ...s, inPlace: { ...s.inPlace, refused: why } } };
+  },
+  /** The running unit's file now names the new model (the swap's takeRequests). */
+  inPlaceUnitWritten(r: R, at: string): Patch {
+    const s = switchOf(r, "inPlaceUnitWritten");
+    if (s.inPlace === undefined) illegal(r, "inPlaceUnitWritten", "an in-place load never asked for");
+    return s.inPlace.unitWrittenAt === undefined
+      ? { switch: { ...s, inPlace: { ...s.inPlace, unitWrittenAt: at } } }
+      : {};
+  },
+  /** The rollback's load of the old weights is about to be asked for (the first time is kept). */
+  revertBegan(r: R, at: string): Patch {
+    const s = switchOf(r, "revertBegan");
+    if (s.inPlace === undefined) illegal(r, "revertBegan", "an in-place load never asked for");
+    return s.inPlace.revertBeganAt === undefined
+      ? { switch: { ...s, inPlace: { ...s.inPlace, revertBeganAt: at } } }
+      : {};
+  },
+  /** The old weights serve again: loaded back (`restarted` false) or by a restart from the unit's file. */
+  reverted(r: R, at: string, restarted: boolean): Patch {
+    const s = switchOf(r, "reverted");
+    if (s.inPlace === undefined) illegal(r, "reverted", "an in-place load never asked for");
+    return {
+      switch: { ...s, inPlace: { ...s.inPlace, ...(restarted ? { restartedAt: at } : { revertedAt: at }) } },
+    };
+  },
   newStarted(r: R, at: string): Patch {
     const s = switchOf(r, "newStarted");
     return { switch: { ...s, newStartedAt: s.newStartedAt ?? at, done: true } };

@@ -24,6 +24,11 @@ export interface Expected {
   mainPid?: number;
   /** The front door's slot that must be the one ready (the host has a front door). */
   slot?: string;
+  /**
+   * The weights it must serve, as its engine's model info says (an in-place swap's unit serves either
+   * revision with the same process: only the engine can tell which).
+   */
+  modelDir?: string;
 }
 
 export type FinalCheck = NonNullable<SwapRecord["finalCheck"]>;
@@ -54,11 +59,14 @@ export async function finalCheck(
     echo ---direct---
     ${engine.healthProbe(port, CHECK_SECONDS)} || true
     echo ---door---
-    ${viaDoor === undefined ? sh`true` : sh`${engine.healthProbe(viaDoor, CHECK_SECONDS)} || true`}`,
-    { timeoutMs: probeCommandMs(CHECK_SECONDS, probes) },
+    ${viaDoor === undefined ? sh`true` : sh`${engine.healthProbe(viaDoor, CHECK_SECONDS)} || true`}
+    echo ---info---
+    ${expected.modelDir === undefined ? sh`true` : sh`curl -s --max-time ${CHECK_SECONDS} ${`http://127.0.0.1:${port}${engine.modelInfoPath}`} || true`}`,
+    { timeoutMs: probeCommandMs(CHECK_SECONDS, probes + (expected.modelDir === undefined ? 0 : 1)) },
   );
   const [show = "", rest = ""] = read.stdout.split("---direct---\n");
-  const [direct = "", door = ""] = rest.split("---door---\n");
+  const [direct = "", afterDirect = ""] = rest.split("---door---\n");
+  const [door = "", info = ""] = afterDirect.split("---info---\n");
   const props = Object.fromEntries(
     show
       .split("\n")
@@ -84,6 +92,13 @@ export async function finalCheck(
     if (doorStatus !== "200")
       problems.push(
         `${engine.healthLabel} through the front door (port ${viaDoor}) answered ${answered(doorStatus)}`,
+      );
+  }
+  if (expected.modelDir !== undefined && directStatus === "200") {
+    const serves = servedPathOf(engine, info);
+    if (serves !== expected.modelDir)
+      problems.push(
+        `the engine on port ${port} serves ${serves === undefined ? "it does not say what" : `\`${serves}\``}, not \`${expected.modelDir}\``,
       );
   }
   if (fd !== undefined && expected.slot !== undefined) {
@@ -120,8 +135,18 @@ export async function finalCheck(
     unit,
     ok: sane,
     mainPid,
-    detail: `\`${unit}\` active (MainPID ${mainPid}); ${engine.healthLabel} and a sanity prompt answered ${where(viaDoor, port)}${expected.slot === undefined ? "" : `, \`${expected.slot}\` the front door's ready slot`}`,
+    detail: `\`${unit}\` active (MainPID ${mainPid})${expected.modelDir === undefined ? "" : ` serving \`${expected.modelDir.split("/").at(-1)}\``}; ${engine.healthLabel} and a sanity prompt answered ${where(viaDoor, port)}${expected.slot === undefined ? "" : `, \`${expected.slot}\` the front door's ready slot`}`,
   };
+}
+
+/** The model directory in the engine's model info, if it names one. */
+export function servedPathOf(engine: Engine, body: string): string | undefined {
+  try {
+    const path = engine.servedModelPath(body);
+    return typeof path === "string" ? path : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function where(viaDoor: number | undefined, port: number): string {

@@ -30,7 +30,13 @@ export async function servesTheNewModel(
   const pid = Number(pidText.trim()) || 0;
   if (pid === 0) return { wrong: `${plan.unitName} has no process, yet something answers on port ${port}` };
   const oldPid = record.switch?.oldMainPid ?? 0;
-  if (oldPid !== 0 && pid === oldPid)
+  // in place, the process that loaded the new weights is the one that served the old ones
+  if (record.switch?.inPlace !== undefined) {
+    if (oldPid !== 0 && pid !== oldPid)
+      return {
+        wrong: `${plan.unitName} was restarted during the in-place load (MainPID ${pid}, was ${oldPid}): its new process loaded the weights its unit file names, not the new ones`,
+      };
+  } else if (oldPid !== 0 && pid === oldPid)
     return {
       wrong: `${plan.unitName} runs the old unit's process (MainPID ${pid}): nothing new was started`,
     };
@@ -131,7 +137,9 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const healthyAt = isoNow(clock);
   // where the start went, as the engine timed it: what the next swap could save, and where
   const loadSeconds = Math.max(0, (Date.parse(healthyAt) - startedAt) / 1000);
-  const phases = ctx.engine.startupPhases(await startupLines(ctx, plan.unitName));
+  // in place, nothing started: the unit's start-up lines are its first start's
+  const inPlace = swap.record.switch?.inPlace !== undefined;
+  const phases = inPlace ? {} : ctx.engine.startupPhases(await startupLines(ctx, plan.unitName));
   swap.to.started({ ...phases, loadSeconds });
   const startup = describeStartup(phases, loadSeconds);
   const its = startup === undefined ? "" : `; its start: ${startup}`;
@@ -149,7 +157,7 @@ export async function healthStage(ctx: StageContext): Promise<StepResult> {
   const downtimeSeconds = (Date.parse(healthyAt) - Date.parse(swap.record.switch!.oldStoppedAt!)) / 1000;
   swap.to.healthy(plan.unitName, serves.mainPid, downtimeSeconds);
   // a park that worked left the old unit running, its weights in host RAM: it was parked, not stopped
-  const old = isParked(swap.record) ? "was parked" : "stopped";
+  const old = inPlace ? "stopped serving (in place)" : isParked(swap.record) ? "was parked" : "stopped";
   swap.stage("health", "done", `healthy ${duration(downtimeSeconds)} after the old unit ${old}${its}`);
   ctx.emit({ type: "healthy", unit: plan.unitName, downtimeSeconds });
   return { next: "sanity" };

@@ -73,7 +73,7 @@ export async function switchStage(ctx: StageContext): Promise<StepResult> {
  * RAM available: the new unit's load then reads memory, not disk. A preload that fails or runs out of
  * time only costs speed: the swap goes on and the thread says so.
  */
-async function preload(ctx: Pick<StageContext, "clock" | "emit" | "host" | "swap">): Promise<void> {
+export async function preload(ctx: Pick<StageContext, "clock" | "emit" | "host" | "swap">): Promise<void> {
   const { swap, host, clock } = ctx;
   const plan = swap.record.plan!;
   if (plan.clients?.preload?.will !== true || swap.record.switch!.preload !== undefined) return;
