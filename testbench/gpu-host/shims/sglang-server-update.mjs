@@ -51,7 +51,9 @@ export const updateMethods = {
     const loadFormat =
       typeof body.load_format === "string" ? body.load_format : String(this.args.load_format ?? "auto");
     this.log(`Start update_weights. Load format=${loadFormat}`);
-    // the writer lock: requests in flight finish, new ones wait for the update's end
+    // the writer lock (tokenizer_manager.py: `async with self.model_update_lock.writer_lock`): another update
+    // waits for this one's end; requests in flight finish, new ones wait for the update's end
+    await this.whileUpdating();
     this.updating = true;
     try {
       while (this.running > 0) await sleep(10);
