@@ -33,3 +33,30 @@ describe("the clients' line of a cold swap", () => {
     );
   });
 });
+
+describe("the clients' line of an in-place swap", () => {
+  const inPlace = (frontDoor: boolean) =>
+    aRecord({
+      switch: {
+        startedAt: T(0),
+        stopBeganAt: T(1),
+        oldStoppedAt: T(1),
+        newStartedAt: T(3),
+        inPlace: { beganAt: T(1), at: T(3), seconds: 1.8 },
+        done: true,
+      },
+      ...(frontDoor ? { frontDoor: { heldAt: T(0), drainedAt: T(1), releasedAt: T(5) } } : {}),
+      healthyAt: T(4),
+      downtimeSeconds: 3,
+    });
+
+  it("names the engine's load, never a stop or a start, behind a front door", () => {
+    expect(impactText(clientImpact(inPlace(true))!)).toBe(
+      "requests held 5 s (drain 1 s · load in place 1.8 s)",
+    );
+  });
+
+  it("says requests were held (by the engine's writer lock), not refused, without one", () => {
+    expect(clientImpact(inPlace(false))).toMatchObject({ mode: "held", gapSeconds: 3 });
+  });
+});
