@@ -11,7 +11,8 @@ import { round } from "./stats.ts";
 /*
  * Issue #31's fast switching, measured: each figure against the same swap done the old way in the same
  * run: the parked rollback (swaps.sleepMode with SGLang's memory saver) and the cache-warm re-swap (the
- * units' compile caches, src/plan/engine-caches.ts). The in-place revision update comes with its feature.
+ * units' compile caches, src/plan/engine-caches.ts) and the in-place revision update (swaps.inPlace:
+ * SGLang's update_weights_from_disk into the running engine).
  */
 
 export interface FastOptions {
@@ -35,6 +36,12 @@ export interface FastFigures {
    * (target ≤ 0.5).
    */
   warm: { first_load_s: number; warm_load_s: number; ratio: number };
+  /**
+   * A new revision of the served model behind the front door: the longest a client request was held when
+   * it was loaded in place, against the same model's cold swap onto the host (its first), in the same run;
+   * in_place_s / cold_s (target ≤ 0.1), and the client requests that failed in the in-place one.
+   */
+  revision: { cold_s: number; in_place_s: number; ratio: number; failed: number };
 }
 
 /**
@@ -59,7 +66,12 @@ const MODELS = {
   nan: "bench-fast/Qwen3.5-397B-A17B-NVFP4-nan",
   /** The model the warm host swaps away to and back from (FP8: no JIT of the capture's kind, a plain load). */
   away: "bench-fast/Qwen3-32B-FP8",
+  /** The revision host's model: its main revision swapped in cold, then `v2` (the same files) in place. */
+  revision: "bench-fast/Qwen3-32B-FP8-rev",
 } as const;
+
+/** The commits of MODELS.revision's main and v2. */
+const REVISIONS = { main: "f6".repeat(20), v2: "a7".repeat(20) };
 
 /**
  * Two hosts behind a real HAProxy, swaps.sleepMode on: `parked` has a standby slot (the old unit is parked
@@ -93,12 +105,24 @@ export async function benchFast(
         diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
       }),
       servingHost("warm", speed, { diskFreeBytes: SEED_BOX_FREE_DISK_BYTES }),
+      servingHost("revision", speed, {
+        frontDoor: { holdSeconds: 300 },
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+      }),
     ],
   });
   for (const id of [MODELS.first, MODELS.nan])
     bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4", { id, gated: false, scale: BENCH_WEIGHT_SCALE }));
   bench.hub.addModel(
     makeModel("qwen3-fp8-dense", { id: MODELS.away, gated: false, scale: BENCH_WEIGHT_SCALE }),
+  );
+  bench.hub.addModel(
+    makeModel("qwen3-fp8-dense", {
+      id: MODELS.revision,
+      gated: false,
+      scale: BENCH_WEIGHT_SCALE,
+      revisions: REVISIONS,
+    }),
   );
   const jitSeconds = round(options.loadSeconds * JIT_SHARE_OF_WEIGHT_LOAD, 1);
   await bench
@@ -121,12 +145,17 @@ export async function benchFast(
     await swapOn(driver, MODELS.away, "warm", /Swapped/);
     const warmLoad = loadSeconds(await driver.record(await swapOn(driver, MODELS.first, "warm", /Swapped/)));
     progress(`warm: ${MODELS.first} loaded in ${firstLoad} s the first time, ${warmLoad} s back again`);
+    const revision = await revisionSwaps(bench, driver, options.everyMs);
+    progress(
+      `revision: held ${revision.in_place_s} s in place against ${revision.cold_s} s cold, ${revision.failed} requests failed`,
+    );
     await stopBot(bot);
     const figures: FastFigures = {
       parked: { failed: parked.clients.failed, rollback_s: parked.rollbackS, wake_s: parked.wakeS },
       reload: { failed: reload.clients.failed, rollback_s: reload.rollbackS },
       rollback_ratio: round(parked.rollbackS / reload.rollbackS, 3),
       warm: { first_load_s: firstLoad, warm_load_s: warmLoad, ratio: round(warmLoad / firstLoad, 3) },
+      revision,
     };
     return {
       figures,
@@ -165,6 +194,33 @@ async function failedSwap(
     rollbackS: rollbackSeconds(record, host),
     wakeS: record?.switch?.parked?.wakeSeconds ?? 0,
     clients: report,
+  };
+}
+
+/**
+ * MODELS.revision's main swapped in cold (from the seed's model), then its v2 loaded in place under a client
+ * stream: the longest each held a request (the record's front-door hold to release, the card's figure).
+ */
+async function revisionSwaps(
+  bench: Bench,
+  driver: SwapDriver,
+  everyMs: number,
+): Promise<FastFigures["revision"]> {
+  const cold = await driver.record(await swapOn(driver, MODELS.revision, "revision", /Swapped/));
+  const clients = startClientStream(bench.host("revision").frontDoor!.url, { everyMs, timeoutMs: 600_000 });
+  const next = await driver.record(await swapOn(driver, `${MODELS.revision}@v2`, "revision", /Swapped/));
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const report = await clients.stop();
+  if (next?.switch?.inPlace?.at === undefined)
+    throw new Error(
+      `the swap to ${MODELS.revision}@v2 was not loaded in place (${next?.plan?.clients?.inPlace?.why})`,
+    );
+  const [coldS, inPlaceS] = [cold, next].map((r) => round(clientImpact(r!)?.gapSeconds ?? Number.NaN, 2));
+  return {
+    cold_s: coldS!,
+    in_place_s: inPlaceS!,
+    ratio: round(inPlaceS! / coldS!, 3),
+    failed: report.failed,
   };
 }
 

@@ -110,6 +110,10 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "warm.first_load_s",
     "warm.warm_load_s",
     "warm.ratio",
+    "revision.cold_s",
+    "revision.in_place_s",
+    "revision.ratio",
+    "revision.failed",
   ],
 };
 
@@ -386,6 +390,23 @@ export function renderTable(results: Partial<BenchResults>): string {
         undefined,
       ),
       row("", "warm / first load", x(fast.warm.ratio), "", "≤ 0.5", fast.warm.ratio <= 0.5),
+      row(
+        "",
+        "new revision in place: held",
+        s(fast.revision.in_place_s),
+        `cold ${s(fast.revision.cold_s)}`,
+        "",
+        undefined,
+      ),
+      row("", "in place / cold", x(fast.revision.ratio), "", "≤ 0.1", fast.revision.ratio <= 0.1),
+      row(
+        "",
+        "failed requests (in place)",
+        String(fast.revision.failed),
+        "",
+        "= 0",
+        fast.revision.failed === 0,
+      ),
     );
   }
   const head: Row = {
