@@ -8,6 +8,8 @@ const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
 const QWEN_NAN = "nvidia/Qwen3.5-397B-A17B-NVFP4-nan";
 /** gpu-3's new model: small enough (≈ 8 GB) to load on the 4 GPUs its old model leaves idle. */
 const QWEN_8B = "Qwen/Qwen3-8B-FP8";
+/** A second commit of it (the same files: a new revision), which gpu-6 loads into its running engine. */
+const QWEN_8B_V2 = `${QWEN_8B}/tree/v2`;
 
 /**
  * `npm run demo`: the real bot against the bench (real Redis and sshd, simulated Slack, Hub and GPU
@@ -20,7 +22,7 @@ export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say(
-    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, six GPU hosts)…",
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, seven GPU hosts)…",
   );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
@@ -86,6 +88,15 @@ export async function runDemo(): Promise<number> {
         waitHealthy: true,
       },
       {
+        name: "gpu-6",
+        gpus: "h200-1gpu",
+        serving: { preset: "llama-bf16-small" },
+        // its second swap is a new revision of the model its first put there: loaded in place
+        // (swaps.inPlace), the same process serving on, behind the front door's hold
+        frontDoor: { holdSeconds: 300 },
+        waitHealthy: true,
+      },
+      {
         name: "h200",
         gpus: "h200-1gpu",
         serving: { preset: "llama-bf16-small" },
@@ -98,7 +109,9 @@ export async function runDemo(): Promise<number> {
     bench.hub.addModel(
       makeModel("qwen3.5-moe-nvfp4", { id: QWEN_NAN, gated: false, scale: BENCH_WEIGHT_SCALE }),
     );
-    bench.hub.addModel(makeModel("qwen3-fp8-dense", { scale: BENCH_WEIGHT_SCALE }));
+    bench.hub.addModel(
+      makeModel("qwen3-fp8-dense", { scale: BENCH_WEIGHT_SCALE, revisions: { v2: "b7".repeat(20) } }),
+    );
     await bench.startBot();
     say(`bench ready in ${bench.dir}; the bot's log is ${bench.dir}/bot.log`);
     say("Slack's real rate limits are enforced by the emulator.\n");
@@ -133,6 +146,9 @@ export async function runDemo(): Promise<number> {
       // gpu-5: a cold swap that starts a parkable unit, then one whose new model fails: the old one wakes
       ["gpu-5", QWEN],
       ["gpu-5", QWEN_NAN],
+      // gpu-6: Qwen3-8B-FP8 cold, then its v2 loaded into the running engine (update_weights_from_disk)
+      ["gpu-6", QWEN_8B],
+      ["gpu-6", QWEN_8B_V2],
     ] as const) {
       const door = bench.host(host).frontDoor;
       // production traffic: a request every 200 ms through the host's front door while it is swapped
@@ -166,7 +182,9 @@ export async function runDemo(): Promise<number> {
             ? "blue/green: the new model loaded beside the old one, and the front door flipped"
             : model === QWEN_NAN
               ? "held by the front door while the new model failed and the parked old one woke"
-              : "held by the front door while the new model loaded";
+              : model === QWEN_8B_V2
+                ? "held by the front door while the running engine loaded the new revision in place"
+                : "held by the front door while the new model loaded";
         say(
           `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (${how})`,
         );
