@@ -180,27 +180,31 @@ export async function undoInPlace(ctx: StageContext, why: string): Promise<Rollb
         if (passesThrough(error)) throw error;
         ctx.log.warn({ err: describeError(error) }, "the rollback could not hold requests at the front door");
       });
-    const sw = swap.record.switch!.inPlace!;
+    // a switch that failed before the load was asked for (the host or the front door away) changed no
+    // weights: the engine is only asked which it serves, and loaded back if need be
+    const sw = swap.record.switch?.inPlace;
     // its file first: whatever comes next, a restart serves the old weights
-    if (sw.unitWrittenAt !== undefined) await installUnit({ host, swap }, oldText);
-    if (sw.revertedAt === undefined && sw.restartedAt === undefined) {
+    if (sw?.unitWrittenAt !== undefined) await installUnit({ host, swap }, oldText);
+    if (sw?.revertedAt === undefined && sw?.restartedAt === undefined) {
       const serving = await servedPath(ctx, port);
       if (serving !== oldDir) {
         const began = clock.now();
-        swap.to.revertBegan();
-        await swap.checkpoint();
+        if (sw !== undefined) {
+          swap.to.revertBegan();
+          await swap.checkpoint();
+        }
         const back =
           serving === undefined
             ? { ok: false as const, why: "the engine does not answer" }
             : await load(ctx, port, oldDir);
         if (back.ok) {
-          swap.to.reverted(false);
+          if (sw !== undefined) swap.to.reverted(false);
           ctx.emit({ type: "reverted", unit, how: "loaded-back", seconds: (clock.now() - began) / 1000 });
         } else {
           // the commands the sudo rules allow: stopped, then started from its file (the old model path)
           await stopUnit(ctx, unit);
           await host.change(unitCommands.enableNow(unit), `starting ${unit}`, { privileged: true });
-          swap.to.reverted(true);
+          if (sw !== undefined) swap.to.reverted(true);
           ctx.emit({
             type: "reverted",
             unit,
