@@ -23,3 +23,39 @@ printf '{"at":"%s","cmd":"${cmd}","argv":[%s]}\\n' "$at" "$j" >> ${shQuote(resol
 /** The unit name in the variable `u` as systemd reads one (shims/units.mjs normalizeUnitName): `x` is `x.service`. */
 export const UNIT_NAME_BASH =
   'case "$u" in *.service|*.socket|*.target|*.timer|*.mount|*.path|*.slice|*.scope|*.device|*.swap|*.automount) ;; *) u=$u.service ;; esac\n';
+
+/**
+ * `alive PID`: true while the process exists and is not a zombie, as `isAlive` in shims/sandbox.mjs decides
+ * (a whole number above 0 whose /proc/<pid>/stat reads a state other than Z or X). A process that ends
+ * while it is read is not alive, and says nothing on stderr.
+ */
+export const ALIVE_BASH = `alive() { local l; [[ $1 =~ ^[0-9]{1,9}$ ]] && [ "$1" -gt 0 ] && { read -r l < "/proc/$1/stat"; } 2>/dev/null && l=\${l##*) } && [ "\${l%% *}" != Z ] && [ "\${l%% *}" != X ]; }
+`;
+
+/**
+ * `json_members FILE NAME`: the top-level members of a JSON object file as `writeJsonAtomic` writes it
+ * (JSON.stringify with an indent of 2: `{`, each member on a line of its own beginning `  "key": `, `}`;
+ * `{}` when empty) into the associative array NAME: key → the value's text to the end of that line, less a
+ * trailing comma (a value spanning lines is its opening `{` or `[`). A missing or empty file is an empty
+ * object, as readJsonFile's fallback; a file in any other layout (compact JSON, say) sets `ok=0` and the
+ * fast path leaves the call to Node.
+ */
+export const JSON_MEMBERS_BASH = `json_members() {
+  local -n __m=$2
+  local l k first=1
+  __m=()
+  [ -e "$1" ] || return 0
+  { while IFS= read -r l || [ -n "$l" ]; do
+    if [ "$first" = 1 ]; then
+      first=0
+      [ "$l" = "{}" ] && return 0
+      [ "$l" = "{" ] || { ok=0; return 0; }
+      continue
+    fi
+    case $l in
+      '  "'*'": '*) k=\${l#'  "'}; k=\${k%%'": '*}; l=\${l#*'": '}; __m[$k]=\${l%,} ;;
+    esac
+  done 2>/dev/null < "$1"; } || ok=0
+  return 0
+}
+`;

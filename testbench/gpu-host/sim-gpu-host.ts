@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { dfFastPath } from "./df-fast-path.ts";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
 import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
+import { nvidiaSmiFastPath } from "./nvidia-smi-fast-path.ts";
 import {
   isAlive,
   processGroupAlive,
@@ -491,7 +492,9 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
           ? journalctlTailFastPath(host.root)
           : name === "df"
             ? dfFastPath(host.root)
-            : "";
+            : name === "nvidia-smi"
+              ? nvidiaSmiFastPath(host.root, opts.gpus)
+              : "";
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
