@@ -4,8 +4,10 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { dfFastPath } from "./df-fast-path.ts";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
+import { hfFastPath } from "./hf-fast-path.ts";
 import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
 import { nvidiaSmiFastPath } from "./nvidia-smi-fast-path.ts";
+import { pythonFastPath } from "./python-fast-path.ts";
 import {
   isAlive,
   processGroupAlive,
@@ -504,11 +506,23 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   };
   for (const [name, wanted] of Object.entries(clis)) {
     if (wanted && existsSync(shimScriptPath(name)))
-      await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
+      await writeShimWrapper(
+        join(paths.binDir, name),
+        shimScriptPath(name),
+        host.root,
+        {},
+        name === "hf" ? hfFastPath(host.root) : "",
+      );
     else await rm(join(paths.binDir, name), { force: true });
   }
   for (const name of ["python", "python3"]) {
-    await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("python"), host.root);
+    await writeShimWrapper(
+      join(paths.venvDir, "bin", name),
+      shimScriptPath("python"),
+      host.root,
+      {},
+      pythonFastPath(host.root),
+    );
   }
   for (const name of ["pip", "pip3"]) {
     await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("pip"), host.root);
