@@ -4,6 +4,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { dfFastPath } from "./df-fast-path.ts";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
+import { freeFastPath } from "./free-fast-path.ts";
 import { hfFastPath } from "./hf-fast-path.ts";
 import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
 import { nvidiaSmiFastPath } from "./nvidia-smi-fast-path.ts";
@@ -496,7 +497,9 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
             ? dfFastPath(host.root)
             : name === "nvidia-smi"
               ? nvidiaSmiFastPath(host.root, opts.gpus)
-              : "";
+              : name === "free"
+                ? freeFastPath(host.root)
+                : "";
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
