@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemctlFastPath } from "../../testbench/gpu-host/systemctl-fast-path.ts";
 import { shimScriptPath, writeShimWrapper } from "../../testbench/gpu-host/write-shim-wrapper.ts";
@@ -146,8 +147,10 @@ describe("systemctl is-active answered by the shell", () => {
       ["status", "a"],
       ["is-active", "a$(id)"],
       ["show", "a.service"],
-      ["show", "-p", "FragmentPath", "a.service"],
-      ["show", "-p", "MainPID,LoadState", "a.service"],
+      ["show", "-p", "Description", "a.service"],
+      ["show", "-p", "MainPID,Result", "a.service"],
+      ["is-enabled", "--quiet", "a.service"],
+      ["is-enabled", "a.service", "b.service"],
       ["show", "-p", "MainPID", "a.service", "b.service"],
       ["show", "-p", "MainPID", "--all", "a.service"],
       ["show", "-p", "MainPID"],
@@ -158,5 +161,136 @@ describe("systemctl is-active answered by the shell", () => {
       expect(result.code, args.join(" ")).not.toBe(0);
       expect(result.code, args.join(" ")).not.toBe(3);
     }
+  });
+});
+
+/** Both answers with stderr too (is-enabled of a unit with no file says so there). */
+async function fullAnswer(command: string, args: string[]) {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(command, args, {
+      env: { ...process.env, MODELSWAP_SANDBOX: root },
+    });
+    return { out: stdout, err: stderr, code: 0 };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; code?: number };
+    return { out: e.stdout ?? "", err: e.stderr ?? "", code: e.code ?? -1 };
+  }
+}
+
+/** A unit file as modelswap writes one (src/switch: comments, continued ExecStart=, [Install]). */
+const PRODUCT_UNIT = `# Written by modelswap for swap sw-1; later swaps write units of their own.
+# Model: org/m at commit 43da92d. Caches kept in a directory of this build… (not ASCII: a comment)
+[Unit]
+Description=SGLang serving org/m@43da92d (modelswap)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+# Start from the local files only.
+Environment=HF_HUB_OFFLINE=1
+Environment=PYTHONPATH=/srv/models/.modelswap/engines/sglang-0d05226c0b2d/python
+ExecStart=/srv/venvs/sglang/bin/python -m sglang.launch_server \\
+    --model-path /srv/models/org--m--43da92d546ab \\
+    --served-model-name org/m \\
+    --tp-size 8
+Restart=on-failure
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+`;
+
+describe("systemctl show of LoadState, FragmentPath, UnitFileState and is-enabled answered by the shell", () => {
+  const unitDir = () => join(root, "etc", "systemd", "system");
+  const FORMS = [
+    ["show", "UNIT", "--property=LoadState,ActiveState,FragmentPath"],
+    ["show", "UNIT", "--property=FragmentPath", "--value"],
+    ["show", "-p", "LoadState", "-p", "ActiveState", "UNIT"],
+    ["show", "-pUnitFileState", "--property=SubState,LoadState,MainPID", "UNIT"],
+    ["is-enabled", "UNIT"],
+  ];
+  const cases: Array<[string, string | null, string[]?]> = [
+    ["no unit file", null],
+    ["modelswap's unit, disabled", PRODUCT_UNIT],
+    ["modelswap's unit, enabled", PRODUCT_UNIT, ["multi-user.target.wants"]],
+    ["enabled by a dangling link in a hidden .requires directory", PRODUCT_UNIT, [".x.requires"]],
+    ["no [Install]: static", "[Service]\nExecStart=/bin/sleep 60\n"],
+    ["an empty WantedBy=: static", "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=\nRequiredBy=  \n"],
+    ["RequiredBy= only", "[Service]\nExecStart=/bin/true\n[Install]\nRequiredBy=x.target y.target\n"],
+    ["no ExecStart=: bad-setting", "[Unit]\nDescription=x\n[Service]\nType=simple\n"],
+    ["ExecStart= emptied last: bad-setting", "[Service]\nExecStart=/bin/a\nExecStart=\n"],
+    ["ExecStart= emptied, then set", "[Service]\nExecStart=/bin/a\nExecStart=\nExecStart=-/bin/b c\n"],
+    ["ExecStart= of prefixes only: bad-setting", "[Service]\nExecStart=-@+!\n[Install]\nWantedBy=a\n"],
+    [
+      "ExecStart= outside [Service]",
+      "ExecStart=/bin/a\n[Unit]\nExecStart=/bin/b\n[Service ]\nExecStart=/bin/c\n",
+    ],
+    [
+      "[Service] twice, spaces around =",
+      "[Service]\nType=simple\n[Unit]\n[Service]\n  ExecStart \t=\t /bin/x  \n",
+    ],
+    ["CRLF lines", "[Service]\r\nExecStart=/bin/x \\\r\n  -y\r\n[Install]\r\nWantedBy=m\r\n"],
+    ["a continuation into comments and the end", "[Service]\nExecStart=\\\n# c\n; d\n/bin/x \\"],
+    ["a continuation onto an empty line", "[Service]\nExecStart=/bin/x \\\n\n[Install]\nWantedBy=a \\\n"],
+    ["a header ending in a backslash", "[Service]\\\nExecStart=/bin/x\n"],
+  ];
+  it.each(cases)("%s: the same answers as the Node shim", async (what, text, links) => {
+    const unit = `file-${cases.findIndex(([w]) => w === what)}.service`;
+    await mkdir(unitDir(), { recursive: true });
+    if (text !== null) await writeFile(join(unitDir(), unit), text);
+    for (const dir of links ?? []) {
+      await mkdir(join(unitDir(), dir), { recursive: true });
+      await symlink(dir.startsWith(".") ? "/nonexistent" : join(unitDir(), unit), join(unitDir(), dir, unit));
+    }
+    for (const form of FORMS) {
+      const args = form.map((a) => (a === "UNIT" ? unit.replace(/\.service$/, "") : a));
+      const slow = await fullAnswer(process.execPath, [shimScriptPath("systemctl"), ...args]);
+      const quick = await fullAnswer(fast, args);
+      expect(quick, `${what}: ${args.join(" ")}`).toEqual(slow);
+    }
+  });
+
+  it("leaves unit files and states the shell cannot read as surely to the Node shim", async () => {
+    const files: Array<[string, string]> = [
+      ["a quoted Environment=", '[Service]\nEnvironment="A=b c"\nExecStart=/bin/x\n'],
+      ["an unbalanced quote", "[Service]\nEnvironment='A=b\nExecStart=/bin/x\n"],
+      ["a backslash inside", "[Service]\nExecStart=/bin/x a\\tb\n"],
+      ["a specifier", "[Service]\nExecStart=/bin/x %i\n"],
+      ["a variable", "[Service]\nExecStart=$CMD\n"],
+      ["a description not in ASCII", "[Unit]\nDescription=modèle\n[Service]\nExecStart=/bin/x\n"],
+      ["a vertical tab", "[Service]\nExecStart=/bin/x\v\n"],
+    ];
+    await mkdir(unitDir(), { recursive: true });
+    for (const [what, text] of files) {
+      await writeFile(join(unitDir(), "odd.service"), text);
+      for (const args of [
+        ["show", "-p", "LoadState", "odd"],
+        ["is-enabled", "odd"],
+      ]) {
+        const result = await answer(fast, args);
+        // the wrapper went on to Node, which cannot find the script this wrapper names
+        expect(result.code, `${what}: ${args.join(" ")}`).not.toBe(0);
+        expect(result.out, what).toBe("");
+      }
+      // is-active and the other properties do not read the file
+      expect((await answer(fast, ["show", "-p", "ActiveState", "odd"])).code).toBe(0);
+    }
+    await writeFile(join(unitDir(), "odd.service"), "[Service]\nExecStart=/bin/x\n");
+    await writeFile(join(root, "state", "faults.json"), '{\n  "strictDaemonReload": true\n}\n');
+    expect((await answer(fast, ["show", "-p", "LoadState", "odd"])).code).not.toBe(0);
+    await writeFile(join(root, "state", "faults.json"), "{}\n");
+    expect((await answer(fast, ["show", "-p", "LoadState", "odd"])).code).toBe(0);
+    // a unit whose file is gone while its loaded definition and a state remain
+    await rm(join(unitDir(), "odd.service"));
+    await mkdir(join(root, "state", "loaded"), { recursive: true });
+    await writeFile(join(root, "state", "loaded", "odd.service.json"), '{"text":"","mtimeMs":0}');
+    await setState("odd.service", { activeState: "failed" });
+    // (the wrapper went on to Node, which cannot find the script this wrapper names)
+    for (const args of [
+      ["is-enabled", "odd"],
+      ["show", "-p", "FragmentPath", "odd"],
+    ])
+      expect((await fullAnswer(fast, args)).err, args.join(" ")).toMatch(/Cannot find module/);
   });
 });

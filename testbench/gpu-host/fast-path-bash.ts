@@ -59,3 +59,57 @@ export const JSON_MEMBERS_BASH = `json_members() {
   return 0
 }
 `;
+
+/**
+ * `unit_file FILE`: what `systemctl show`'s LoadState and UnitFileState need of a unit file, read as
+ * shims/unit-file.mjs reads it (parseUnitText, interpretUnit): lines trimmed, `#`/`;` comments skipped, a
+ * trailing backslash joining the next line (comment lines between skipped), `[Section]` headers,
+ * `key=value` assignments trimmed. Sets `fe=1` when the last ExecStart= of [Service] (an empty assignment
+ * empties the list) holds a command — after its `-@:+!` prefixes, anything but blanks — and `ins=1` when
+ * [Install] has a WantedBy= or RequiredBy= that names something. Where the shell could read the file
+ * otherwise than unit-file.mjs — a character outside printable ASCII and tab (trimmed CR and the comments
+ * aside), a quote or backslash in an assignment (Environment= words, quoted ExecStart= words), `%` or
+ * `$` in the ExecStart= used (specifiers, variables that may expand to nothing) — it sets `ok=0`.
+ */
+export const UNIT_FILE_BASH = `unit_file() {
+  local L l x k val sec= hs=0 es= esn=0 i=0 n
+  fe=0; ins=0
+  { mapfile -t L < "$1"; } 2>/dev/null || { ok=0; return 0; }
+  L+=("")
+  n=\${#L[@]}
+  while [ "$i" -lt "$n" ]; do
+    l=\${L[i]}; i=$((i + 1))
+    l=\${l#"\${l%%[!$' \\t\\r']*}"}; l=\${l%"\${l##*[!$' \\t\\r']}"}
+    case $l in ''|'#'*|';'*) continue ;; esac
+    case $l in *[![:print:]$'\\t']*|*[![:ascii:]]*) ok=0; return 0 ;; esac
+    if [[ $l == '['*']' ]]; then sec=\${l:1:\${#l}-2}; hs=1; continue; fi
+    while [[ $l == *'\\' ]] && [ "$i" -lt "$n" ]; do
+      l=\${l%'\\'}
+      x=\${L[i]}; i=$((i + 1)); x=\${x#"\${x%%[!$' \\t\\r']*}"}; x=\${x%"\${x##*[!$' \\t\\r']}"}
+      while [[ $x == [#\\;]* ]] && [ "$i" -lt "$n" ]; do
+        x=\${L[i]}; i=$((i + 1)); x=\${x#"\${x%%[!$' \\t\\r']*}"}; x=\${x%"\${x##*[!$' \\t\\r']}"}
+      done
+      [[ $x == [#\\;]* ]] && x=
+      case $x in *[![:print:]$'\\t']*|*[![:ascii:]]*) ok=0; return 0 ;; esac
+      l="$l $x"
+    done
+    [[ $l == *'\\' ]] && l=\${l%'\\'}
+    [ "$hs" = 1 ] || continue
+    [[ $l == *=* ]] || continue
+    case $l in *[\\"\\'\\\\]*) ok=0; return 0 ;; esac
+    k=\${l%%=*}; val=\${l#*=}
+    k=\${k#"\${k%%[![:blank:]]*}"}; k=\${k%"\${k##*[![:blank:]]}"}
+    val=\${val#"\${val%%[![:blank:]]*}"}; val=\${val%"\${val##*[![:blank:]]}"}
+    case $sec:$k in
+      Service:ExecStart) if [ -z "$val" ]; then es=; esn=0; else es=$val; esn=1; fi ;;
+      Install:WantedBy|Install:RequiredBy) [[ $val == *[![:blank:]]* ]] && ins=1 ;;
+    esac
+  done
+  if [ "$esn" = 1 ]; then
+    case $es in *[%$]*) ok=0; return 0 ;; esac
+    while [[ $es == [-@:+!]* ]]; do es=\${es:1}; done
+    [[ $es == *[![:blank:]]* ]] && fe=1
+  fi
+  return 0
+}
+`;
