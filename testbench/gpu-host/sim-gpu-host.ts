@@ -17,6 +17,8 @@ import {
   sleep,
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
+import { runSystemctl } from "./shims/systemctl-main.mjs";
+import { parseSystemctlArgs } from "./shims/systemctl-options.mjs";
 import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
 import { systemctlFastPath } from "./systemctl-fast-path.ts";
 import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
@@ -120,6 +122,18 @@ export interface SimHostConfig {
 function normalizeUnitName(name: string): string {
   return /\.(service|socket|target|timer|mount|path|slice|scope)$/.test(name) ? name : `${name}.service`;
 }
+
+/** systemctl verbs that only read (SimGpuHost.systemctlHere runs them in the test's process). */
+const READ_ONLY_VERBS = new Set([
+  "show",
+  "list-units",
+  "list-unit-files",
+  "is-active",
+  "is-enabled",
+  "is-failed",
+  "cat",
+  "status",
+]);
 
 function runFile(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<CommandResult> {
   return new Promise((resolveRun) => {
@@ -308,9 +322,11 @@ export class SimGpuHost {
     await writeFile(join(this.unitDir, normalizeUnitName(unitName)), content);
   }
 
-  /** Runs the systemctl shim. */
-  systemctl(...args: string[]): Promise<CommandResult> {
-    return runFile(join(this.binDir, "systemctl"), args, this.env());
+  /** Runs the systemctl shim (its read-only verbs in this process: systemctlHere). */
+  async systemctl(...args: string[]): Promise<CommandResult> {
+    return (
+      (await this.systemctlHere(args)) ?? (await runFile(join(this.binDir, "systemctl"), args, this.env()))
+    );
   }
 
   /** Runs the journalctl shim. */
@@ -321,6 +337,31 @@ export class SimGpuHost {
   /** Runs the nvidia-smi shim. */
   nvidiaSmi(...args: string[]): Promise<CommandResult> {
     return runFile(join(this.binDir, "nvidia-smi"), args, this.env());
+  }
+
+  /**
+   * systemctl's read-only verbs — show, list-units, list-unit-files, is-active, is-enabled, is-failed,
+   * cat, status — run in this process by the shim's own code (shims/systemctl-main.mjs runSystemctl: the
+   * call recorded, the same stdout, stderr and exit code): tests poll unitState (show --all) and the fault
+   * campaign lists units, and a Node start per poll cost the suite CPU it is short of (#29). None of them
+   * starts a process, writes a unit's state or waits. Any other verb, `--version` (the shim exits at once)
+   * and a call a hold on systemctl matches (see hold: the wrapper waits on it) go through the wrapper.
+   */
+  private async systemctlHere(argv: string[]): Promise<CommandResult | null> {
+    const verb = parseSystemctlArgs(argv.filter((a) => a !== "--version")).positional[0] ?? "list-units";
+    if (argv.includes("--version") || !READ_ONLY_VERBS.has(verb)) return null;
+    const hold = join(sandboxPaths(this.root).stateDir, "holds", "systemctl");
+    if (existsSync(hold)) {
+      // the wrapper's hold: `$(cat <hold>)` (trailing newlines dropped) inside " <args> "
+      let text = "";
+      try {
+        text = readFileSync(hold, "utf8").replace(/\n+$/, "");
+      } catch {
+        // released meanwhile: the wrapper decides
+      }
+      if (` ${argv.join(" ")} `.includes(text)) return null;
+    }
+    return await runSystemctl(argv, this.root);
   }
 
   /** The unit's state, parsed from `systemctl show`. */
