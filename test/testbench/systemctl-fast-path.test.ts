@@ -27,6 +27,12 @@ const SHOW_FORMS = [
   ["show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "UNIT"],
   ["show", "UNIT", "--property=SubState,ActiveState"],
   ["show", "--value", "-pSubState", "UNIT", "-p", "MainPID,MainPID"],
+  // the status probes' (src/status/systemd-show.ts)
+  [
+    "show",
+    "UNIT",
+    "--property=Id,LoadState,ActiveState,SubState,Result,MainPID,ExecMainStartTimestamp,ActiveEnterTimestamp,UnitFileState,NRestarts,FragmentPath",
+  ],
 ];
 
 const answer = (command: string, args: string[]) => shimAnswer(root, command, args);
@@ -79,6 +85,23 @@ describe("systemctl is-active answered by the shell", () => {
     ["activating, supervisor alive", { activeState: "activating", subState: "start", supervisorPid: "LIVE" }],
     ["activating, everything gone", { activeState: "activating", supervisorPid: DEAD_PID }],
     ["failed", { activeState: "failed", subState: "failed", result: "exit-code" }],
+    [
+      "restarted, with its times",
+      {
+        activeState: "active",
+        subState: "running",
+        supervisorPid: "LIVE",
+        mainPid: "LIVE",
+        result: "success",
+        nRestarts: 3,
+        execMainStartAt: "2026-12-07T09:59:58.123Z",
+        activeEnterAt: "2028-02-29T23:59:59.999Z",
+      },
+    ],
+    [
+      "never started, as emptyUnitState writes it",
+      { result: "success", nRestarts: 0, execMainStartAt: null, activeEnterAt: null, stateChangeAt: null },
+    ],
     ["deactivating, supervisor alive", { activeState: "deactivating", supervisorPid: "LIVE" }],
   ];
   it.each(cases)("%s: the same word and exit code as the Node shim", async (_what, fields) => {
@@ -140,6 +163,40 @@ describe("systemctl is-active answered by the shell", () => {
     expect(Date.now() - Date.parse(last.at)).toBeLessThan(60_000);
   });
 
+  it("prints the status probes' times as the Node shim does, whatever the date", async () => {
+    const form = ["show", "-p", "ExecMainStartTimestamp,ActiveEnterTimestamp,NRestarts,Result", "times"];
+    for (const [start, enter] of [
+      ["1970-01-01T00:00:00.000Z", "1999-12-31T23:59:59.999Z"],
+      ["2000-02-29T12:00:00.000Z", "2100-02-28T01:02:03.004Z"],
+      ["2024-03-01T00:00:00Z", "2026-11-29T22:19:18.000Z"],
+      ["2027-01-01T08:30:00.500Z", "2400-02-29T00:00:00.000Z"],
+      ["", 0],
+    ]) {
+      await setState("times.service", {
+        execMainStartAt: start,
+        activeEnterAt: enter,
+        nRestarts: 12,
+        result: "",
+      });
+      const slow = await answer(process.execPath, [shimScriptPath("systemctl"), ...form]);
+      expect(await answer(fast, form), `${start} ${enter}`).toEqual(slow);
+    }
+    // what the shell does not print itself: another number, a time it cannot check, an escape
+    for (const fields of [
+      { nRestarts: 1.5 },
+      { execMainStartAt: "2026-02-30T00:00:00.000Z" },
+      { activeEnterAt: "2026-12-07 10:00:00" },
+      { activeEnterAt: 1_765_000_000_000 },
+      { result: 'a"b' },
+      { result: { x: 1 } },
+    ]) {
+      await setState("times.service", fields);
+      const result = await answer(fast, form);
+      // the wrapper went on to Node, which cannot find the script this wrapper names
+      expect(result.code, JSON.stringify(fields)).not.toBe(0);
+    }
+  });
+
   it("leaves every other form to the Node shim", async () => {
     for (const args of [
       ["is-active", "--quiet", "a.service"],
@@ -148,7 +205,7 @@ describe("systemctl is-active answered by the shell", () => {
       ["is-active", "a$(id)"],
       ["show", "a.service"],
       ["show", "-p", "Description", "a.service"],
-      ["show", "-p", "MainPID,Result", "a.service"],
+      ["show", "-p", "MainPID,ExecMainPID", "a.service"],
       ["is-enabled", "--quiet", "a.service"],
       ["is-enabled", "a.service", "b.service"],
       ["show", "-p", "MainPID", "a.service", "b.service"],

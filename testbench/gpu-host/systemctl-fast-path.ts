@@ -18,11 +18,13 @@ import { shQuote } from "./write-shim-wrapper.ts";
  *   bench machine (it imports the whole systemctl emulation), which no 2-core machine can give. Exit 0 for
  *   `active`, 3 otherwise (systemctl(1): "is-active … Returns an exit code 0 if at least one is active, or
  *   non-zero otherwise"; systemd's LSB convention gives 3 for "not running").
- * - `systemctl show <unit>` asking only for MainPID, LoadState, ActiveState, SubState, FragmentPath and
- *   UnitFileState (`-p X`, `-pX`, `--property=X,Y`, with or without `--value`, in any order): the final
- *   check and the status probes ask it after every step, preflight (read-host-facts.ts) and the doctor
- *   before every plan. The properties come in systemd's order (systemctl-show.mjs's table), each once, as
- *   `Key=value` or the value alone; exit 0.
+ * - `systemctl show <unit>` asking only for MainPID, Result, NRestarts, ExecMainStartTimestamp, Id,
+ *   LoadState, ActiveState, SubState, FragmentPath, UnitFileState and ActiveEnterTimestamp (`-p X`, `-pX`,
+ *   `--property=X,Y`, with or without `--value`, in any order): the final check and the status probes ask
+ *   it after every step, preflight (read-host-facts.ts) and the doctor before every plan, /status and the
+ *   fleet page for every host (src/status/systemd-show.ts). The properties come in systemd's order
+ *   (systemctl-show.mjs's table), each once, as `Key=value` or the value alone; exit 0. Result, NRestarts
+ *   and the two times are the state file's members as show prints them (jstr, jts below).
  * - `systemctl is-enabled <unit>` (disk retention): `enabled`, `static` or `disabled` (exit 1 for
  *   disabled), or, for a unit with no file, systemd's message on stderr and exit 1.
  *
@@ -42,6 +44,56 @@ import { shQuote } from "./write-shim-wrapper.ts";
  * unit-name set — falls through to Node. `test/testbench/systemctl-fast-path.test.ts` compares both
  * answers for every state.
  */
+/** The properties `show` answers, in systemctl-show.mjs's order (systemd's). */
+const PROPERTIES = [
+  "MainPID",
+  "Result",
+  "NRestarts",
+  "ExecMainStartTimestamp",
+  "Id",
+  "LoadState",
+  "ActiveState",
+  "SubState",
+  "FragmentPath",
+  "UnitFileState",
+  "ActiveEnterTimestamp",
+];
+
+/**
+ * `jstr KEY`: `r` = the unit state's member KEY as systemctl-show.mjs prints it (`${value}`: a string as
+ * is, null, true, false, a whole number, `undefined` when missing); `jts KEY`: `ts` = units.mjs
+ * formatTimestamp of it ("Sun 2026-11-29 22:19:18 UTC", "" for none), the weekday by Sakamoto's rule. A
+ * value the shell cannot print as surely (an escape, another number, an object, a time that is not
+ * toISOString's from 1970 on) sets ok=0.
+ */
+const STATE_VALUES_BASH = `jstr() {
+  if [ -z "\${__S[$1]+x}" ]; then r=undefined; return 0; fi
+  r=\${__S[$1]}
+  case $r in
+    '"'*'"') case $r in *\\\\*) ok=0 ;; esac; r=\${r:1:\${#r}-2} ;;
+    null|true|false) ;;
+    *) [[ $r =~ ^(0|-?[1-9][0-9]{0,14})$ ]] || ok=0 ;;
+  esac
+  return 0
+}
+jts() {
+  ts=
+  [ -n "\${__S[$1]+x}" ] || return 0
+  local v=\${__S[$1]} y mo d dim t yy w W
+  case $v in null|false|0|'""') return 0 ;; '"'*'"') v=\${v:1:\${#v}-2} ;; *) ok=0; return 0 ;; esac
+  [[ $v =~ ^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})([.][0-9]{3})?Z$ ]] || { ok=0; return 0; }
+  y=$((10#\${BASH_REMATCH[1]})); mo=$((10#\${BASH_REMATCH[2]})); d=$((10#\${BASH_REMATCH[3]}))
+  dim=(31 28 31 30 31 30 31 31 30 31 30 31)
+  if ((y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))); then dim[1]=29; fi
+  if ((y < 1970 || mo < 1 || mo > 12 || d < 1 || d > dim[mo - 1] || 10#\${BASH_REMATCH[4]} > 23 ||
+    10#\${BASH_REMATCH[5]} > 59 || 10#\${BASH_REMATCH[6]} > 59)); then ok=0; return 0; fi
+  t=(0 3 2 5 0 3 5 1 4 6 2 4); yy=$y; ((mo >= 3)) || yy=$((y - 1))
+  w=$(((yy + yy / 4 - yy / 100 + yy / 400 + t[mo - 1] + d) % 7)); W=(Sun Mon Tue Wed Thu Fri Sat)
+  ts="\${W[w]} \${BASH_REMATCH[1]}-\${BASH_REMATCH[2]}-\${BASH_REMATCH[3]} \${BASH_REMATCH[4]}:\${BASH_REMATCH[5]}:\${BASH_REMATCH[6]} UTC"
+  return 0
+}
+`;
+
 export function systemctlFastPath(sandboxRoot: string): string {
   const root = shQuote(resolve(sandboxRoot));
   const unitDir = shQuote(sandboxPaths(resolve(sandboxRoot)).unitDir);
@@ -68,7 +120,7 @@ done
 case $u in *[=,]*) ok=0 ;; esac
 want=
 if [ "$verb" = show ]; then
-  for p in $P; do case $p in MainPID|LoadState|ActiveState|SubState|FragmentPath|UnitFileState) want="$want $p" ;; *) ok=0 ;; esac; done
+  for p in $P; do case $p in ${PROPERTIES.join("|")}) want="$want $p" ;; *) ok=0 ;; esac; done
   [ -n "$want" ] || ok=0
 fi
 if [ "$ok" = 1 ]; then
@@ -87,6 +139,15 @@ ${JSON_MEMBERS_BASH}${UNIT_FILE_BASH}  declare -A __F=()
     done
     shopt -u dotglob
   elif [ -e ${root}/state/loaded/$u.json ] && [ -e ${root}/state/units/$u.json ]; then ok=0
+  fi ;;
+esac
+res=success; nr=0; xs=; ae=
+case " $want " in *" Result "*|*" NRestarts "*|*" ExecMainStartTimestamp "*|*" ActiveEnterTimestamp "*)
+${JSON_MEMBERS_BASH}${STATE_VALUES_BASH}  declare -A __S=()
+  if [ -s ${root}/state/units/$u.json ]; then
+    json_members ${root}/state/units/$u.json __S
+    jstr result; res=$r; jstr nRestarts; nr=$r
+    jts execMainStartAt; xs=$ts; jts activeEnterAt; ae=$ts
   fi ;;
 esac
 fi
@@ -122,11 +183,12 @@ if [ "$verb" = is-active ]; then
   exit 3
 fi
 alive "$mp" || mp=0
-for p in MainPID LoadState ActiveState SubState FragmentPath UnitFileState; do
+for p in ${PROPERTIES.join(" ")}; do
   case " $want " in *" $p "*) ;; *) continue ;; esac
   case $p in
-    MainPID) x=$mp ;; LoadState) x=$lst ;; ActiveState) x=$a ;; SubState) x=$s ;; FragmentPath) x=$fp ;;
-    UnitFileState) x=$us ;;
+    MainPID) x=$mp ;; Result) x=$res ;; NRestarts) x=$nr ;; ExecMainStartTimestamp) x=$xs ;; Id) x=$u ;;
+    LoadState) x=$lst ;; ActiveState) x=$a ;; SubState) x=$s ;; FragmentPath) x=$fp ;;
+    UnitFileState) x=$us ;; ActiveEnterTimestamp) x=$ae ;;
   esac
   if [ "$v" = 1 ]; then printf '%s\\n' "$x"; else printf '%s=%s\\n' "$p" "$x"; fi
 done
