@@ -4,7 +4,11 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { dfFastPath } from "./df-fast-path.ts";
 import { ENGINE_PREINSTALLED, engineDistribution, writeEngineTree } from "./engine-tree.ts";
+import { freeFastPath } from "./free-fast-path.ts";
+import { hfFastPath } from "./hf-fast-path.ts";
 import { journalctlTailFastPath } from "./journalctl-fast-path.ts";
+import { nvidiaSmiFastPath } from "./nvidia-smi-fast-path.ts";
+import { pythonFastPath } from "./python-fast-path.ts";
 import {
   isAlive,
   processGroupAlive,
@@ -13,6 +17,8 @@ import {
   sleep,
   writeJsonAtomic,
 } from "./shims/sandbox.mjs";
+import { runSystemctl } from "./shims/systemctl-main.mjs";
+import { parseSystemctlArgs } from "./shims/systemctl-options.mjs";
 import { importableSglang, readStackState, type StackState, writeEditableInstall } from "./shims/venv.mjs";
 import { systemctlFastPath } from "./systemctl-fast-path.ts";
 import { shimScriptPath, writePassthroughWrapper, writeShimWrapper } from "./write-shim-wrapper.ts";
@@ -116,6 +122,18 @@ export interface SimHostConfig {
 function normalizeUnitName(name: string): string {
   return /\.(service|socket|target|timer|mount|path|slice|scope)$/.test(name) ? name : `${name}.service`;
 }
+
+/** systemctl verbs that only read (SimGpuHost.systemctlHere runs them in the test's process). */
+const READ_ONLY_VERBS = new Set([
+  "show",
+  "list-units",
+  "list-unit-files",
+  "is-active",
+  "is-enabled",
+  "is-failed",
+  "cat",
+  "status",
+]);
 
 function runFile(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<CommandResult> {
   return new Promise((resolveRun) => {
@@ -304,9 +322,11 @@ export class SimGpuHost {
     await writeFile(join(this.unitDir, normalizeUnitName(unitName)), content);
   }
 
-  /** Runs the systemctl shim. */
-  systemctl(...args: string[]): Promise<CommandResult> {
-    return runFile(join(this.binDir, "systemctl"), args, this.env());
+  /** Runs the systemctl shim (its read-only verbs in this process: systemctlHere). */
+  async systemctl(...args: string[]): Promise<CommandResult> {
+    return (
+      (await this.systemctlHere(args)) ?? (await runFile(join(this.binDir, "systemctl"), args, this.env()))
+    );
   }
 
   /** Runs the journalctl shim. */
@@ -317,6 +337,31 @@ export class SimGpuHost {
   /** Runs the nvidia-smi shim. */
   nvidiaSmi(...args: string[]): Promise<CommandResult> {
     return runFile(join(this.binDir, "nvidia-smi"), args, this.env());
+  }
+
+  /**
+   * systemctl's read-only verbs — show, list-units, list-unit-files, is-active, is-enabled, is-failed,
+   * cat, status — run in this process by the shim's own code (shims/systemctl-main.mjs runSystemctl: the
+   * call recorded, the same stdout, stderr and exit code): tests poll unitState (show --all) and the fault
+   * campaign lists units, and a Node start per poll cost the suite CPU it is short of (#29). None of them
+   * starts a process, writes a unit's state or waits. Any other verb, `--version` (the shim exits at once)
+   * and a call a hold on systemctl matches (see hold: the wrapper waits on it) go through the wrapper.
+   */
+  private async systemctlHere(argv: string[]): Promise<CommandResult | null> {
+    const verb = parseSystemctlArgs(argv.filter((a) => a !== "--version")).positional[0] ?? "list-units";
+    if (argv.includes("--version") || !READ_ONLY_VERBS.has(verb)) return null;
+    const hold = join(sandboxPaths(this.root).stateDir, "holds", "systemctl");
+    if (existsSync(hold)) {
+      // the wrapper's hold: `$(cat <hold>)` (trailing newlines dropped) inside " <args> "
+      let text = "";
+      try {
+        text = readFileSync(hold, "utf8").replace(/\n+$/, "");
+      } catch {
+        // released meanwhile: the wrapper decides
+      }
+      if (` ${argv.join(" ")} `.includes(text)) return null;
+    }
+    return await runSystemctl(argv, this.root);
   }
 
   /** The unit's state, parsed from `systemctl show`. */
@@ -491,7 +536,11 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
           ? journalctlTailFastPath(host.root)
           : name === "df"
             ? dfFastPath(host.root)
-            : "";
+            : name === "nvidia-smi"
+              ? nvidiaSmiFastPath(host.root, opts.gpus)
+              : name === "free"
+                ? freeFastPath(host.root)
+                : "";
     await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root, {}, fastPath);
   }
   const hubCli = opts.hubCli ?? "hf";
@@ -501,11 +550,23 @@ export async function createSimGpuHost(opts: SimGpuHostOptions): Promise<SimGpuH
   };
   for (const [name, wanted] of Object.entries(clis)) {
     if (wanted && existsSync(shimScriptPath(name)))
-      await writeShimWrapper(join(paths.binDir, name), shimScriptPath(name), host.root);
+      await writeShimWrapper(
+        join(paths.binDir, name),
+        shimScriptPath(name),
+        host.root,
+        {},
+        name === "hf" ? hfFastPath(host.root) : "",
+      );
     else await rm(join(paths.binDir, name), { force: true });
   }
   for (const name of ["python", "python3"]) {
-    await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("python"), host.root);
+    await writeShimWrapper(
+      join(paths.venvDir, "bin", name),
+      shimScriptPath("python"),
+      host.root,
+      {},
+      pythonFastPath(host.root),
+    );
   }
   for (const name of ["pip", "pip3"]) {
     await writeShimWrapper(join(paths.venvDir, "bin", name), shimScriptPath("pip"), host.root);

@@ -56,6 +56,9 @@ export declare function processGroupMembers(pgid: number): { pid: number; state:
 export declare function processGroupAlive(pgid: number): boolean;
 export declare function sleep(ms: number): Promise<void>;
 export declare function registerGpuUsage(usage?: GpuUsage, root?: string): void;
+export declare function registerPinnedMemory(bytes: number, pid?: number, root?: string): void;
+export declare function clearPinnedMemory(pid?: number, root?: string): void;
+export declare function livePinnedBytes(root?: string): number;
 export declare function clearGpuUsage(pid?: number, root?: string): void;
 export declare function liveGpuUsage(root?: string): LiveGpuUsage[];
 export declare function registerProcess(pid?: number, label?: string, root?: string): void;

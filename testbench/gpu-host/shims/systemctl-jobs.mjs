@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { isAlive, processGroupAlive, sleep, withLock } from "./sandbox.mjs";
 import { readUnitState, resolveUnit, writeUnitState } from "./units.mjs";
 
-/** @typedef {import("./systemctl.mjs").SystemctlContext} SystemctlContext */
+/** @typedef {import("./systemctl-main.mjs").SystemctlContext} SystemctlContext */
 
 const here = dirname(fileURLToPath(import.meta.url));
 
