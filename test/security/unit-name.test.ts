@@ -22,6 +22,10 @@ let swaps: SwapDriver;
 useSwapBench(
   {
     hosts: [{ name: "gpu-1", gpus: "8x-rtx-pro-6000-blackwell", serving: { preset: "qwen3-fp8-dense" } }],
+    // the new revision below is a cold swap here: loaded in place (swaps.inPlace, on by default), the
+    // running unit's file is rewritten on purpose, once the same process is proven to serve the new
+    // weights (test/e2e/in-place.test.ts)
+    swaps: { inPlace: false },
     startBot: true,
   },
   (b, s) => {
