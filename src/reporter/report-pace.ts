@@ -70,6 +70,22 @@ export function foldSpan(
   return count;
 }
 
+/**
+ * How many events from the cursor the next post carries, and the span to note with its in-flight note
+ * (`foldTo`, the last one's index). Every span is noted, a line posted alone included: a run that died
+ * after posting a line alone left its post under the cursor's key, and the next run, finding more lines
+ * piled up behind it, would fold them into a post that counts as made already, and lose them.
+ */
+export function spanToPost(
+  pending: readonly StoredSwapEvent[],
+  record: SwapRecord,
+  cursor: number,
+  foldTo: number | undefined,
+): { count: number; foldTo: number } {
+  const count = isProgressLine(pending[0]!, record) ? foldSpan(pending, record, cursor, foldTo) : 1;
+  return { count, foldTo: foldTo ?? cursor + count - 1 };
+}
+
 /** What the card shows, and what it showed at its last edit. */
 export interface CardView {
   hash: string;

@@ -7,14 +7,7 @@ import type { SwapRecord } from "../swap/swap-record.ts";
 import { settleInFlight } from "./post-once.ts";
 import { CardGone, ensureCard, refreshCard, withCard } from "./report-card.ts";
 import type { ReportContext, ReporterDeps } from "./report-context.ts";
-import {
-  channelRetryMs,
-  foldSpan,
-  isBusy,
-  isProgressLine,
-  slackRetryMs,
-  waitsForChannel,
-} from "./report-pace.ts";
+import { channelRetryMs, isBusy, slackRetryMs, spanToPost, waitsForChannel } from "./report-pace.ts";
 import { showEvent, showFolded } from "./report-thread.ts";
 
 /**
@@ -179,10 +172,9 @@ class ReportRun implements ReportContext {
 
   /** How many events from the cursor go into one post; a fold chosen now is saved with its post's in-flight note. */
   private foldCount(pending: readonly StoredSwapEvent[]): number {
-    if (!isProgressLine(pending[0]!, this.record)) return 1;
-    const count = foldSpan(pending, this.record, this.state.cursor, this.state.foldTo);
-    if (count > 1) this.state.foldTo ??= this.state.cursor + count - 1;
-    return count;
+    const span = spanToPost(pending, this.record, this.state.cursor, this.state.foldTo);
+    this.state.foldTo = span.foldTo;
+    return span.count;
   }
 
   /** The card edited when due (report-card.ts), a new one posted first when it was deleted; `ms` when the edit is due later. */

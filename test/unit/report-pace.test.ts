@@ -7,6 +7,7 @@ import {
   isProgressLine,
   MAX_BACKOFF_MS,
   slackRetryMs,
+  spanToPost,
   stageLine,
   waitsForChannel,
 } from "../../src/reporter/report-pace.ts";
@@ -53,6 +54,17 @@ describe("folding progress lines into one post", () => {
     expect(foldSpan([...progress(2), finished, ...progress(2)], running, 0, undefined)).toBe(2);
     expect(isProgressLine(finished, ended)).toBe(false);
     expect(isProgressLine(planned, running)).toBe(false);
+  });
+
+  it("notes a line posted alone as a span of one, so the run after a crash never folds later lines into it", () => {
+    // a run posts event 4 alone (nothing else had piled up), notes its span, and dies before its cursor moves
+    const first = spanToPost(progress(1), running, 4, undefined);
+    expect(first).toEqual({ count: 1, foldTo: 4 });
+    // the next run finds its post under the cursor's key, and two more lines behind it: they are posts of
+    // their own, not a fold that would count as posted already (crash-park lost a line so, 2026-12-07)
+    expect(spanToPost(progress(3), running, 4, first.foldTo)).toEqual({ count: 1, foldTo: 4 });
+    // without a note, the same events fold: the span the note must pin
+    expect(spanToPost(progress(3), running, 4, undefined)).toEqual({ count: 3, foldTo: 6 });
   });
 
   it("keeps the span a run already posted (foldTo), so a reporter that died moves past the same events", () => {
