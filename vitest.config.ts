@@ -13,8 +13,10 @@ export default defineConfig({
     // processes (redis, sshd, simulated servers). On 2026-12-03, four at a time ran the machine at a load of
     // 8–10 and timing tests failed; since the benches pace Slack at the emulator's scaled limits and run
     // quick engines (2026-12-07), three at a time used 59 % of the two cores (895 s) and four used 67 %
-    // at a run queue of 5.6, every test passing (736 s): four.
-    maxWorkers: 4,
+    // at a run queue of 5.6, every test passing (736 s). With more of the sim's commands answered by its bash
+    // wrappers (2026-12-07, fourth session), clean-clone runs took 761 s at four, 614 s at five and 641 s at
+    // six (user + system CPU 864 s over 640 s at five: the suite still mostly waits): five.
+    maxWorkers: 5,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ["test/global-setup.ts"],
