@@ -267,6 +267,9 @@ describe("/llm swap", () => {
     try {
       const swap = await swaps.request(QWEN, "bw-gate");
       await swaps.outcome(swap.ts, /Failed/);
+      // the card can say so before the thread has its lines (a busy channel: the card is an edit, the
+      // thread waits its turn at Slack's pace); the final line is the thread's last post
+      await swaps.finalLine(swap.ts);
       expect(swaps.threadText(swap.ts)).toMatch(/disk/i);
     } finally {
       await host.sim.setFault("diskFreeBytes", null);
