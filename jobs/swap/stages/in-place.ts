@@ -1,20 +1,14 @@
 import { unitCommands } from "../../../src/engine/unit-commands.ts";
-import {
-  asCodedError,
-  describeError,
-  isHostUnreachable,
-  isRunOver,
-  passesThrough,
-} from "../../../src/errors.ts";
+import { asCodedError, describeError, isHostUnreachable, passesThrough } from "../../../src/errors.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
-import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
+import { failedWith, type StageContext, type StepResult } from "../../../src/swap/stage-context.ts";
 import { newUnitPort } from "../../../src/swap/unit-ports.ts";
 import { servedPathOf } from "./final-check.ts";
-import { coldSlots, holdAndDrain, holdForRollback, release, releaseStage } from "./front-door.ts";
-import type { RollbackResult } from "./rollback-result.ts";
+import { holdAndDrain, holdForRollback, releaseStage } from "./front-door.ts";
+import { frontDoorBack, settleBack, waitOldHealthy } from "./rollback.ts";
+import { type RollbackResult, rollbackFailed } from "./rollback-result.ts";
 import { preload } from "./switch.ts";
-import { beginSwitch, installUnit, mainPid, stopLimitMs } from "./unit-steps.ts";
-import { waitHealthy } from "./wait-healthy.ts";
+import { beginSwitch, installUnit, stopOldUnit } from "./unit-steps.ts";
 
 /*
  * A new revision loaded into the running engine (issue #31, docs/architecture.md): the new weights are read
@@ -126,7 +120,7 @@ export async function loadInPlace(ctx: StageContext): Promise<StepResult> {
   } catch (error) {
     if (passesThrough(error)) throw error;
     swap.stage("switch", "failed", asCodedError(error).message);
-    return failedWith(error);
+    return failedWith(error, true);
   }
   const seconds = swap.record.switch!.inPlace?.seconds;
   swap.stage(
@@ -135,11 +129,6 @@ export async function loadInPlace(ctx: StageContext): Promise<StepResult> {
     `${plan.unitName}: the new weights loaded in place${seconds === undefined ? "" : ` in ${seconds.toFixed(1)} s`}`,
   );
   return { next: "health" };
-}
-
-function failedWith(error: unknown): StepResult {
-  const coded = asCodedError(error);
-  return { fail: coded.message, code: coded.code, fix: coded.fix, touched: true };
 }
 
 /**
@@ -162,6 +151,11 @@ export async function takeInPlace(ctx: StageContext): Promise<StepResult> {
  * are held meanwhile and released to the unit's slot. Whether it then serves is for the final check.
  */
 export async function undoInPlace(ctx: StageContext, why: string): Promise<RollbackResult> {
+  return await frontDoorBack(ctx, await loadBack(ctx, why));
+}
+
+/** The old weights back in the unit (loaded back, or the unit restarted), and its health awaited. */
+async function loadBack(ctx: StageContext, why: string): Promise<RollbackResult> {
   const { swap, host, clock } = ctx;
   const plan = swap.record.plan!;
   const unit = plan.unitName;
@@ -202,7 +196,7 @@ export async function undoInPlace(ctx: StageContext, why: string): Promise<Rollb
           ctx.emit({ type: "reverted", unit, how: "loaded-back", seconds: (clock.now() - began) / 1000 });
         } else {
           // the commands the sudo rules allow: stopped, then started from its file (the old model path)
-          await stopUnit(ctx, unit);
+          await stopOldUnit(ctx);
           await host.change(unitCommands.enableNow(unit), `starting ${unit}`, { privileged: true });
           if (sw !== undefined) swap.to.reverted(true);
           ctx.emit({
@@ -216,52 +210,14 @@ export async function undoInPlace(ctx: StageContext, why: string): Promise<Rollb
       }
     }
   } catch (error) {
-    if (isRunOver(error) || passesThrough(error)) throw error;
-    return {
-      ok: false,
-      detail: describeError(error),
-      ...(isHostUnreachable(error) ? { unreachable: error } : {}),
-    };
+    return rollbackFailed(error);
   }
-  const health = await waitHealthy(
-    { ...ctx, engine: ctx.previousEngine },
-    unit,
-    ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
-    undefined,
-    undefined,
-    port,
-  );
-  if (!health.healthy) {
-    swap.to.downtimeOpen();
-    return { ok: false, detail: `${unit} did not come back: ${health.why}` };
-  }
-  // the process the final check will expect of it (a new one after a restart)
+  let health: Awaited<ReturnType<typeof waitOldHealthy>>;
   try {
-    swap.to.verified(unit, await mainPid(ctx, unit));
+    health = await waitOldHealthy(ctx, unit, port);
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
     return { ok: false, detail: describeError(error), unreachable: error };
   }
-  swap.to.downtimeUntil();
-  if (fd !== undefined && swap.record.frontDoor !== undefined) {
-    try {
-      await release(ctx, fd, coldSlots(ctx, fd).from);
-    } catch (error) {
-      if (isRunOver(error)) throw error;
-      if (isHostUnreachable(error)) return { ok: false, detail: describeError(error), unreachable: error };
-      return {
-        ok: false,
-        detail: `${unit} serves the old weights; but the front door could not be put back: ${describeError(error)}`,
-      };
-    }
-  }
-  return { ok: true, detail: `${unit} serves the old weights again` };
-}
-
-/** `disable --now` of the unit, bounded by its own TimeoutStopSec (its drain). */
-async function stopUnit(ctx: Pick<StageContext, "host" | "swap">, unit: string): Promise<void> {
-  await ctx.host.change(unitCommands.disableNow(unit), `stopping ${unit}`, {
-    privileged: true,
-    timeoutMs: stopLimitMs(ctx.swap.record.plan!.host.currentUnit.text),
-  });
+  return await settleBack(ctx, unit, health, `${unit} serves the old weights again`);
 }

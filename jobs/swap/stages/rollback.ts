@@ -19,7 +19,16 @@ import { waitHealthy } from "./wait-healthy.ts";
  * what it ran before. Whether it then serves is for the final check to say.
  */
 export async function undoCold(ctx: StageContext, why: string): Promise<RollbackResult> {
-  const result = await putBack(ctx, why);
+  return await frontDoorBack(ctx, await putBack(ctx, why));
+}
+
+/**
+ * A cold or in-place rollback's end behind a front door that held requests: the old unit's slot ready and
+ * the hold out, whatever came of `result` (one slot ready; with no unit up, requests are still retried on
+ * the slot's closed port for the hold's bound, never dropped). The result, or why the front door could not
+ * be put back.
+ */
+export async function frontDoorBack(ctx: StageContext, result: RollbackResult): Promise<RollbackResult> {
   const fd = ctx.host.frontDoor;
   if (fd === undefined || ctx.swap.record.frontDoor === undefined || result.unreachable !== undefined)
     return result;
@@ -90,16 +99,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     return rollbackFailed(error);
   }
   let health: Awaited<ReturnType<typeof waitHealthy>>;
-  // the operator's limit when set; else at least ten minutes (the plan's limit is the new model's)
-  const oldHealthy = () =>
-    waitHealthy(
-      { ...ctx, engine: ctx.previousEngine },
-      oldUnit,
-      ctx.settings.healthTimeoutSeconds ?? Math.max(600, plan.healthTimeoutSeconds),
-      undefined,
-      undefined,
-      oldUnitPort(swap.record, host.config.servingPort),
-    );
+  const oldHealthy = () => waitOldHealthy(ctx, oldUnit, oldUnitPort(swap.record, host.config.servingPort));
   try {
     health = await oldHealthy();
   } catch (error) {
@@ -124,21 +124,46 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
       return { ok: false, detail: describeError(error), unreachable: error };
     }
   }
+  return await settleBack(ctx, oldUnit, health, `${oldUnit} is healthy again`);
+}
+
+/** The old unit's health wait: the operator's limit when set; else at least ten minutes (the plan's is the new model's). */
+export function waitOldHealthy(
+  ctx: StageContext,
+  unit: string,
+  port: number,
+): ReturnType<typeof waitHealthy> {
+  const limit =
+    ctx.settings.healthTimeoutSeconds ?? Math.max(600, ctx.swap.record.plan!.healthTimeoutSeconds);
+  return waitHealthy({ ...ctx, engine: ctx.previousEngine }, unit, limit, undefined, undefined, port);
+}
+
+/**
+ * What the old unit's health wait comes to: not healthy, a failed rollback (said in the thread, the
+ * downtime open); healthy, the process the final check will expect of it noted, and the downtime closed.
+ */
+export async function settleBack(
+  ctx: StageContext,
+  unit: string,
+  health: Awaited<ReturnType<typeof waitHealthy>>,
+  detail: string,
+): Promise<RollbackResult> {
+  const { swap } = ctx;
   if (!health.healthy) {
     // no service is healthy: the downtime runs to the swap's end (swap-tally's downtimeOf), not to a
     // health the new unit had before it failed its checks
     swap.to.downtimeOpen();
     ctx.emit({
       type: "rollback-failed",
-      unit: oldUnit,
+      unit,
       why: health.why,
       journal: eventLines(interestingTail(health.journal)),
     });
-    return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
+    return { ok: false, detail: `${unit} did not come back: ${health.why}` };
   }
-  // the process the final check will expect of it
+  // the process the final check will expect of it (a new one after a restart)
   try {
-    swap.to.verified(oldUnit, await mainPid(ctx, oldUnit));
+    swap.to.verified(unit, await mainPid(ctx, unit));
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
     return { ok: false, detail: describeError(error), unreachable: error };
@@ -146,7 +171,7 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
   // Downtime is one number everywhere: from the old unit's stop to a healthy service, here the old
   // unit again (a new unit that answered NaN served nobody).
   swap.to.downtimeUntil();
-  return { ok: true, detail: `${oldUnit} is healthy again` };
+  return { ok: true, detail };
 }
 
 export type { RollbackResult };
