@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BENCH_WEIGHT_SCALE, type Bench, CHANNEL, SIM_ENGINES, USERS } from "../../testbench/bench.ts";
+import { type Bench, CHANNEL, USERS } from "../../testbench/bench.ts";
 import { startClientStream } from "../../testbench/client-stream.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
 import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { addInPlaceModel, IN_PLACE_MODEL, inPlaceBenchOptions } from "../support/in-place-bench.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -15,41 +15,17 @@ import { useSwapBench } from "../support/swap-bench.ts";
  * after health and sanity passed, and no client request fails. A revision that answers NaN once loaded is
  * undone by loading the old weights back into the same process.
  */
-const MODEL = "bench-inplace/Qwen3-8B-FP8";
+const MODEL = IN_PLACE_MODEL;
 const SHA = { v1: "a1".repeat(20), v2: "b2".repeat(20), v3: "c3".repeat(20) } as const;
 const HOST = "gpu-ip";
 let bench: Bench;
 let swaps: SwapDriver;
 
-useSwapBench(
-  {
-    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1, healthTimeoutSeconds: 20 },
-    engineTiming: SIM_ENGINES,
-    weightScale: BENCH_WEIGHT_SCALE,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "h200-1gpu",
-        serving: { preset: "llama-bf16-small" },
-        frontDoor: { holdSeconds: 60 },
-        waitHealthy: true,
-      },
-    ],
-    startBot: true,
-  },
-  (b, s) => {
-    bench = b;
-    swaps = s;
-    bench.hub.addModel(
-      makeModel("qwen3-fp8-dense", {
-        id: MODEL,
-        gated: false,
-        scale: BENCH_WEIGHT_SCALE,
-        revisions: { main: SHA.v1, v2: SHA.v2, v3: SHA.v3 },
-      }),
-    );
-  },
-);
+useSwapBench(inPlaceBenchOptions(HOST, { healthTimeoutSeconds: 20 }, true), (b, s) => {
+  bench = b;
+  swaps = s;
+  addInPlaceModel(bench, { main: SHA.v1, v2: SHA.v2, v3: SHA.v3 });
+});
 
 async function swapTo(model: string, outcome: RegExp) {
   const swap = await swaps.request(model, HOST);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { BENCH_WEIGHT_SCALE, type Bench, SIM_ENGINES } from "../../testbench/bench.ts";
-import { makeModel } from "../../testbench/hub/index.ts";
+import type { Bench } from "../../testbench/bench.ts";
 import type { SwapDriver } from "../../testbench/swap-driver.ts";
+import { addInPlaceModel, IN_PLACE_MODEL, inPlaceBenchOptions } from "../support/in-place-bench.ts";
 import { useSwapBench } from "../support/swap-bench.ts";
 
 /**
@@ -12,45 +12,18 @@ import { useSwapBench } from "../support/swap-bench.ts";
  * hold) waits for it to end; it then asks the engine which weights it serves, finds the new ones, and goes
  * on without a second load: never a restart, never the load counted as failed.
  */
-const MODEL = "bench-inplace/Qwen3-8B-FP8";
+const MODEL = IN_PLACE_MODEL;
 const SHA = { v1: "d4".repeat(20), v2: "e5".repeat(20) } as const;
 const HOST = "gpu-ipc";
 let bench: Bench;
 let swaps: SwapDriver;
 
 useSwapBench(
-  {
-    swaps: {
-      pollSeconds: 0.2,
-      cardUpdateSeconds: 1,
-      healthTimeoutSeconds: 60,
-      lockSeconds: 5,
-      stalledCheckSeconds: 1,
-    },
-    engineTiming: SIM_ENGINES,
-    weightScale: BENCH_WEIGHT_SCALE,
-    hosts: [
-      {
-        name: HOST,
-        gpus: "h200-1gpu",
-        serving: { preset: "llama-bf16-small" },
-        frontDoor: { holdSeconds: 60 },
-        waitHealthy: true,
-      },
-    ],
-    startBot: false,
-  },
+  inPlaceBenchOptions(HOST, { healthTimeoutSeconds: 60, lockSeconds: 5, stalledCheckSeconds: 1 }, false),
   (b, s) => {
     bench = b;
     swaps = s;
-    bench.hub.addModel(
-      makeModel("qwen3-fp8-dense", {
-        id: MODEL,
-        gated: false,
-        scale: BENCH_WEIGHT_SCALE,
-        revisions: { main: SHA.v1, v2: SHA.v2 },
-      }),
-    );
+    addInPlaceModel(bench, { main: SHA.v1, v2: SHA.v2 });
   },
 );
 
