@@ -7,13 +7,13 @@ import { hostFrontDoor } from "../../src/front-door/host-front-door.ts";
 import { detachedStatus, readTaskFile, startDetached, stopDetached } from "../../src/host/detached-task.ts";
 import { type FenceToken, fenceDir, fencedTransport } from "../../src/host/fence.ts";
 import type { HostRegistry } from "../../src/host/host-registry.ts";
-import { type ShellCommand, sh } from "../../src/host/shell-quote.ts";
 import { commandFailed } from "../../src/host/transport.ts";
 import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { CatalogueRecipe } from "../../src/plan/catalogue-schema.ts";
 import type { ReportQueue } from "../../src/queue/report-queue.ts";
 import type { Store } from "../../src/store/store.ts";
+import { type ChangeCommands, changeCommand } from "../../src/swap/change-command.ts";
 import type { ChangeOptions, HostPort, StageContext } from "../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
 import { RunningSwap } from "./swap-state.ts";
@@ -115,9 +115,9 @@ export function hostPort(hosts: HostRegistry<HostConfig>, name: string, token: F
   const defaultTimeoutMs = config.commandTimeoutSeconds * 1000;
   const changing = fencedTransport(transport, fence, defaultTimeoutMs);
   const frontDoor = hostFrontDoor(config, changing);
-  const tryChange = (command: ShellCommand, options: ChangeOptions = {}) => {
+  const tryChange = (command: ChangeCommands, options: ChangeOptions = {}) => {
     const { privileged, ...exec } = options;
-    return changing.exec(privileged === true && config.sudo ? sh`sudo -n ${command}` : command, exec);
+    return changing.exec(changeCommand(command, privileged === true, config.sudo), exec);
   };
   return {
     name,

@@ -13,6 +13,12 @@ export const unitCommands = {
   daemonReload: (): ShellCommand => sh`systemctl daemon-reload`,
   enableNow: (unit: string): ShellCommand => sh`systemctl enable --now ${unit}`,
   disableNow: (unit: string): ShellCommand => sh`systemctl disable --now ${unit}`,
+  /**
+   * SIGKILL to every process of a unit (systemctl kill's default --kill-whom=all): a new unit that failed
+   * behind the front door's hold, which no client reached, is stopped at once instead of by the engine's
+   * graceful drain (SGLang's SIGTERM watchdog polls every 5 s). Only units the bot wrote.
+   */
+  killNow: (unit: string): ShellCommand => sh`systemctl kill --signal=SIGKILL ${unit}`,
 };
 
 /** A unit name of the shape the bot writes (`sglang-<model>-<commit>.service`), for checking rules against. */
@@ -31,9 +37,10 @@ export function privilegedCommands(host: {
   currentUnit: string;
   /** The engines the host serves with (default SGLang only): a unit of each one's shape is checked. */
   engines?: readonly EngineKind[];
-}): { what: string; command: ShellCommand }[] {
+}): PrivilegedCommand[] {
   const kinds = ENGINE_KINDS.filter((k) => (host.engines ?? ["sglang"]).includes(k));
-  const units = [host.currentUnit, ...kinds.map(sampleBotUnit)];
+  const botUnits = kinds.map(sampleBotUnit);
+  const units = [host.currentUnit, ...botUnits];
   return [
     ...units.map((u) => ({
       what: `tee ${host.unitDir}/${u}`,
@@ -44,5 +51,18 @@ export function privilegedCommands(host: {
       { what: `systemctl enable --now ${u}`, command: unitCommands.enableNow(u) },
       { what: `systemctl disable --now ${u}`, command: unitCommands.disableNow(u) },
     ]),
+    ...botUnits.map((u) => ({
+      what: `systemctl kill --signal=SIGKILL ${u}`,
+      command: unitCommands.killNow(u),
+      without: "a rollback behind the front door stops a failed new unit by its engine's graceful drain",
+    })),
   ];
+}
+
+/** A command the sudoers rules should allow; `without`: what the bot does instead where they do not. */
+export interface PrivilegedCommand {
+  what: string;
+  command: ShellCommand;
+  /** Set for a command the bot can do without (it falls back), saying how: sudo refusing it is a warning. */
+  without?: string;
 }

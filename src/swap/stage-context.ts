@@ -15,6 +15,7 @@ import type { CatalogueRecipe, CompatibilityRow } from "../plan/catalogue-schema
 import type { RecipeOverride } from "../plan/plan-input.ts";
 import type { ModelProfile } from "../plan/profile-schema.ts";
 import type { SwapPlan } from "../plan/types.ts";
+import type { ChangeCommands } from "./change-command.ts";
 import type { LastBenchmark, ServingState } from "./host-serving.ts";
 import type { SwapEvent } from "./swap-events.ts";
 import type { Decision, StageName, StageState, SwapRecord } from "./swap-record.ts";
@@ -53,7 +54,10 @@ export interface SwapState {
 
 /** Options of a command that changes the host. */
 export interface ChangeOptions extends ExecOptions {
-  /** As `sudo -n <command>` on a host with `sudo: true` (the unit commands: src/engine/unit-commands.ts). */
+  /**
+   * As `sudo -n <command>` on a host with `sudo: true` (the unit commands: src/engine/unit-commands.ts),
+   * each of several alike (changeCommand).
+   */
   privileged?: boolean;
 }
 
@@ -77,9 +81,9 @@ export interface HostPort {
    * A command that changes the host, under the fence; throws HOST_COMMAND_FAILED on a non-zero exit, and
    * FENCE_STALE or SWAP_SUPERSEDED (this run is over) when the host refused it.
    */
-  change(command: ShellCommand, what: string, options?: ChangeOptions): Promise<ExecResult>;
+  change(command: ChangeCommands, what: string, options?: ChangeOptions): Promise<ExecResult>;
   /** `change` that returns the result whatever the command's exit status (the fence's refusals still throw). */
-  tryChange(command: ShellCommand, options?: ChangeOptions): Promise<ExecResult>;
+  tryChange(command: ChangeCommands, options?: ChangeOptions): Promise<ExecResult>;
   startTask(dir: string, script: ShellCommand, secrets?: Record<string, string>): Promise<void>;
   taskStatus(dir: string): Promise<DetachedStatus>;
   stopTask(dir: string): Promise<void>;

@@ -211,7 +211,7 @@ export const swapRecordSchema = z.object({
   /**
    * The front door's part of a cold swap (hosts[].frontDoor): since when new requests are held, when the
    * old unit's drain ended and how many requests were still in flight on it when its bound ran out (cut
-   * by its stop), and when the held requests were sent to the new unit.
+   * by its stop), and when the held requests were sent to the new unit (or held again by a rollback).
    */
   frontDoor: z
     .object({
@@ -219,6 +219,8 @@ export const swapRecordSchema = z.object({
       drainedAt: isoTime.optional(),
       cut: z.number().int().min(0).optional(),
       releasedAt: isoTime.optional(),
+      /** A rollback held again what the switch had released: the new unit was reached by clients. */
+      heldAgain: z.literal(true).optional(),
     })
     .optional(),
   /**

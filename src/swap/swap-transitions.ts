@@ -239,7 +239,7 @@ export const transitions = {
   heldAgain(r: R, at: string): Patch {
     const held = r.frontDoor ?? illegal(r, "heldAgain", "a front door that held nothing");
     const { releasedAt: _sent, ...drain } = held;
-    return { frontDoor: { ...drain, heldAt: at } };
+    return { frontDoor: { ...drain, heldAt: at, heldAgain: true } };
   },
 
   /** Blue/green: the front door sent new requests to the new unit's slot (`to`) and drains `from`. */

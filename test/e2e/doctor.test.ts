@@ -44,6 +44,7 @@ beforeAll(async () => {
       { name: "stale", reach: "stale-key", ...LIGHT },
       { name: "sudo-partial", sudo: true, ...LIGHT },
       { name: "sudo-none", sudo: true, faults: { sudoRules: [] }, ...LIGHT },
+      { name: "sudo-no-kill", sudo: true, ...LIGHT },
       { name: "no-hf", hubCli: "none", ...LIGHT },
       { name: "old-hf", faults: { hfVersion: "0.34.4" }, ...LIGHT },
       { name: "read-only", ...LIGHT },
@@ -65,6 +66,13 @@ beforeAll(async () => {
   await partial.setFault("sudoRules", [
     `/usr/bin/tee ^${partial.unitDir}/sglang-[a-z0-9-]+[.]service$`,
     `${partial.binDir}/systemctl daemon-reload`,
+  ]);
+  // docs/operations.md's rules without MODELSWAP_FAST_STOP (a sudoers file from before it)
+  const noKill = bench.host("sudo-no-kill").sim;
+  await noKill.setFault("sudoRules", [
+    `/usr/bin/tee ^${noKill.unitDir}/(sglang|vllm)-[a-z0-9-]+[.]service$`,
+    `${noKill.binDir}/systemctl daemon-reload`,
+    `${noKill.binDir}/systemctl ^(enable|disable) --now (sglang|vllm)-[a-z0-9-]+[.]service$`,
   ]);
   // The bench's SSH user may be root, whom mode bits do not stop: an immutable directory stops anyone
   // (EPERM from the kernel), as a read-only mount or another owner stops the bot's user.
@@ -402,6 +410,7 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
         "stale",
         "sudo-partial",
         "sudo-none",
+        "sudo-no-kill",
         "no-hf",
         "old-hf",
         "read-only",
@@ -449,11 +458,13 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
     ])
       expect(rowOf(fleet.stdout, "host gpu-1", check).mark, check).toBe("✔");
     expect(lastLine(fleet.stdout)).toMatch(/^✖ 16 problems: gone ssh \(HOST_UNREACHABLE\), silent ssh/);
-    // the light hosts serve nothing: each a warning of its own kind, and no other
+    // the light hosts serve nothing: each a warning of its own kind, and no other but the sudo rules
+    // without the fast stop
+    const warnings = lastLine(fleet.stdout).split("warnings: ")[1]?.split(", ") ?? [];
+    expect(warnings).toContain("sudo-no-kill sudo (HOST_SUDO_PARTIAL)");
     expect(
-      lastLine(fleet.stdout)
-        .split("warnings: ")[1]
-        ?.split(", ")
+      warnings
+        .filter((w) => w !== "sudo-no-kill sudo (HOST_SUDO_PARTIAL)")
         .every((w) => w.endsWith("serving (SERVING_UNIT_MISSING)")),
     ).toBe(true);
   });
@@ -503,6 +514,17 @@ describe("modelswap doctor names what is wrong with each host of a broken fleet"
     );
     expect(row.code).toBe("HOST_SUDO_DENIED");
     expect(row.fix).toContain('the rules of docs/operations.md ("sudo: exactly the rights it needs")');
+  });
+
+  it("sudo rules without the fast stop (MODELSWAP_FAST_STOP): a warning, HOST_SUDO_PARTIAL, saying what the bot does instead", () => {
+    const row = rowOf(fleet.stdout, "host sudo-no-kill", "sudo");
+    const bot = "sglang-modelswap-doctor-check-0000000.service";
+    expect(row).toMatchObject({ mark: "!", code: "HOST_SUDO_PARTIAL" });
+    expect(row.saw).toBe(
+      `sudo -n does not allow systemctl kill --signal=SIGKILL ${bot} (without it a rollback behind the front door stops a failed new unit by its engine's graceful drain)`,
+    );
+    // the full rules pass
+    expect(rowOf(fleet.stdout, "host gpu-1", "sudo")).toMatchObject({ mark: "✔" });
   });
 
   it("no sudo rules at all: HOST_SUDO_DENIED, in sudo's own words", () => {

@@ -326,7 +326,7 @@ export async function bringBackRetired(
       port,
     );
     if (!health.healthy) return { ok: false, detail: `${oldUnit} did not come back: ${health.why}` };
-    swap.to.verified(oldUnit, await mainPid(ctx, oldUnit));
+    swap.to.verified(oldUnit, health.mainPid || (await mainPid(ctx, oldUnit)));
     await fd.door.setStates([
       [from, "ready"],
       [to, "maint"],

@@ -61,22 +61,38 @@ async function putBack(ctx: StageContext, why: string): Promise<RollbackResult> 
     });
   }
   const fd = host.frontDoor;
+  // read before the hold below, which marks a release it takes back
+  const unreached = neverReached(swap.record);
   try {
     // Behind a front door, new requests are held while no unit can take them, as in the switch; the new
     // unit drains first if the held requests had already been sent to it.
     // HAProxy being away must not keep the old unit from serving again: the units come first, and the
     // release after them says whether the front door could be put back.
-    if (fd !== undefined && swap.record.frontDoor !== undefined)
-      await holdForRollback(ctx, fd).catch((error: unknown) => {
-        if (passesThrough(error)) throw error;
-        ctx.log.warn({ err: describeError(error) }, "the rollback could not hold requests at the front door");
-      });
+    const held =
+      fd !== undefined && swap.record.frontDoor !== undefined
+        ? holdForRollback(ctx, fd).catch((error: unknown) => {
+            if (passesThrough(error)) throw error;
+            ctx.log.warn(
+              { err: describeError(error) },
+              "the rollback could not hold requests at the front door",
+            );
+          })
+        : Promise.resolve();
+    held.catch(() => undefined); // awaited below; a rejection meanwhile is not unhandled
+    // A new unit clients reached drains first (the hold's wait); one none reached is stopped meanwhile,
+    // the requests held since before it started (the hold asked again only in case).
+    if (!unreached) await held;
     if (oldUnit !== plan.unitName) {
-      await host.tryChange(unitCommands.disableNow(plan.unitName), {
+      // No client reached it: nothing to drain, so no graceful stop to wait out (SGLang's SIGTERM watchdog
+      // polls every 5 s): killed, then stopped, in one round trip. Where sudo refuses the kill
+      // (HOST_SUDO_PARTIAL), the stop drains as ever.
+      const stop = unitCommands.disableNow(plan.unitName);
+      await host.tryChange(unreached ? [unitCommands.killNow(plan.unitName), stop] : stop, {
         privileged: true,
         timeoutMs: stopLimitMs(plan.unitText),
       });
     }
+    await held;
     // Nothing served before this swap: back to that is the new unit stopped (done above).
     if (!plan.host.currentUnit.exists)
       return { ok: true, detail: `${plan.unitName} stopped; nothing served before` };
@@ -163,7 +179,7 @@ export async function settleBack(
   }
   // the process the final check will expect of it (a new one after a restart)
   try {
-    swap.to.verified(unit, await mainPid(ctx, unit));
+    swap.to.verified(unit, health.mainPid || (await mainPid(ctx, unit)));
   } catch (error) {
     if (!isHostUnreachable(error)) throw error;
     return { ok: false, detail: describeError(error), unreachable: error };
@@ -175,3 +191,12 @@ export async function settleBack(
 }
 
 export type { RollbackResult };
+
+/**
+ * Whether the new unit never served a client: behind a front door that held requests from before its
+ * start and never released them to it (a release a rollback took back is marked heldAgain).
+ */
+export function neverReached(record: StageContext["swap"]["record"]): boolean {
+  const held = record.frontDoor;
+  return held !== undefined && held.releasedAt === undefined && held.heldAgain !== true;
+}

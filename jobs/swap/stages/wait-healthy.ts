@@ -6,7 +6,13 @@ import type { StageContext } from "../../../src/swap/stage-context.ts";
 /** How long one health probe may wait for an answer. */
 const PROBE_SECONDS = 10;
 
-export type HealthResult = { healthy: true } | { healthy: false; why: string; journal: string[] };
+/**
+ * `mainPid`: the unit's process as systemctl showed it in the probe that found it healthy (0: none), so the
+ * process the final check will expect is read in the same look, not one more round trip later.
+ */
+export type HealthResult =
+  | { healthy: true; mainPid: number }
+  | { healthy: false; why: string; journal: string[] };
 
 /**
  * Polls a unit's server until the engine's health probe answers 200 (a generation went through), failing fast
@@ -34,18 +40,21 @@ export async function waitHealthy(
       sh`
       systemctl is-active ${unit} || true
       ${ctx.engine.healthProbe(port, PROBE_SECONDS)} || true
+      echo
+      systemctl show -p MainPID --value ${unit} 2>/dev/null || true
       echo ---journal---
       journalctl -u ${unit} -n 200 --no-pager -o cat 2>/dev/null || true`,
       { timeoutMs: probeCommandMs(PROBE_SECONDS) },
     );
     const [head = "", log = ""] = result.stdout.split("---journal---\n");
-    const [state = "", code = ""] = head
-      .trim()
+    // the probe's status may end its line or not (the echo ends it): blank lines are nothing
+    const [state = "", code = "", pid = ""] = head
       .split("\n")
-      .map((l) => l.trim());
+      .map((l) => l.trim())
+      .filter((l) => l !== "");
     // this run's lines only: an earlier run's crash of the same unit is not this run's
     const journal = journalSince(log.split("\n").filter((l) => l !== "" && l !== "-- No entries --"));
-    if (code === "200" && state === "active") return { healthy: true };
+    if (code === "200" && state === "active") return { healthy: true, mainPid: Number(pid) || 0 };
     const fatal = ctx.engine.findFatalLine(journal);
     const elapsed = (ctx.clock.now() - since) / 1000;
     // A traceback read before its exception line says the engine is going down but not why: the why is

@@ -12,6 +12,7 @@ import { catalogueRecipes } from "../../../src/plan/catalogue.ts";
 import type { SwapPlan } from "../../../src/plan/types.ts";
 import type { AuditEvent } from "../../../src/store/audit-log.ts";
 import type { LastBenchmark, ServingState } from "../../../src/store/host-state.ts";
+import { changeCommand } from "../../../src/swap/change-command.ts";
 import type { StageContext, StageSettings } from "../../../src/swap/stage-context.ts";
 import type { StoredSwapEvent } from "../../../src/swap/swap-events.ts";
 import type { Decision, SwapRecord } from "../../../src/swap/swap-record.ts";
@@ -162,10 +163,7 @@ export function fakeContext(options: FakeOptions = {}): Fake {
       },
       async tryChange(command, opts = {}) {
         const { privileged, ...exec } = opts;
-        return host.exec(
-          privileged === true && config.sudo ? { text: `sudo -n ${command.text}` } : command,
-          exec,
-        );
+        return host.exec(changeCommand(command, privileged === true, config.sudo), exec);
       },
       async change(command, what, opts) {
         const result = await this.tryChange(command, opts);

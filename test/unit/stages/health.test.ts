@@ -374,7 +374,7 @@ describe("waitHealthy", () => {
       serving,
     ]);
 
-    expect(await waitHealthy(fake.ctx, NEW_UNIT, 60)).toEqual({ healthy: true });
+    expect(await waitHealthy(fake.ctx, NEW_UNIT, 60)).toEqual({ healthy: true, mainPid: 0 });
     expect(poll.count()).toBe(3);
   });
 

@@ -111,8 +111,11 @@ export function healthAnswer(
   state: string,
   httpCode: string,
   journal: readonly string[],
+  /** The unit's MainPID as the probe shows it; omitted, the probe prints none (an older host's answer). */
+  mainPid?: number,
 ): Partial<ExecResult> {
-  return { stdout: `${state}\n${httpCode}\n---journal---\n${journal.join("\n")}\n` };
+  const pid = mainPid === undefined ? "" : `\n${mainPid}`;
+  return { stdout: `${state}\n${httpCode}${pid}\n---journal---\n${journal.join("\n")}\n` };
 }
 
 const description = (unit: string) =>

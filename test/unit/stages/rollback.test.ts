@@ -82,6 +82,21 @@ function unreachableFrontDoor(fake: Fake): { calls: number } {
   return seen;
 }
 
+/** A front door whose HAProxy answers: the state changes asked, nothing in flight anywhere. */
+function workingFrontDoor(fake: Fake): { states: [string, string][][] } {
+  const seen = { states: [] as [string, string][][] };
+  withFrontDoor(fake, {
+    setStates: async (states: readonly (readonly [string, string])[]) => {
+      seen.states.push(states.map(([a, b]) => [a, b]));
+    },
+    setState: async (server: string, state: string) => {
+      seen.states.push([[server, state]]);
+    },
+    sessions: async () => 0,
+  } as never);
+  return seen;
+}
+
 const rollingBack = (fake: Fake) => fake.events().filter((e) => e.type === "rolling-back");
 
 describe("rollback", () => {
@@ -119,9 +134,10 @@ describe("rollback", () => {
 
     const result = await coldMode.undo(fake.ctx, WHY);
 
-    // the units come first: HAProxy being away must not keep the old model from serving again
+    // the units come first: HAProxy being away must not keep the old model from serving again (the new
+    // unit, which no client reached, killed at once)
     expect(commands(fake).slice(0, 2)).toEqual([
-      `systemctl disable --now ${NEW_UNIT}`,
+      `systemctl kill --signal=SIGKILL ${NEW_UNIT}\nsystemctl disable --now ${NEW_UNIT}`,
       `systemctl enable --now ${OLD_UNIT}`,
     ]);
     expect(door.calls).toBeGreaterThanOrEqual(2); // the hold, then the release, each tried
@@ -132,6 +148,22 @@ describe("rollback", () => {
       ),
     );
     expect(result.unreachable).toBeUndefined();
+  });
+
+  it("takes the old unit's process from the health probe that found it healthy: no second look", async () => {
+    const fake = failedAfterSwitch();
+    fake.host.on(healthPoll(OLD_UNIT), () =>
+      healthAnswer("active", "200", healthyJournal(OLD_UNIT), 4242),
+    );
+
+    await coldMode.undo(fake.ctx, WHY);
+
+    expect(commands(fake)).toEqual([
+      `systemctl disable --now ${NEW_UNIT}`,
+      `systemctl enable --now ${OLD_UNIT}`,
+      `poll ${OLD_UNIT}`,
+    ]);
+    expect(fake.swap.record.verified).toMatchObject({ unit: OLD_UNIT, mainPid: 4242 });
   });
 
   it("uses sudo -n for systemctl on a host configured with sudo", async () => {
@@ -146,6 +178,59 @@ describe("rollback", () => {
       `poll ${OLD_UNIT}`,
       `pid ${OLD_UNIT}`,
     ]);
+  });
+
+  it("kills a new unit that failed behind the front door's hold (no client reached it) before its stop, with sudo -n", async () => {
+    const fake = failedAfterSwitch({
+      host: { sudo: true },
+      record: { frontDoor: { heldAt: ago(125), drainedAt: ago(121), cut: 0 } },
+    });
+    const door = workingFrontDoor(fake);
+    oldUnitComesBack(fake, 0);
+
+    const result = await coldMode.undo(fake.ctx, WHY);
+
+    expect(result.ok).toBe(true);
+    // killed and stopped in one round trip, each under sudo
+    expect(commands(fake).slice(0, 2)).toEqual([
+      `sudo -n systemctl kill --signal=SIGKILL ${NEW_UNIT}\nsudo -n systemctl disable --now ${NEW_UNIT}`,
+      `sudo -n systemctl enable --now ${OLD_UNIT}`,
+    ]);
+    expect(door.states.at(-1)).toEqual([
+      ["blue", "ready"],
+      ["hold", "maint"],
+    ]);
+  });
+
+  it("lets a new unit that clients reached drain: after a release, no kill, only its stop", async () => {
+    const fake = failedAfterSwitch({
+      record: { frontDoor: { heldAt: ago(125), drainedAt: ago(121), cut: 0, releasedAt: ago(60) } },
+    });
+    workingFrontDoor(fake);
+    oldUnitComesBack(fake, 0);
+
+    await coldMode.undo(fake.ctx, WHY);
+
+    expect(commands(fake).slice(0, 2)).toEqual([
+      `systemctl disable --now ${NEW_UNIT}`,
+      `systemctl enable --now ${OLD_UNIT}`,
+    ]);
+    expect(fake.swap.record.frontDoor?.heldAgain).toBe(true);
+  });
+
+  it("still lets the new unit drain when the rollback resumes after holding again (the release is marked)", async () => {
+    const fake = failedAfterSwitch({
+      record: {
+        rollbackStartedAt: ago(5),
+        frontDoor: { heldAt: ago(4), drainedAt: ago(121), cut: 0, heldAgain: true },
+      },
+    });
+    workingFrontDoor(fake);
+    oldUnitComesBack(fake, 0);
+
+    await coldMode.undo(fake.ctx, WHY);
+
+    expect(commands(fake).some((c) => c.includes("systemctl kill"))).toBe(false);
   });
 
   it("announces itself once: a retried rollback does not emit rolling-back again", async () => {

@@ -50,6 +50,8 @@ function rules() {
     `${resolveCommand("tee") ?? "/usr/bin/tee"} ^${escapeRegex(paths.unitDir)}/(sglang|vllm)-[a-z0-9-]+[.]service$`,
     `${systemctl} daemon-reload`,
     `${systemctl} ^(enable|disable) --now (sglang|vllm)-[a-z0-9-]+[.]service$`,
+    // a failed new unit stopped at once (docs/operations.md, MODELSWAP_FAST_STOP)
+    `${systemctl} ^kill --signal=SIGKILL (sglang|vllm)-[a-z0-9-]+[.]service$`,
     // disk retention's removal of old unit files (docs/operations.md, "Disk retention")
     `${resolveCommand("rm") ?? "/usr/bin/rm"} ^-f -- ${escapeRegex(paths.unitDir)}/(sglang|vllm)-[a-z0-9-]+[.]service$`,
   ];
