@@ -8,7 +8,7 @@ import { Store } from "../src/store/store.ts";
 import type { Decision, SwapRecord } from "../src/swap/swap-record.ts";
 import { type Bench, CHANNEL, USERS } from "./bench.ts";
 import { makeModel } from "./hub/index.ts";
-import type { SlackMessage } from "./slack/index.ts";
+import type { CommandResult, SlackMessage } from "./slack/index.ts";
 import { type UntilOptions, until } from "./until.ts";
 
 export interface SwapDriverOptions {
@@ -73,14 +73,37 @@ export class SwapDriver {
     host: string,
     { user = USERS.alice }: { user?: string } = {},
   ): Promise<SlackMessage> {
+    const cardsBefore = new Set(this.cards().map((m) => m.ts));
     const ack = await this.bench.slack.command(user, `swap ${model} --host ${host}`, { channel: CHANNEL });
+    this.lastAck = ack;
     const text = ack.ackResponse?.text ?? "";
-    const id = /^(?:🔄 Swap queued|📝 Planning \(dry run\)).*\(swap `(sw-[a-z0-9-]+)`\)/.exec(text)?.[1];
-    if (ack.status !== 200 || id === undefined) {
-      throw new Error(`/llm swap ${model} --host ${host} was not queued: ${ack.status} ${text}`);
+    let id = /^(?:🔄 Swap queued|📝 Planning \(dry run\)).*\(swap `(sw-[a-z0-9-]+)`\)/.exec(text)?.[1];
+    // Slack stopped waiting for the ack (3 s: on a loaded 2-core machine the bot's queueing can take
+    // longer). The user sees operation_timeout, but the bot goes on and queues the swap: as a person would,
+    // look for the card it then posts, of this model on this host.
+    if (ack.timedOut === true && id === undefined)
+      id = await this.bench.slack
+        .waitFor(
+          () => {
+            const card = this.cards().find((m) => !cardsBefore.has(m.ts) && cardNames(m, model, host));
+            return card === undefined
+              ? undefined
+              : /`(sw-[a-z0-9-]+)`/.exec(JSON.stringify(card.blocks))?.[1];
+          },
+          { what: `a card of ${model} on ${host} after the ack timed out`, timeoutMs: 30_000 },
+        )
+        .catch(() => undefined);
+    if (id === undefined) {
+      const how = ack.timedOut
+        ? `Slack stopped waiting after ${Math.round(ack.ackMs)} ms and no card came`
+        : ack.networkError !== undefined
+          ? `the bot could not be reached: ${ack.networkError}`
+          : `HTTP ${ack.status} ${text}`;
+      throw new Error(`/llm swap ${model} --host ${host} was not queued: ${how}`);
     }
-    return await this.bench.slack.waitFor(() => this.cardsOf(id)[0], {
-      what: `the card of swap ${id} (${model} → ${host})`,
+    const queued = id;
+    return await this.bench.slack.waitFor(() => this.cardsOf(queued)[0], {
+      what: `the card of swap ${queued} (${model} → ${host})`,
       timeoutMs: this.options.postWithinMs ?? 30_000,
     });
   }
@@ -149,6 +172,16 @@ export class SwapDriver {
   }
 
   /** Top-level cards of a swap (a crash or a retried delivery must never leave a second one behind). */
+  /** The delivery of the last request()'s command: whether Slack got the ack in time. */
+  lastAck: CommandResult | undefined;
+
+  /** Every swap card in the channel (top-level messages naming a swap id). */
+  cards(): SlackMessage[] {
+    return this.bench.slack
+      .messages(CHANNEL)
+      .filter((m) => m.thread_ts === undefined && /`sw-[a-z0-9-]+`/.test(JSON.stringify(m.blocks ?? [])));
+  }
+
   cardsOf(swapId: string): SlackMessage[] {
     return this.bench.slack
       .messages(CHANNEL)
@@ -363,4 +396,14 @@ export async function waitForLog(
     },
     { what: `${what ?? `${count} line(s) matching ${pattern}`} in ${path}`, timeoutMs },
   );
+}
+
+/** Whether a card is of `model` (its repo, before any `--` flag) on `host`. */
+function cardNames(card: SlackMessage, model: string, host: string): boolean {
+  const blocks = JSON.stringify(card.blocks ?? []);
+  const repo = model
+    .split(/\s/)[0]!
+    .replace(/^https:\/\/huggingface\.co\//, "")
+    .split("/tree/")[0]!;
+  return blocks.includes(repo) && blocks.includes(host);
 }

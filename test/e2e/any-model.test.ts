@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import {
   BENCH_WEIGHT_SCALE,
@@ -110,6 +111,22 @@ describe("dry runs of real configurations on the 8× RTX PRO 6000 host", () => {
     expect(text).toMatch(
       /✓ \*vram\*: .*one 32768-token sequence \(context-length 32768 from swap \(--set\)\) needs [0-9.]+ GiB\/GPU of KV cache/,
     );
+  }, 90_000);
+
+  it("the test driver's /llm swap when Slack stops waiting for the ack: the bot queues it anyway, and the card it posts is found", async () => {
+    // what a loaded 2-core machine can do to any test's command (Slack waits 3 s), made sure of: Redis
+    // holds the bot's writes (CLIENT PAUSE … WRITE), so it queues the swap only after Slack gave up
+    const redis = new Redis(bench.redis.url);
+    bench.slack.setAckDeadline(200);
+    try {
+      await redis.call("CLIENT", "PAUSE", "1500", "WRITE");
+      const card = await swaps.request(`${GPT_OSS} --dry-run --set context-length=32768`, "gpu-1");
+      expect(swaps.lastAck?.timedOut).toBe(true);
+      expect(await planShown(card.ts)).toContain("--context-length 32768");
+    } finally {
+      bench.slack.setAckDeadline(3000);
+      redis.disconnect();
+    }
   }, 90_000);
 
   it("a --set the config does not allow is refused with what is, and nothing is queued", async () => {

@@ -20,8 +20,8 @@ export interface EmulatorState {
   readonly faults: ApiFaults;
   readonly ctx: ApiContext;
   readonly responsePosts: ResponseUrlPost[];
-  /** Slack's deadline for the bot's answer to a delivery. */
-  readonly ackDeadlineMs: number;
+  /** Slack's deadline for the bot's answer to a delivery (3 s; SlackEmulator.setAckDeadline changes it). */
+  ackDeadlineMs: number;
   /** How many calls were answered 429. */
   rateLimited: number;
   socketLink: SocketModeLink | undefined;

@@ -93,6 +93,11 @@ export class SlackEmulator {
     this.deliveries.useSocketMode(appToken);
   }
 
+  /** How long deliveries wait for the bot's ack from now on (Slack's is 3 s: a test of a late ack). */
+  setAckDeadline(ms: number): void {
+    this.state.ackDeadlineMs = ms;
+  }
+
   /** Where deliveries go now. */
   get transport(): Transport {
     return this.deliveries.transport;
