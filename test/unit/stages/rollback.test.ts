@@ -152,9 +152,7 @@ describe("rollback", () => {
 
   it("takes the old unit's process from the health probe that found it healthy: no second look", async () => {
     const fake = failedAfterSwitch();
-    fake.host.on(healthPoll(OLD_UNIT), () =>
-      healthAnswer("active", "200", healthyJournal(OLD_UNIT), 4242),
-    );
+    fake.host.on(healthPoll(OLD_UNIT), () => healthAnswer("active", "200", healthyJournal(OLD_UNIT), 4242));
 
     await coldMode.undo(fake.ctx, WHY);
 
