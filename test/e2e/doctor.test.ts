@@ -182,7 +182,7 @@ describe("modelswap doctor, when everything is right", () => {
     expect(ssh.mark).toBe("✔");
     expect(ssh.saw).toContain(`host key ${bench.sshd.hostKeySha256()} matches the pin; logged in as`);
     expect(rowOf(out, "host gpu-1", "sudo").saw).toBe(
-      "sudo -n allows all 7 commands the switch and rollback run",
+      "sudo -n allows all 8 commands the switch and rollback run",
     );
     expect(rowOf(out, "host gpu-1", "hf").saw).toBe("hf 1.33.0");
     expect(rowOf(out, "host gpu-1", "venv").saw).toMatch(/\/bin\/python runs: Python 3\.\d+/);

@@ -115,9 +115,12 @@ describe.each(transports)("HostTransport contract: %s", (name, get) => {
     expect(result.stdout.trim()).toBe("5");
   });
 
-  it("drains large output on both streams without deadlock", async () => {
+  it("drains large output on both streams without deadlock", { timeout: 90_000 }, async () => {
+    // a deadlock never ends; 6 MB on a machine the rest of the suite loads took over the 10 s default
+    // (a clean-clone run on 2026-12-07, both kept shells)
     const result = await get().exec(
       sh`head -c 3000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2`,
+      { timeoutMs: 60_000 },
     );
     expect(result.stdout.length).toBe(3_000_000);
     expect(result.stderr.length).toBe(3_000_000);
