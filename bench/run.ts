@@ -72,7 +72,7 @@ const SECTIONS: {
   },
   fast: {
     what: (p) =>
-      `a failed cold swap rolled back to a parked old unit (SGLang memory saver) and to a stopped one (a reload of ${p.fast.loadSeconds} s), behind a real HAProxy, a request every ${p.fast.everyMs} ms`,
+      `a failed cold swap rolled back to a parked old unit (SGLang memory saver) and to a stopped one (a reload of ${p.fast.coldStartSeconds} s), behind a real HAProxy, a request every ${p.fast.everyMs} ms`,
     run: (p, progress) => benchFast(p.fast, progress),
   },
 };
