@@ -238,16 +238,19 @@ describe.each([
   it("fails the command and leaves none of its processes past its time limit", async () => {
     const transport = get();
     const m = marker();
-    const started = Date.now();
     const pending = transport.exec(sh`sleep ${m.a} & sleep ${m.b}`, { timeoutMs: 3000 });
     const outcome = pending.catch((error: unknown) => error);
     await until(async () => (await processesOf(m.id)).length >= 2, { what: "the command to start" });
+    const seen = Date.now();
     await sshd.dropConnections();
     expect(await outcome).toMatchObject({ code: "HOST_CONNECTION_LOST" });
-    // the host's `timeout` fires a second after ours, then gives 2 s of grace before KILL
+    // the host's `timeout` fires a second after ours, then gives 2 s of grace before KILL: 6 s from the
+    // command's start on the host at most, which was before it was seen; 5 s more for a loaded machine
+    // (counted from the client's send, the bound failed a run whose command took seconds to start). The
+    // sleeps last 300 s: a leak outlives any of it.
     await until(async () => (await processesOf(m.id)).length === 0, {
       what: "the processes of the command whose connection dropped to end",
-      timeoutMs: 3000 + 6000 - (Date.now() - started),
+      timeoutMs: 6000 + 5000 - (Date.now() - seen),
     }).catch(async (error: unknown) => {
       throw new Error(`${String(error)}; still running: ${(await processesOf(m.id)).join("; ")}`);
     });
