@@ -40,7 +40,8 @@ describe("a process with nothing to do", () => {
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     const during = (await logLines(bot.logPath)).slice(before);
     await bench.redis.start();
-    const warnings = during.filter((line) => level(line) >= 40);
+    // the bench's own start-up warning (slackRateScale) can land late on a loaded machine: not the outage's
+    const warnings = during.filter((line) => level(line) >= 40 && !line.includes('"slackRateScale"'));
     expect(
       warnings.length,
       `warnings in ${OUTAGE_MS / 1000} s of outage:\n${warnings.join("\n")}`,
@@ -72,6 +73,8 @@ describe("a process with nothing to do", () => {
     await waitForLog(bot.logPath, /"code":"REDIS_UNREACHABLE"/, {
       count: 2,
       what: "the bot to find Redis gone",
+      // its reconnects back off; a loaded machine took over 30 s for two of them (2026-12-07)
+      timeoutMs: 90_000,
     });
     const signalled = Date.now();
     await bot.kill("SIGTERM");
@@ -81,5 +84,5 @@ describe("a process with nothing to do", () => {
     expect(log).toMatch(/modelswap stopped/);
     expect(log).not.toMatch(/grace period over/);
     expect(exitedAfter).toBeLessThan(5000);
-  }, 60_000);
+  }, 150_000);
 });

@@ -245,7 +245,9 @@ describe("a blue/green swap behind the front door", () => {
     expect(oldModel).not.toBe("sim-org/bg-back");
     expect(new Set(after)).toEqual(new Set([oldModel]));
     expect(record?.flip?.flippedBackAt).toBeDefined();
-    expect(Date.parse(record!.flip!.flippedBackAt!) - flippedBack).toBeLessThan(5000);
+    // promptly: 5.3 s once on a machine the suite and a bench starved (2026-12-07); a flip back that
+    // waited for the window's end would take its minutes
+    expect(Date.parse(record!.flip!.flippedBackAt!) - flippedBack).toBeLessThan(15_000);
     expect((await bench.host("gpu-1").sim.unitState(record!.previous!.unit)).activeState).toBe("active");
     expect((await bench.host("gpu-1").sim.unitState(unitOf(record))).activeState).not.toBe("active");
     expect(swaps.threadText(card.ts)).toMatch(

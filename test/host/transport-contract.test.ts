@@ -235,12 +235,17 @@ describe.each([
   ["ssh", () => ssh],
   ["ssh kept shell", () => new KeptShell(ssh, 10_000)],
 ] as const)("a dropped connection during a command: %s", (_name, get) => {
-  it("fails the command and leaves none of its processes past its time limit", async () => {
+  it("fails the command and leaves none of its processes past its time limit", {
+    timeout: 120_000,
+  }, async () => {
     const transport = get();
     const m = marker();
     const pending = transport.exec(sh`sleep ${m.a} & sleep ${m.b}`, { timeoutMs: 3000 });
     const outcome = pending.catch((error: unknown) => error);
-    await until(async () => (await processesOf(m.id)).length >= 2, { what: "the command to start" });
+    await until(async () => (await processesOf(m.id)).length >= 2, {
+      what: "the command to start",
+      timeoutMs: 60_000,
+    });
     const seen = Date.now();
     await sshd.dropConnections();
     expect(await outcome).toMatchObject({ code: "HOST_CONNECTION_LOST" });
