@@ -69,7 +69,7 @@ const RESUME_SHARE_OF_COLD_START = 5.5 / 97.7;
 
 /**
  * The front doors' hold bound: a failed cold swap holds new requests through two cold starts (the new model's,
- * then the old one's reload), over 200 s at the 97.7 s cold start; 300 s failed one request of 293 in the
+ * then the old one's reload), over 200 s at the 97.7 s cold start; 300 s failed one request of 2,048 in the
  * first full run at that scale (the machine loaded); docs/front-door.md: the plan warns when a load may outlast it.
  */
 const HOLD_SECONDS = 600;
