@@ -122,11 +122,7 @@ export async function benchFast(
         frontDoor: { holdSeconds: HOLD_SECONDS },
         diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
       }),
-      servingHost(
-        "warm",
-        { ...options.speed, engine: warmEngine },
-        { diskFreeBytes: SEED_BOX_FREE_DISK_BYTES },
-      ),
+      servingHost("warm", speed, { diskFreeBytes: SEED_BOX_FREE_DISK_BYTES }),
       servingHost("revision", speed, {
         frontDoor: { holdSeconds: HOLD_SECONDS },
         diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,

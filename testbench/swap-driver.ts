@@ -77,35 +77,30 @@ export class SwapDriver {
     const ack = await this.bench.slack.command(user, `swap ${model} --host ${host}`, { channel: CHANNEL });
     this.lastAck = ack;
     const text = ack.ackResponse?.text ?? "";
-    let id = /^(?:🔄 Swap queued|📝 Planning \(dry run\)).*\(swap `(sw-[a-z0-9-]+)`\)/.exec(text)?.[1];
+    const id = /^(?:🔄 Swap queued|📝 Planning \(dry run\)).*\(swap `(sw-[a-z0-9-]+)`\)/.exec(text)?.[1];
+    if (id !== undefined)
+      return await this.bench.slack.waitFor(() => this.cardsOf(id)[0], {
+        what: `the card of swap ${id} (${model} → ${host})`,
+        timeoutMs: this.options.postWithinMs ?? 30_000,
+      });
     // Slack stopped waiting for the ack (3 s: on a loaded 2-core machine the bot's queueing can take
     // longer). The user sees operation_timeout, but the bot goes on and queues the swap: as a person would,
     // look for the card it then posts, of this model on this host.
-    if (ack.timedOut === true && id === undefined)
-      id = await this.bench.slack
-        .waitFor(
-          () => {
-            const card = this.cards().find((m) => !cardsBefore.has(m.ts) && cardNames(m, model, host));
-            return card === undefined
-              ? undefined
-              : /`(sw-[a-z0-9-]+)`/.exec(JSON.stringify(card.blocks))?.[1];
-          },
-          { what: `a card of ${model} on ${host} after the ack timed out`, timeoutMs: 30_000 },
-        )
-        .catch(() => undefined);
-    if (id === undefined) {
-      const how = ack.timedOut
-        ? `Slack stopped waiting after ${Math.round(ack.ackMs)} ms and no card came`
-        : ack.networkError !== undefined
-          ? `the bot could not be reached: ${ack.networkError}`
-          : `HTTP ${ack.status} ${text}`;
-      throw new Error(`/llm swap ${model} --host ${host} was not queued: ${how}`);
-    }
-    const queued = id;
-    return await this.bench.slack.waitFor(() => this.cardsOf(queued)[0], {
-      what: `the card of swap ${queued} (${model} → ${host})`,
-      timeoutMs: this.options.postWithinMs ?? 30_000,
-    });
+    const card = ack.timedOut
+      ? await this.bench.slack
+          .waitFor(() => this.cards().find((m) => !cardsBefore.has(m.ts) && cardNames(m, model, host)), {
+            what: `a card of ${model} on ${host} after the ack timed out`,
+            timeoutMs: 30_000,
+          })
+          .catch(() => undefined)
+      : undefined;
+    if (card !== undefined) return card;
+    const how = ack.timedOut
+      ? `Slack stopped waiting after ${Math.round(ack.ackMs)} ms and no card came`
+      : ack.networkError !== undefined
+        ? `the bot could not be reached: ${ack.networkError}`
+        : `HTTP ${ack.status} ${text}`;
+    throw new Error(`/llm swap ${model} --host ${host} was not queued: ${how}`);
   }
 
   /** The card as it reads now (cards are edited in place). */
@@ -183,9 +178,7 @@ export class SwapDriver {
   }
 
   cardsOf(swapId: string): SlackMessage[] {
-    return this.bench.slack
-      .messages(CHANNEL)
-      .filter((m) => m.thread_ts === undefined && JSON.stringify(m.blocks ?? []).includes(`\`${swapId}\``));
+    return this.cards().filter((m) => JSON.stringify(m.blocks ?? []).includes(`\`${swapId}\``));
   }
 
   /** Plan messages in a card's thread. */

@@ -9,7 +9,5 @@ export type ChangeCommands = ShellCommand | readonly ShellCommand[];
  */
 export function changeCommand(commands: ChangeCommands, privileged: boolean, sudo: boolean): ShellCommand {
   const one = (c: ShellCommand) => (privileged && sudo ? sh`sudo -n ${c}` : c);
-  return "text" in commands
-    ? one(commands as ShellCommand)
-    : lines((commands as readonly ShellCommand[]).map(one));
+  return "text" in commands ? one(commands) : lines(commands.map(one));
 }
