@@ -12,6 +12,7 @@ import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
 import { queueSwap } from "./queue-swap.ts";
+import { startRollout } from "./start-rollout.ts";
 import { takeHost } from "./take-host.ts";
 
 const FORMS = ACCEPTED_FORMS.map((f) => `• \`${escapeMrkdwn(f)}\``).join("\n");
@@ -36,6 +37,8 @@ export const swapCommand: SubCommand = {
     const { request: swap } = parsed;
     const source = refuseSource(swap, config.file) ?? refuseSets(swap, config.file.swaps.settable);
     if (source !== undefined) return reply(source);
+    if (swap.group !== undefined || swap.hosts !== undefined)
+      return await startRollout(request, swap, { config, store, swaps, reports });
     const known = knownHosts(config);
     const host = swap.host ?? (known.length === 1 ? known[0] : undefined);
     if (host === undefined)
@@ -54,13 +57,14 @@ export const swapCommand: SubCommand = {
       if (!taken.ok) return "error" in taken ? failure(taken.error) : busy(taken.busy);
       note = taken.note;
     }
+    const { group: _group, hosts: _hosts, ...asked } = swap;
     const record: SwapRecord = {
       id,
       host,
       requester: request.user,
       channel: config.file.slack.channel,
       createdAt: new Date().toISOString(),
-      request: swap,
+      request: asked,
       step: "resolve",
       stages: newStages(),
       tasks: {},

@@ -42,6 +42,8 @@ export type ErrorCode =
   | "SHUTTING_DOWN"
   | "SWAP_SUPERSEDED"
   | "SWAP_ENDED"
+  | "ROLLOUT_ENDED"
+  | "ROLLOUT_REFUSED"
   | "FENCE_STALE"
   | "FENCE_UNAVAILABLE"
   | "GC_READ_FAILED"

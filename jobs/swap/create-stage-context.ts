@@ -28,6 +28,8 @@ export interface SwapDeps {
   /** Asks the reporter to look at a swap soon (after each save); never waited on for Slack. */
   reports: Pick<ReportQueue, "soon">;
   log: Logger;
+  /** Wakes a parked swap's job now (a rollout starting a host's wave, or cancelling it). */
+  wake(swapId: string): Promise<void>;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly CatalogueRecipe[];
   /** Aborted when this process is stopping: a swap parks at its next safe point for another worker. */

@@ -1,11 +1,13 @@
 import { hostname } from "node:os";
 import { DelayedError, type Job, Worker } from "bullmq";
+import { isRolloutId } from "../../src/grammar/rollout-id.ts";
 import { holdingLock, stepJobLockOptions } from "../../src/queue/job-lock.ts";
 import { SWAP_QUEUE } from "../../src/queue/swap-queue.ts";
 import { WORKER_METRICS } from "../../src/queue/worker-metrics.ts";
 import type { WorkerWatch } from "../../src/queue/worker-watch.ts";
 import type { RedisClient } from "../../src/redis/redis-client.ts";
 import { QUEUE_PREFIX } from "../../src/store/keys.ts";
+import { advanceRollout } from "../rollout/advance-rollout.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./create-stage-context.ts";
 
@@ -33,8 +35,10 @@ export function createSwapWorker(
   const worker = new Worker(
     SWAP_QUEUE,
     watch.inFlight.track(SWAP_QUEUE, async (job: Job<{ swapId: string }>, token?: string) => {
+      // a rollout's job rides the same queue (its id is `ro-…`): it waits as a swap does, and wakes alike
+      const id = job.data.swapId;
       const result = await holdingLock(job, token, lockMs, deps.log, () =>
-        advanceSwap(job.data.swapId, deps),
+        isRolloutId(id) ? advanceRollout(id, { ...deps, wake: deps.wake }) : advanceSwap(id, deps),
       );
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);
@@ -64,7 +68,7 @@ export function createSwapWorker(
     void job
       .getState()
       .then(async (state) => {
-        if (state === "failed")
+        if (state === "failed" && !isRolloutId(job.data.swapId))
           await abandonSwap(job.data.swapId, `the swap's job failed: ${error.message}`, deps);
       })
       .catch((err: unknown) =>

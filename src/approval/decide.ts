@@ -1,35 +1,14 @@
-import { type Clock, isoNow } from "../clock.ts";
+import { isoNow } from "../clock.ts";
 import { describeError } from "../errors.ts";
 import { escapeMrkdwn } from "../escape-mrkdwn.ts";
 import { by } from "../grammar/person.ts";
-import type { Logger } from "../log.ts";
+import { isRolloutId } from "../grammar/rollout-id.ts";
 import type { PlanMessageRef } from "../store/approvals.ts";
-import type { Store } from "../store/store.ts";
 import type { Decision, SwapRecord } from "../swap/swap-record.ts";
+import { decideOnRollout } from "./decide-rollout.ts";
+import type { DecideDeps, DecisionResult, PlanDecision } from "./decision-types.ts";
 
-export interface DecideDeps {
-  store: Pick<Store, "swaps" | "approvals">;
-  /**
-   * Whether the user is an approver at the moment of the decision (user groups asked again then). Throws
-   * a coded error when that cannot be known (SLACK_GROUP_UNAVAILABLE): the decision then counts for nothing.
-   */
-  isApprover(user: string): Promise<boolean>;
-  /** `approvals.allowSelfApproval` as it is now (the config may be reloaded). */
-  allowSelfApproval(): boolean;
-  /** Wakes the swap's parked job, so it acts on the decision at once. */
-  wake(swapId: string): Promise<void>;
-  /** Asks the reporter to show the decision on the plan message. */
-  reportSoon(swapId: string): Promise<void>;
-  /**
-   * Whether two identities are one person (an operator and the Slack member id the config gives them):
-   * nobody approves their own swap under another name. Unset: only the same id is the same person.
-   */
-  sameAs?(a: string, b: string): boolean;
-  /** Says something to one person, privately (an ephemeral message). */
-  tell(user: string, text: string): Promise<void>;
-  log: Logger;
-  clock: Clock;
-}
+export type { DecideDeps, DecisionResult, PlanDecision };
 
 /** A ✅/❌ reaction or an Approve/Reject click, as Slack delivered it (all of it untrusted). */
 export interface DecisionInput {
@@ -74,35 +53,6 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
   if (!result.ok && result.quiet !== true) await deps.tell(input.user, result.text).catch(() => undefined);
 }
 
-/** A decision on the plan with `planHash` of swap `swapId`, wherever it was given (Slack, the CLI, the API). */
-export interface PlanDecision {
-  swapId: string;
-  /** The plan the decider saw: it counts only while that is the swap's current plan. */
-  planHash: string;
-  user: string;
-  approved: boolean;
-  via: Decision["via"];
-}
-
-/** Why a decision did not count (the code is the HTTP API's), or the decision that now stands. */
-export type DecisionResult =
-  | { ok: true; decision: Decision }
-  | {
-      ok: false;
-      code:
-        | "SWAP_NOT_FOUND"
-        | "NOT_WAITING"
-        | "PLAN_CHANGED"
-        | "APPROVER_UNCHECKED"
-        | "NOT_APPROVER"
-        | "OWN_SWAP"
-        | "APPROVAL_EXPIRED"
-        | "ALREADY_DECIDED";
-      text: string;
-      /** Nothing worth telling (a repeat of what this person decided). */
-      quiet?: boolean;
-    };
-
 /**
  * The approval gate's one decision: checks the swap waits for one on this plan, that the user is an
  * approver now, not its requester (unless the config allows it; `sameAs` knows an operator and their
@@ -111,9 +61,16 @@ export type DecisionResult =
  * and the HTTP API all come here.
  */
 export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promise<DecisionResult> {
+  if (isRolloutId(input.swapId)) return await decideOnRollout(input, deps);
   const record = await deps.store.swaps.get(input.swapId);
   if (record === undefined)
     return { ok: false, code: "SWAP_NOT_FOUND", text: `There is no swap \`${input.swapId}\`.` };
+  if (record.rollout !== undefined)
+    return {
+      ok: false,
+      code: "IN_ROLLOUT",
+      text: `Swap \`${record.id}\` is one host of rollout \`${record.rollout.id}\`: it starts when its wave does. Decide on the rollout's plan, in the rollout's thread.`,
+    };
   const waiting = record.step === "prepare" && record.outcome === undefined && record.approval !== undefined;
   if (!waiting) {
     // a late click on a swap that moved on: said, unless it repeats what this person decided

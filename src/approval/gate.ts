@@ -11,6 +11,9 @@ import type { Decision } from "../swap/swap-record.ts";
 
 export type GateContext = Pick<StageContext, "swap" | "gate" | "emit" | "clock" | "settings">;
 
+/** How long a rollout's host may wait for its wave to start: a day (the rollout cancels it sooner when it ends). */
+export const ROLLOUT_WAVE_WAIT_MINUTES = 24 * 60;
+
 /** Why a plan is put up again, and the plan it replaces. */
 export interface Replaces {
   planHash: string;
@@ -24,14 +27,20 @@ export function requestApproval(ctx: GateContext, replaces?: Replaces): void {
   const { swap, clock } = ctx;
   const planHash = swap.record.planHash;
   if (planHash === undefined) throw new Error("requestApproval: the swap has no plan");
-  const expiresAt = new Date(clock.now() + ctx.settings.approvalTtlMinutes * 60_000).toISOString();
+  const rollout = swap.record.rollout;
+  // a rollout's host waits for its wave, however long the waves before it take; the rollout ends it if
+  // it never comes (its own approval window is the one people see)
+  const minutes = rollout === undefined ? ctx.settings.approvalTtlMinutes : ROLLOUT_WAVE_WAIT_MINUTES;
+  const expiresAt = new Date(clock.now() + minutes * 60_000).toISOString();
   swap.set({ approval: { requestedAt: isoNow(clock), expiresAt }, decision: undefined });
   swap.stage(
     "approval",
     "running",
-    replaces === undefined
-      ? "waiting for an approver's ✅ on the plan (in the thread)"
-      : `the plan changed (${replaces.why}): approval needed again`,
+    rollout !== undefined
+      ? `waiting for wave ${rollout.wave + 1} of rollout ${rollout.id}${replaces === undefined ? "" : ` (the plan changed: ${replaces.why})`}`
+      : replaces === undefined
+        ? "waiting for an approver's ✅ on the plan (in the thread)"
+        : `the plan changed (${replaces.why}): approval needed again`,
   );
   ctx.emit({
     type: "approval-requested",

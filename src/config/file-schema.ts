@@ -8,7 +8,8 @@ import {
 import { profileSchema } from "../plan/profile-schema.ts";
 import { problem } from "../problem-text.ts";
 import { channelId, hubOrg, principals, refGlob } from "./config-grammar.ts";
-import { hostSchema } from "./host-schema.ts";
+import { groupsOfKnownHosts, groupsSchema } from "./groups-schema.ts";
+import { hostSchema, uniqueHostNames } from "./host-schema.ts";
 import { operatorsSchema } from "./operators-schema.ts";
 import { overridesOfKnownRecipes } from "./recipe-overrides-check.ts";
 import { retentionSchema } from "./retention-schema.ts";
@@ -268,6 +269,8 @@ export const fileSchema = z
       })
       .prefault({}),
     retention: retentionSchema,
+    /** Host groups a rollout swaps together (`/llm swap <model> --group <name>`): src/config/groups-schema.ts. */
+    groups: groupsSchema,
     /** Only for `npm run demo` and the test bench; never set in production (benchWarnings says so). */
     bench: z
       .strictObject({
@@ -306,25 +309,8 @@ export const fileSchema = z
   .superRefine(
     (file, ctx) => {
       overridesOfKnownRecipes(file, ctx);
-      const hosts: unknown = file !== null && typeof file === "object" ? file.hosts : undefined;
-      if (!Array.isArray(hosts)) return;
-      const seen = new Set<string>();
-      hosts.forEach((host: unknown, index) => {
-        const name: unknown =
-          host !== null && typeof host === "object" ? (host as { name?: unknown }).name : undefined;
-        if (typeof name !== "string") return;
-        if (seen.has(name)) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["hosts", index, "name"],
-            message: problem(
-              `host name ${name} is used twice`,
-              "give every host a different name, e.g. gpu-2",
-            ),
-          });
-        }
-        seen.add(name);
-      });
+      const seen = uniqueHostNames(file, ctx);
+      groupsOfKnownHosts(file, seen, ctx);
     },
     { when: () => true },
   );

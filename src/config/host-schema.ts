@@ -132,3 +132,28 @@ export const hostSchema = z
     },
     { when: () => true },
   );
+
+/**
+ * Every host's name is given once (an issue at the second); the names seen. Read defensively: it runs
+ * even when other settings are malformed.
+ */
+export function uniqueHostNames(file: unknown, ctx: z.RefinementCtx): Set<string> {
+  const seen = new Set<string>();
+  const hosts: unknown =
+    file !== null && typeof file === "object" ? (file as { hosts?: unknown }).hosts : undefined;
+  if (!Array.isArray(hosts)) return seen;
+  hosts.forEach((host: unknown, index) => {
+    const name: unknown =
+      host !== null && typeof host === "object" ? (host as { name?: unknown }).name : undefined;
+    if (typeof name !== "string") return;
+    if (seen.has(name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["hosts", index, "name"],
+        message: problem(`host name ${name} is used twice`, "give every host a different name, e.g. gpu-2"),
+      });
+    }
+    seen.add(name);
+  });
+  return seen;
+}

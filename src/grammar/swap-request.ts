@@ -2,16 +2,21 @@ import { ENGINE_KINDS, type EngineKind } from "../engine/engine-kind.ts";
 import { ENGINE_REF_RULE, isEngineRef } from "./engine-ref.ts";
 import { parseSettingSet, SETTING_RULE, type SettingSet } from "./flag-setting.ts";
 import { HOST_NAME } from "./host-name.ts";
+import { expandHostSet, HOST_SET_RULE } from "./host-set.ts";
 import type { ModelRef } from "./model-ref.ts";
 import { parseModelRef } from "./model-ref.ts";
 import { optionWord } from "./option-word.ts";
 
 export const SWAP_USAGE =
-  "/llm swap <huggingface-url> [--host <host>] [--tp <n>] [--dry-run] [--engine sglang|vllm] [--engine-ref <git ref>] [--set <flag>=<value>]…";
+  "/llm swap <huggingface-url> [--host <host> | --group <group> | --hosts <gpu-[1-8]>] [--tp <n>] [--dry-run] [--engine sglang|vllm] [--engine-ref <git ref>] [--set <flag>=<value>]…";
 
 export interface SwapRequest {
   model: ModelRef;
   host: string | undefined;
+  /** `--group`: a rollout over the config group's hosts (src/rollout/). */
+  group?: string;
+  /** `--hosts`: a rollout over these hosts, expanded (`gpu-[1-8]`). */
+  hosts?: string[];
   tp: number | undefined;
   dryRun: boolean;
   /** `--engine-ref`; undefined: the model's profile's, else the host's default (hosts[].engineRef), else main. */
@@ -32,6 +37,8 @@ export type ParseResult = { ok: true; request: SwapRequest } | { ok: false; reas
 export function parseSwapRequest(args: readonly string[]): ParseResult {
   let model: ModelRef | undefined;
   let host: string | undefined;
+  let group: string | undefined;
+  let hosts: string[] | undefined;
   let tp: number | undefined;
   let dryRun = false;
   let engineRef: string | undefined;
@@ -45,6 +52,21 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
         const v = value();
         if (v === undefined || !HOST_NAME.test(v)) return fail("--host needs a host name");
         host = v;
+        break;
+      }
+      case "--group": {
+        const v = value();
+        if (v === undefined || !HOST_NAME.test(v))
+          return fail("--group needs a group name from the config (groups:)");
+        group = v;
+        break;
+      }
+      case "--hosts": {
+        const v = value();
+        if (v === undefined) return fail(`--hosts needs ${HOST_SET_RULE}`);
+        const expanded = expandHostSet(v);
+        if (!expanded.ok) return fail(`--hosts: ${expanded.reason}; use ${HOST_SET_RULE}`);
+        hosts = expanded.hosts;
         break;
       }
       case "--tp": {
@@ -89,11 +111,19 @@ export function parseSwapRequest(args: readonly string[]): ParseResult {
     }
   }
   if (model === undefined) return fail("name the model to swap to");
+  if ([host, group, hosts].filter((x) => x !== undefined).length > 1)
+    return fail("give one of --host, --group and --hosts");
+  if (dryRun && (group !== undefined || hosts !== undefined))
+    return fail(
+      "--dry-run plans one host: give --host (a rollout's plan is shown for approval before anything changes)",
+    );
   return {
     ok: true,
     request: {
       model,
       host,
+      ...(group === undefined ? {} : { group }),
+      ...(hosts === undefined ? {} : { hosts }),
       tp,
       dryRun,
       ...(engineRef === undefined ? {} : { engineRef }),

@@ -317,6 +317,7 @@ async function decision(
   const text = plainText({ text: result.text, blocks: [] });
   const statusOf: Record<typeof result.code, number> = {
     SWAP_NOT_FOUND: 404,
+    IN_ROLLOUT: 409,
     NOT_WAITING: 409,
     PLAN_CHANGED: 409,
     APPROVER_UNCHECKED: 503,
@@ -327,6 +328,7 @@ async function decision(
   };
   const fixes: Record<typeof result.code, string> = {
     SWAP_NOT_FOUND: "`modelswap history` lists the swaps",
+    IN_ROLLOUT: "decide on the rollout's plan, in its thread in Slack",
     NOT_WAITING:
       "`modelswap show <swap>` says where it is; a swap waits for a decision once its plan is made",
     PLAN_CHANGED: "read the new plan with `modelswap show <swap>` and decide on it",

@@ -1,7 +1,13 @@
 import type { SlackMessage } from "../slack/blocks.ts";
 import type { PostMetadata } from "../slack/post-types.ts";
 import { isSlackApiError } from "../slack/slack-api-error.ts";
+import type { SwapRecord } from "../swap/swap-record.ts";
 import type { ReportContext } from "./report-context.ts";
+
+/** What a post once needs of a report run: a swap's, or a rollout's (whose record shares these fields). */
+export type PostContext = Pick<ReportContext, "swapId" | "state" | "deps" | "log" | "save" | "ended"> & {
+  readonly record: Pick<SwapRecord, "channel" | "createdAt">;
+};
 
 /** The metadata event type of every message the reporter posts (its payload names the swap and the post). */
 export const REPORT_EVENT_TYPE = "modelswap_report";
@@ -12,7 +18,7 @@ export const REPORT_EVENT_TYPE = "modelswap_report";
  * dies in between leaves the note, and the next one asks Slack instead of posting a second copy.
  */
 export async function postOnce(
-  ctx: ReportContext,
+  ctx: PostContext,
   key: string,
   msg: SlackMessage,
   options: { threadTs?: string; broadcast?: boolean; urgent?: boolean } = {},
@@ -49,7 +55,7 @@ function metadata(swapId: string, key: string): PostMetadata {
 }
 
 /** A post left in flight by a reporter that died: is it in Slack? Then it counts as posted. */
-export async function settleInFlight(ctx: ReportContext): Promise<void> {
+export async function settleInFlight(ctx: PostContext): Promise<void> {
   const { state, record, swapId } = ctx;
   const flying = state.inFlight;
   if (flying === undefined) return;

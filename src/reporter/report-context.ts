@@ -6,7 +6,7 @@ import type { Store } from "../store/store.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 
 export interface ReporterDeps {
-  store: Pick<Store, "swaps" | "reports" | "approvals">;
+  store: Pick<Store, "swaps" | "reports" | "approvals" | "rollouts">;
   poster: Pick<
     SlackPoster,
     | "post"
@@ -40,3 +40,13 @@ export interface ReportContext {
   /** The swap has its outcome: what is left to say is how it ended, and nobody should wait for it. */
   ended(): boolean;
 }
+
+/**
+ * Done for now, or look again: in `ms` (Slack refused: back off; or the card's next edit is due then), or
+ * at once but after the looks someone waits for (`turn`: the run posted once in a busy channel and gave
+ * its reporter back; `ended` says whether it was an ended swap's, whose turns go before running swaps').
+ */
+export type ReportResult =
+  | { kind: "done" }
+  | { kind: "later"; ms: number; why: "slack" | "card" }
+  | { kind: "turn"; ended: boolean };

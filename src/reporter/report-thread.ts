@@ -1,5 +1,6 @@
 import { describeError } from "../errors.ts";
-import { context, message, type SlackMessage } from "../slack/blocks.ts";
+import { by } from "../grammar/person.ts";
+import { context, message, type SlackMessage, section } from "../slack/blocks.ts";
 import { isSlackApiError } from "../slack/slack-api-error.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import { renderBenchmarkComparison } from "./benchmark-table.ts";
@@ -13,6 +14,15 @@ import { threadReply } from "./thread-messages.ts";
 
 /** The messages of the event at the cursor, in the card's thread, each once. */
 export async function showEvent(ctx: ReportContext, event: StoredSwapEvent): Promise<void> {
+  const rollout = ctx.record.rollout;
+  if (rollout !== undefined && isApprovalEvent(event) && event.type !== "planned") {
+    // a rollout's host: its plan is shown and decided in the rollout's thread; here only that it may go
+    if (event.type === "approval-decided" && event.approved) {
+      const text = `✅ Its wave (${rollout.wave === 0 ? "the canary" : `wave ${rollout.wave + 1}`}) of rollout \`${rollout.id}\` started: approved${by(event.by)} on the rollout's plan.`;
+      await reply(ctx, "message", message(text, [section(text)]));
+    }
+    return;
+  }
   if (isApprovalEvent(event)) {
     await postPlanEvent(event, ctx.record, ctx.state.plans, planOutlet(ctx), ctx.deps.approvers);
     return;

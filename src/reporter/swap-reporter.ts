@@ -1,4 +1,5 @@
 import { describeError, isCodedError } from "../errors.ts";
+import { isRolloutId } from "../grammar/rollout-id.ts";
 import type { Logger } from "../log.ts";
 import { isSlackApiError } from "../slack/slack-api-error.ts";
 import type { ReportState } from "../store/report-state.ts";
@@ -6,19 +7,12 @@ import type { StoredSwapEvent } from "../swap/swap-events.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { settleInFlight } from "./post-once.ts";
 import { CardGone, ensureCard, refreshCard, withCard } from "./report-card.ts";
-import type { ReportContext, ReporterDeps } from "./report-context.ts";
+import type { ReportContext, ReporterDeps, ReportResult } from "./report-context.ts";
 import { channelRetryMs, isBusy, slackRetryMs, spanToPost, waitsForChannel } from "./report-pace.ts";
 import { showEvent, showFolded } from "./report-thread.ts";
+import { RolloutReportRun } from "./rollout-reporter.ts";
 
-/**
- * Done for now, or look again: in `ms` (Slack refused: back off; or the card's next edit is due then), or
- * at once but after the looks someone waits for (`turn`: the run posted once in a busy channel and gave
- * its reporter back; `ended` says whether it was an ended swap's, whose turns go before running swaps').
- */
-export type ReportResult =
-  | { kind: "done" }
-  | { kind: "later"; ms: number; why: "slack" | "card" }
-  | { kind: "turn"; ended: boolean };
+export type { ReportResult };
 
 /**
  * Brings one swap's Slack up to date with its record and events: the card (posted once; edited as the
@@ -35,7 +29,10 @@ export async function reportSwap(
 ): Promise<ReportResult> {
   const { store } = deps;
   const state = await store.reports.get(swapId);
-  const run = new ReportRun(swapId, state, deps);
+  // a rollout (`ro-…`) has its card and thread too, told by its own run under the same care
+  const run = isRolloutId(swapId)
+    ? new RolloutReportRun(swapId, state, deps)
+    : new ReportRun(swapId, state, deps);
   const startedAt = Date.now();
   try {
     const result = await run.go();

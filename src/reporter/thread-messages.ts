@@ -182,7 +182,11 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       );
     case "finished": {
       const line = finalLine(record);
-      return { message: message(line, [section(line)]), broadcast: record.outcome !== "planned" };
+      // a rollout's host: its outcome is a row of the rollout's card, which says how the rollout ended
+      return {
+        message: message(line, [section(line)]),
+        broadcast: record.outcome !== "planned" && record.rollout === undefined,
+      };
     }
     default:
       return undefined;

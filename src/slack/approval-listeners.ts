@@ -1,6 +1,7 @@
 import type { App, BlockAction, ButtonAction } from "@slack/bolt";
 import { type DecideDeps, decide } from "../approval/decide.ts";
 import { DECISION_ACTIONS, reactionDecision } from "../grammar/action-ids.ts";
+import { isRolloutId } from "../grammar/rollout-id.ts";
 import { isSwapId } from "../grammar/swap-id.ts";
 
 /**
@@ -23,7 +24,7 @@ export function registerApprovalListeners(app: App, deps: DecideDeps): void {
       await ack();
       const channel = body.channel?.id ?? body.container?.channel_id;
       const messageTs = body.message?.ts ?? body.container?.message_ts;
-      if (typeof action.value !== "string" || !isSwapId(action.value)) return;
+      if (typeof action.value !== "string" || !(isSwapId(action.value) || isRolloutId(action.value))) return;
       if (typeof channel !== "string" || typeof messageTs !== "string") return;
       await decide(
         { channel, messageTs, user: body.user.id, approved, via: "button", buttonSwapId: action.value },

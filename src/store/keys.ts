@@ -35,6 +35,14 @@ export const keys = {
   /** The decisions on a swap's plans: plan hash → decision (the first on each plan wins). */
   decisions: (id: string) => `${STORE}:swap:${id}:decisions`,
 
+  /**
+   * A rollout's record (JSON). Its events, reporter state, lease, decisions and cancel use the swap keys
+   * above under the rollout's id (`ro-…`, never a swap's), so the reporter and the approval gate serve both.
+   */
+  rollout: (id: string) => `${STORE}:rollout:${id}`,
+  /** Rollout ids by creation time. */
+  rollouts: `${STORE}:rollouts`,
+
   /** The ledger: swap ids by creation time, of all hosts and of one. */
   ledger: `${STORE}:ledger`,
   hostLedger: (host: string) => `${STORE}:ledger:host:${host}`,

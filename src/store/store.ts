@@ -7,6 +7,7 @@ import { HostState } from "./host-state.ts";
 import { IncidentTracker, type Thresholds } from "./incidents.ts";
 import { ReplicaAck } from "./replica-ack.ts";
 import { ReportStates } from "./report-state.ts";
+import { RolloutRecords } from "./rollouts.ts";
 import { SignedRequests } from "./signed-requests.ts";
 import { SwapLocks } from "./swap-locks.ts";
 import { DEFAULT_RETENTION, type Retention, SwapRecords } from "./swap-records.ts";
@@ -37,6 +38,7 @@ export interface StoreOptions {
 export class Store {
   readonly audit: AuditLog;
   readonly swaps: SwapRecords;
+  readonly rollouts: RolloutRecords;
   readonly locks: SwapLocks;
   readonly approvals: ApprovalState;
   readonly hosts: HostState;
@@ -63,6 +65,13 @@ export class Store {
       this.audit,
       secrets,
       options.retention ?? DEFAULT_RETENTION,
+      this.replicas,
+    );
+    this.rollouts = new RolloutRecords(
+      redis,
+      this.audit,
+      secrets,
+      (options.retention ?? DEFAULT_RETENTION).finishedDays,
       this.replicas,
     );
     this.locks = new SwapLocks(redis, this.replicas);

@@ -3,6 +3,7 @@ import { benchResultSchema } from "../engine/bench-serving.ts";
 import { ENGINE_KINDS } from "../engine/engine-kind.ts";
 import { startupPhasesSchema } from "../engine/startup-phases.ts";
 import { settingSetSchema } from "../grammar/flag-setting.ts";
+import { ROLLOUT_ID } from "../grammar/rollout-id.ts";
 import { SWAP_ID } from "../grammar/swap-id.ts";
 import { modelSummarySchema } from "../hub/types.ts";
 import { modelFactsSchema, swapPlanSchema } from "../plan/types.ts";
@@ -113,6 +114,11 @@ export const swapRecordSchema = z.object({
   channel: z.string(),
   createdAt: isoTime,
   request: swapRequestSchema,
+  /**
+   * One host's swap of a rollout (src/rollout/): its plan is approved with the rollout's, and the rollout
+   * gives it that approval when its wave starts (it waits in prepare till then, its files downloaded).
+   */
+  rollout: z.object({ id: z.string().regex(ROLLOUT_ID), wave: z.number().int().min(0) }).optional(),
   /** Set for `/llm rollback`: the unit (and the swap that installed it, if any) to go back to. */
   rollbackTo: z.object({ unit: z.string(), swapId: z.string().optional() }).optional(),
   /** The step the job resumes at. */

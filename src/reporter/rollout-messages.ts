@@ -1,0 +1,251 @@
+import type { KnownBlock } from "@slack/types";
+import { roughly, utcTime } from "../format-duration.ts";
+import { APPROVE_ACTION_ID, REJECT_ACTION_ID } from "../grammar/action-ids.ts";
+import { by } from "../grammar/person.ts";
+import { formatGB } from "../plan/byte-units.ts";
+import type { SwapPlan } from "../plan/types.ts";
+import { realTotalBytes } from "../plan/weight-scale.ts";
+import type { RolloutEvent, RolloutRecord } from "../rollout/rollout-record.ts";
+import {
+  alignColumns,
+  codeBlock,
+  context,
+  header,
+  message,
+  type SlackMessage,
+  section,
+  truncate,
+} from "../slack/blocks.ts";
+import type { SwapRecord } from "../swap/swap-record.ts";
+import { code, mention } from "./plan-text.ts";
+
+/*
+ * A rollout in Slack: its card (one message in the channel, a row per host), its plan (in the card's
+ * thread, with the Approve/Reject buttons), and one line per event of its job. Each host's own swap keeps
+ * its card and thread; the rows name its swap.
+ */
+
+/** A host's swap as the rollout's card shows it: undefined when its record could not be read. */
+export type Children = ReadonlyMap<string, SwapRecord | undefined>;
+
+export function renderRolloutCard(record: RolloutRecord, children: Children): SlackMessage {
+  const model = modelText(record, children);
+  const title = `Rollout: ${truncate(model, 100)} → ${record.hosts.length} hosts${record.group === undefined ? "" : ` (${record.group})`}`;
+  const status = statusLine(record);
+  const rows = [
+    ["host", "wave", "state", "out tok/s", "swap"],
+    ...record.hosts.map((h) => {
+      const child = children.get(h.swapId);
+      const tokS = child?.benchmark?.single.outputThroughput;
+      return [
+        h.host,
+        h.wave === 0 ? "canary" : String(h.wave + 1),
+        hostState(child, h.releasedAt !== undefined),
+        tokS === undefined ? "" : tokS.toFixed(1),
+        h.swapId,
+      ];
+    }),
+  ];
+  const blocks: KnownBlock[] = [
+    header(title),
+    section(status),
+    section(codeBlock(alignColumns(rows))),
+    context(
+      `Rollout \`${record.id}\` · requested by ${mention(record.requester)} · each host's swap has its own card and thread`,
+    ),
+  ];
+  return message(`${title}: ${status}`, blocks);
+}
+
+function statusLine(record: RolloutRecord): string {
+  const waves = new Set(record.hosts.map((h) => h.wave)).size;
+  switch (record.outcome) {
+    case "succeeded":
+      return `✅ *Rolled out* to every host, ${waves} wave${waves === 1 ? "" : "s"}, each past its gate.`;
+    case "halted":
+      return `⛔ *Halted* at wave ${record.wave + 1} of ${waves}: ${record.reason ?? ""}`;
+    case "rejected":
+      return `🚫 *Rejected*${record.decision === undefined ? "" : by(record.decision.by)}: no host was touched.`;
+    case "expired":
+      return "⌛ *Expired*: nobody approved in time; no host was touched.";
+    case "cancelled":
+      return "✋ *Cancelled*: the hosts not reached were not touched.";
+    case "failed":
+      return `❌ *Failed*: ${record.reason ?? ""}`;
+    case undefined:
+      break;
+  }
+  if (record.step === "plan")
+    return "⏳ Every host is planning, downloading and building; then one plan for approval.";
+  if (record.step === "approval")
+    return `⏳ Waiting for an approver's decision on the plan (in the thread)${record.approval === undefined ? "" : `, until ${utcTime(record.approval.expiresAt)}`}.`;
+  if (record.step === "halting") return `⛔ Halting at wave ${record.wave + 1}: ${record.reason ?? ""}`;
+  return `🔄 Wave ${record.wave + 1} of ${waves}${record.wave === 0 ? " (the canary)" : ""}; approved${record.decision === undefined ? "" : by(record.decision.by)}.`;
+}
+
+function hostState(child: SwapRecord | undefined, released: boolean): string {
+  if (child === undefined) return "record unreadable";
+  if (child.outcome !== undefined)
+    return child.outcome === "rolled_back"
+      ? "rolled back"
+      : child.outcome === "succeeded"
+        ? "✓ serves it"
+        : child.outcome;
+  if (child.step === "resolve" || child.step === "preflight") return "planning";
+  if (child.step === "prepare") {
+    const tasks = [child.stages.download, child.stages.build].some((s) => s.state === "running");
+    if (released) return tasks ? "approved, downloading" : "approved, starting";
+    return tasks ? "downloading" : "ready, waits for its wave";
+  }
+  return child.step;
+}
+
+function modelText(record: RolloutRecord, children: Children): string {
+  const sha = [...children.values()].find((c) => c?.plan !== undefined)?.plan?.model.sha;
+  return `${record.request.model.repo}@${sha === undefined ? record.request.model.revision : sha.slice(0, 7)}`;
+}
+
+/**
+ * The rollout's plan: what each host will do (its own plan, summed up: GPUs, tp, how clients see it, the
+ * expected downtime), the waves and the gate between them, what crosses the Hub, and the buttons.
+ */
+export function renderRolloutPlan(
+  record: RolloutRecord,
+  children: Children,
+  status: { awaiting: boolean; decided?: string; replacedBy?: true; approvers?: string },
+): SlackMessage {
+  const model = modelText(record, children);
+  const waves = [...new Set(record.hosts.map((h) => h.wave))].sort((a, b) => a - b);
+  const title = `Rollout plan: ${truncate(model, 90)} → ${record.hosts.length} hosts`;
+  const plans = record.hosts.map((h) => ({ h, plan: children.get(h.swapId)?.plan }));
+  const rows = [
+    ["host", "wave", "GPUs", "tp", "clients", "down"],
+    ...plans.map(({ h, plan }) => [
+      h.host,
+      h.wave === 0 ? "canary" : String(h.wave + 1),
+      plan === undefined ? "?" : gpus(plan),
+      plan === undefined ? "?" : String(plan.tp),
+      plan === undefined ? "?" : mode(plan),
+      plan === undefined
+        ? "?"
+        : plan.clients?.blueGreen !== undefined
+          ? "none"
+          : roughly(plan.expectedDowntimeSeconds),
+    ]),
+  ];
+  const size = plans.find((p) => p.plan !== undefined)?.plan;
+  const bytes = size === undefined ? undefined : realTotalBytes(size.model, size.weightScale ?? 1);
+  const onDisk = plans.filter((p) => p.plan !== undefined && p.plan.host.bytesOnDisk > 0).length;
+  const statusText = status.replacedBy
+    ? "~Replaced by a newer plan (a host's plan changed)~: this one counts for nothing."
+    : status.decided !== undefined
+      ? status.decided
+      : status.awaiting
+        ? `*Waiting for* ${status.approvers ?? "an approver"}: one approval moves every wave${record.approval === undefined ? "" : `, until ${utcTime(record.approval.expiresAt)}`}. Requested by ${mention(record.requester)}.`
+        : "";
+  const lines = [
+    `*Waves* ${waves
+      .map(
+        (w) =>
+          `${w === 0 ? "canary" : `wave ${w + 1}`}: ${record.hosts
+            .filter((h) => h.wave === w)
+            .map((h) => h.host)
+            .join(", ")}`,
+      )
+      .join(
+        " · ",
+      )}. At most ${record.policy.maxUnavailable} host${record.policy.maxUnavailable === 1 ? "" : "s"} switch at once.`,
+    `*Gate between waves* every host of the wave healthy, sane and benchmarked (its own swap's checks, each rolled back by itself on a failure)${record.policy.throughputMargin >= 100 ? "" : `, and its output tok/s at most ${record.policy.throughputMargin} % below the canary's`}. A failure halts the rollout: the hosts not reached are not touched, and the finished waves stay as they are.`,
+    bytes === undefined
+      ? "*Weights* from the Hub to each host."
+      : `*Weights* ${formatGB(bytes)} a host, from the Hub to each (${record.hosts.length - onDisk} download${record.hosts.length - onDisk === 1 ? "" : "s"}${onDisk === 0 ? "" : `; ${onDisk} host${onDisk === 1 ? " has" : "s have"} them on disk`}). Each host's files are checked against the Hub's sha256 before it counts.`,
+  ];
+  const blocks: KnownBlock[] = [
+    header(title),
+    ...(statusText === "" ? [] : [section(statusText)]),
+    section(codeBlock(alignColumns(rows))),
+    section(lines.join("\n")),
+  ];
+  if (status.awaiting && !status.replacedBy && status.decided === undefined) {
+    blocks.push(
+      {
+        type: "actions",
+        block_id: "rollout_decision",
+        elements: [
+          {
+            type: "button",
+            action_id: APPROVE_ACTION_ID,
+            style: "primary",
+            text: { type: "plain_text", text: "Approve", emoji: true },
+            value: record.id,
+          },
+          {
+            type: "button",
+            action_id: REJECT_ACTION_ID,
+            style: "danger",
+            text: { type: "plain_text", text: "Reject", emoji: true },
+            value: record.id,
+          },
+        ],
+      },
+      context(
+        "React ✅ to approve or ❌ to reject (approvers only; not the requester). Each host's full plan is in its own swap's thread.",
+      ),
+    );
+  }
+  return message(`${title}: ${statusText}`, blocks);
+}
+
+function gpus(plan: SwapPlan): string {
+  const names = [...new Set(plan.host.gpus.map((g) => g.name.replace(/^NVIDIA /, "")))];
+  return `${plan.host.gpus.length}× ${truncate(names.join("/"), 30)}`;
+}
+
+function mode(plan: SwapPlan): string {
+  const c = plan.clients;
+  if (c?.inPlace?.will === true) return "in place";
+  if (c?.blueGreen !== undefined) return "blue/green";
+  if (c?.park?.will === true) return "cold, old parked";
+  return c?.frontDoor === undefined ? "cold" : "cold, held";
+}
+
+/** One event of the rollout's job as a line in its thread (approval events are the plan's own). */
+export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): string | undefined {
+  switch (event.type) {
+    case "approval-requested":
+    case "approval-closed":
+      return undefined;
+    case "approval-decided":
+      return event.approved
+        ? `✅ Approved${by(event.by)}: the canary goes first.`
+        : `🚫 Rejected${by(event.by)}: no host is touched.`;
+    case "wave-started":
+      return `🔄 Wave ${event.wave + 1}${event.wave === 0 ? " (the canary)" : ""}: ${event.hosts.join(", ")}.`;
+    case "wave-passed": {
+      const figures = Object.entries(event.tokS)
+        .map(([h, t]) => `${h} ${t.toFixed(1)}`)
+        .join(", ");
+      return `✅ Wave ${event.wave + 1} passed its gate${figures === "" ? "" : ` (output tok/s: ${figures}${event.canaryTokS === undefined ? "" : `; the canary's ${event.canaryTokS.toFixed(1)}`})`}.`;
+    }
+    case "halted": {
+      const parts = [
+        `⛔ *Rollout halted* at wave ${event.wave + 1}: ${event.reason}.`,
+        event.untouched.length === 0
+          ? undefined
+          : `Not touched (their swaps cancelled, files kept): ${event.untouched.join(", ")}.`,
+        event.kept.length === 0
+          ? undefined
+          : `Serving the new model from earlier waves, left so: ${event.kept.join(", ")}. \`/llm rollback <host>\` takes one back.`,
+        event.finished.length === 0
+          ? undefined
+          : `Finished in this wave before it halted: ${event.finished.join(", ")} (\`/llm rollback <host>\` takes one back).`,
+      ];
+      return parts.filter((p) => p !== undefined).join("\n");
+    }
+    case "finished":
+      if (event.outcome === "halted") return undefined;
+      return event.outcome === "succeeded"
+        ? `✅ *Rolled out* ${code(record.request.model.repo, 100)} to ${record.hosts.length} hosts.`
+        : `${event.outcome === "failed" ? "❌" : "✋"} Rollout ${event.outcome}${event.reason === undefined ? "" : `: ${event.reason}`}.`;
+  }
+}

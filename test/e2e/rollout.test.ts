@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RolloutRecord } from "../../src/rollout/rollout-record.ts";
+import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import { type Bench, CHANNEL, QUICK_BENCH, startBench, USERS } from "../../testbench/bench.ts";
+import { makeModel } from "../../testbench/hub/index.ts";
+import type { SlackMessage } from "../../testbench/slack/index.ts";
+import { SwapDriver } from "../../testbench/swap-driver.ts";
+
+/**
+ * A rollout on the bench: four hosts of one group (`groups: prod: gpu-[1-4]`), a canary, then two waves
+ * (50 %, 100 %), one approval on one plan in the rollout's thread. Then a canary whose model answers NaN:
+ * the canary rolls itself back and nothing beyond it is touched.
+ */
+const QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4";
+const DENSE = "Qwen/Qwen3-8B-FP8";
+const HOSTS = ["gpu-1", "gpu-2", "gpu-3", "gpu-4"];
+let bench: Bench;
+let swaps: SwapDriver;
+
+beforeAll(async () => {
+  bench = await startBench({
+    ...QUICK_BENCH,
+    swaps: { pollSeconds: 0.2, cardUpdateSeconds: 1 },
+    hosts: HOSTS.map((name) => ({ name, gpus: "8x-b200", serving: { preset: "qwen3-fp8-dense" } })),
+  });
+  await bench.editConfig((config) => {
+    config.groups = { prod: { hosts: "gpu-[1-4]", canary: 1, waves: [50, 100], maxUnavailable: 2 } };
+  });
+  bench.hub.addModel(makeModel("qwen3.5-moe-nvfp4"));
+  bench.hub.addModel(makeModel("qwen3-fp8-dense"));
+  await bench.startBot();
+  swaps = new SwapDriver(bench);
+}, 180_000);
+
+afterAll(async () => {
+  await swaps?.close();
+  await bench?.stop();
+});
+
+/** The rollout card a `/llm swap … --group` just made, and its id. */
+async function requestRollout(args: string): Promise<{ card: SlackMessage; id: string }> {
+  const ack = await bench.slack.command(USERS.alice, `swap ${args}`, { channel: CHANNEL });
+  const text = ack.ackResponse?.text ?? "";
+  expect(text).toContain("Rollout queued");
+  const id = /rollout `(ro-[a-z0-9-]+)`/.exec(text)?.[1];
+  if (id === undefined) throw new Error(`no rollout id in the answer: ${text}`);
+  const card = await bench.slack.waitFor(
+    () =>
+      bench.slack
+        .messages(CHANNEL)
+        .find((m) => m.thread_ts === undefined && JSON.stringify(m.blocks ?? []).includes(id)),
+    { what: `the card of rollout ${id}`, timeoutMs: 30_000 },
+  );
+  return { card, id };
+}
+
+async function rolloutPlan(card: SlackMessage): Promise<SlackMessage> {
+  return await bench.slack.waitFor(
+    () =>
+      bench.slack
+        .thread(CHANNEL, card.ts)
+        .findLast(
+          (m) => m.text.startsWith("Rollout plan") && JSON.stringify(m.blocks ?? []).includes("swap_approve"),
+        ),
+    { what: "the rollout's plan with its Approve button", timeoutMs: 90_000 },
+  );
+}
+
+async function rollout(id: string): Promise<RolloutRecord> {
+  const record = await (await swaps.store()).rollouts.get(id);
+  if (record === undefined) throw new Error(`no rollout ${id}`);
+  return record;
+}
+
+async function children(id: string): Promise<Map<string, SwapRecord>> {
+  const record = await rollout(id);
+  const out = new Map<string, SwapRecord>();
+  for (const h of record.hosts) out.set(h.host, (await swaps.record(h.swapId))!);
+  return out;
+}
+
+function cardText(card: SlackMessage): string {
+  return JSON.stringify(bench.slack.message(CHANNEL, card.ts)?.blocks ?? []);
+}
+
+describe("a rollout over a group", () => {
+  it("refuses what it cannot do, with what it accepts, and queues nothing", async () => {
+    const unknown = await bench.slack.command(USERS.alice, `swap ${QWEN} --group nope`, { channel: CHANNEL });
+    expect(unknown.ackResponse?.text).toContain("Unknown group nope");
+    expect(unknown.ackResponse?.text).toContain("Groups: prod");
+    const both = await bench.slack.command(USERS.alice, `swap ${QWEN} --host gpu-1 --group prod`, {
+      channel: CHANNEL,
+    });
+    expect(both.ackResponse?.text).toContain("give one of --host, --group and --hosts");
+    const outside = await bench.slack.command(USERS.alice, `swap ${QWEN} --hosts gpu-[3-5]`, {
+      channel: CHANNEL,
+    });
+    expect(outside.ackResponse?.text).toContain("Unknown host `gpu-5`");
+    const backwards = await bench.slack.command(USERS.alice, `swap ${QWEN} --hosts gpu-[4-1]`, {
+      channel: CHANNEL,
+    });
+    expect(backwards.ackResponse?.text).toContain("runs backwards");
+    expect(bench.slack.messages(CHANNEL)).toHaveLength(0);
+    for (const host of HOSTS) expect(await (await swaps.store()).locks.hostHolder(host)).toBeUndefined();
+  });
+
+  it("plans every host, takes one approval, and moves in waves behind the canary's gate", async () => {
+    const { card, id } = await requestRollout(`${QWEN} --group prod`);
+    const plan = await rolloutPlan(card);
+    const planText = JSON.stringify(plan.blocks);
+    for (const host of HOSTS) expect(planText).toContain(host);
+    expect(planText).toContain("canary: gpu-1");
+    expect(planText).toContain("wave 2: gpu-2");
+    expect(planText).toContain("wave 3: gpu-3, gpu-4");
+    // the hosts' own threads show no plan to approve: there is one, the rollout's
+    const kids = await children(id);
+    for (const child of kids.values()) {
+      const hostCard = swaps.cardsOf(child.id)[0];
+      expect(hostCard).toBeDefined();
+      expect(swaps.plansOf(hostCard!.ts)).toHaveLength(0);
+      expect(child.step).toBe("prepare");
+      expect(child.switch).toBeUndefined();
+    }
+    await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve", id);
+    await bench.slack.waitFor(() => /Rolled out/.test(cardText(card)), {
+      what: "the rollout's card to say Rolled out",
+      timeoutMs: 240_000,
+    });
+
+    const done = await rollout(id);
+    expect(done.outcome).toBe("succeeded");
+    expect(done.waves.map((w) => w.passed)).toEqual([true, true, true]);
+    const after = await children(id);
+    for (const [host, child] of after) {
+      expect(child.outcome, host).toBe("succeeded");
+      expect(child.decision?.by).toBe(USERS.bob);
+    }
+    // no host of a wave switched before the wave before it had ended and passed
+    const switchedAt = (host: string) => Date.parse(after.get(host)!.switch!.startedAt);
+    const endedAt = (host: string) => Date.parse(after.get(host)!.finishedAt!);
+    expect(switchedAt("gpu-2")).toBeGreaterThanOrEqual(endedAt("gpu-1"));
+    expect(switchedAt("gpu-3")).toBeGreaterThanOrEqual(endedAt("gpu-2"));
+    expect(switchedAt("gpu-4")).toBeGreaterThanOrEqual(endedAt("gpu-2"));
+
+    const thread = bench.slack
+      .thread(CHANNEL, card.ts)
+      .map((m) => m.text)
+      .join("\n");
+    expect(thread).toMatch(/Approved by .*\n.*Wave 1 \(the canary\): gpu-1/s);
+    expect(thread).toContain("Wave 1 passed its gate");
+    expect(thread).toMatch(
+      /Wave 3 passed its gate \(output tok\/s: gpu-3 [\d.]+, gpu-4 [\d.]+; the canary's [\d.]+\)/,
+    );
+    const rows = cardText(card);
+    for (const host of HOSTS) expect(rows).toMatch(new RegExp(`${host} +(canary|\\d) +✓ serves it`));
+  }, 300_000);
+
+  it("halts when the canary fails: it rolls itself back, and no other host is touched", async () => {
+    // the canary's new model answers NaN (SGLANG.md: `models` matches a part of the model's path); the
+    // model it served before answers well, so its rollback holds
+    await bench.host("gpu-1").sim.setFault("sglang", { models: { "Qwen3-8B": { mode: "nan" } } });
+    const before = await children((await (await swaps.store()).rollouts.recent(1))[0]!.id);
+    const { card, id } = await requestRollout(`${DENSE} --group prod`);
+    const plan = await rolloutPlan(card);
+    await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
+    await bench.slack.waitFor(() => /Halted/.test(cardText(card)), {
+      what: "the rollout's card to say Halted",
+      timeoutMs: 240_000,
+    });
+    await bench.host("gpu-1").sim.setFault("sglang", {});
+
+    const halted = await rollout(id);
+    expect(halted.outcome).toBe("halted");
+    expect(halted.reason).toContain("gpu-1 was rolled back");
+    const kids = await children(id);
+    expect(kids.get("gpu-1")!.outcome).toBe("rolled_back");
+    for (const host of HOSTS.slice(1)) {
+      const child = kids.get(host)!;
+      expect(child.outcome, host).toBe("cancelled");
+      expect(child.switch, host).toBeUndefined();
+      expect(child.decision, host).toBeUndefined();
+      // the host's service was never stopped: what served before the rollout serves still
+      const serving = before.get(host)!.plan!.unitName;
+      expect(await swaps.stopsOf(host, serving), host).toBe(0);
+    }
+    const thread = bench.slack
+      .thread(CHANNEL, card.ts)
+      .map((m) => m.text)
+      .join("\n");
+    expect(thread).toContain("Rollout halted* at wave 1");
+    expect(thread).toContain("Not touched (their swaps cancelled, files kept): gpu-2, gpu-3, gpu-4");
+  }, 300_000);
+});
