@@ -1,4 +1,5 @@
 import { by, person } from "../src/grammar/person.ts";
+import { isRolloutId } from "../src/grammar/rollout-id.ts";
 import { isSwapId, SWAP_ID_EXAMPLE, swapIdTime } from "../src/grammar/swap-id.ts";
 import { clearedLockLine, deadReason, sinceWhen } from "../src/reporter/host-lock-message.ts";
 import { accepted, echo, failure, NOT_A_MEMBER, refusal, reply } from "../src/slack/reply.ts";
@@ -13,6 +14,7 @@ import {
 } from "../src/store/host-lock-check.ts";
 import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
+import { cancelRollout } from "./cancel-rollout.ts";
 import { knownHosts } from "./host-arg.ts";
 
 /**
@@ -24,7 +26,7 @@ import { knownHosts } from "./host-arg.ts";
  */
 export const cancelCommand: SubCommand = {
   name: "cancel",
-  usage: "/llm cancel [swap-id | host]",
+  usage: "/llm cancel [swap-id | rollout-id | host]",
   summary: "stop a swap (before the switch: files kept; after it: rolled back); clears a stuck host lock",
   async handle(request, { config, access, store, swaps }) {
     if (!(await access.isMember(request.user))) {
@@ -49,6 +51,7 @@ export const cancelCommand: SubCommand = {
       }
       id = mine[0]!;
     }
+    if (isRolloutId(id)) return await cancelRollout(id, request.user, { access, store, swaps });
     let host: string | undefined;
     if (!isSwapId(id)) {
       const known = knownHosts(config);

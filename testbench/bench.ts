@@ -31,6 +31,7 @@ import { modelswapBin } from "./modelswap-bin.ts";
 import { type BenchRedis, startRedis } from "./redis.ts";
 import { newAppToken, type SlackEmulator, startSlackEmulator } from "./slack/index.ts";
 import { type BenchSshd, startSshd } from "./sshd.ts";
+import { startTcpHold, type TcpHold } from "./tcp-hold.ts";
 import { until } from "./until.ts";
 import { waitForPort } from "./wait-for-port.ts";
 
@@ -81,9 +82,10 @@ export interface BenchHostSpec {
     | false;
   /**
    * A broken way to reach it: `refused` (nothing listens), `silent` (TCP accepts, SSH never answers),
-   * `stale-key` (the pinned host key is not the one the host presents).
+   * `stale-key` (the pinned host key is not the one the host presents); `relay`: reached well, through
+   * a TCP relay a test can hold or cut mid-swap (bench.relay(name)).
    */
-  reach?: "refused" | "silent" | "stale-key";
+  reach?: "refused" | "silent" | "stale-key" | "relay";
   /** Faults set before the serving unit starts (see gpu-host/README.md and SGLANG.md). */
   faults?: Record<string, unknown>;
   /** More settings of the host's config entry, as written (e.g. `flags`, house flags; `engineRef`). */
@@ -268,6 +270,7 @@ export class Bench {
   private childBots: ChildBot[] = [];
   private spawned = 0;
   private silentServers: Server[] = [];
+  private readonly relays = new Map<string, TcpHold>();
   private haproxies: BenchHaproxy[] = [];
   configPath = "";
   env: Record<string, string> = {};
@@ -416,6 +419,7 @@ export class Bench {
     for (const sim of new Set([...this.hosts.values()].map((h) => h.sim)))
       await sim.stop().catch(() => undefined);
     for (const server of this.silentServers) server.close();
+    for (const relay of this.relays.values()) await relay.close().catch(() => undefined);
     for (const haproxy of this.haproxies.splice(0)) await haproxy.stop().catch(() => undefined);
     await this.slack.stop();
     await this.hub.stop();
@@ -495,6 +499,11 @@ export class Bench {
     let hostKeySha256 = this.sshd.hostKeySha256();
     if (spec.reach === "refused") port = await freePort();
     if (spec.reach === "silent") port = await this.silentPort();
+    if (spec.reach === "relay") {
+      const relay = await startTcpHold(port);
+      this.relays.set(spec.name, relay);
+      port = relay.port;
+    }
     if (spec.reach === "stale-key") hostKeySha256 = await unrelatedFingerprint(this.dir);
     return {
       ...common,
@@ -619,6 +628,13 @@ export class Bench {
         // what the unit's state and its journal's end were when the wait gave up does
         throw new Error(`${error.message}\n${await unitReport(sim, unit)}`);
       });
+  }
+
+  /** The TCP relay a `reach: "relay"` host is reached through (hold, cut, mend its path mid-test). */
+  relay(host: string): TcpHold {
+    const relay = this.relays.get(host);
+    if (relay === undefined) throw new Error(`host ${host} is not reached through a relay (reach: "relay")`);
+    return relay;
   }
 
   private async silentPort(): Promise<number> {

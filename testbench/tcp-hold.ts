@@ -11,12 +11,19 @@ export interface TcpHold {
   hold(): void;
   /** Everything held passes again; connections accepted meanwhile reach the server now. */
   release(): void;
+  /**
+   * From now on the path is cut: open connections are reset and new ones are accepted and closed at
+   * once (what a client sees of a host that rebooted or a link that went down hard), until `mend()`.
+   */
+  cut(): void;
+  mend(): void;
   close(): Promise<void>;
 }
 
 /** A loopback TCP relay to `upstreamPort` that can hold every byte (see hold()). */
 export async function startTcpHold(upstreamPort: number): Promise<TcpHold> {
   let holding = false;
+  let cutting = false;
   const sockets = new Set<Socket>();
   const waiting: (() => void)[] = [];
   const relay = (client: Socket) => {
@@ -40,6 +47,10 @@ export async function startTcpHold(upstreamPort: number): Promise<TcpHold> {
   };
   const listener = createServer((client) => {
     client.on("error", () => undefined);
+    if (cutting) {
+      client.destroy();
+      return;
+    }
     if (!holding) return relay(client);
     // accepted, and heard nothing until release
     client.pause();
@@ -64,6 +75,13 @@ export async function startTcpHold(upstreamPort: number): Promise<TcpHold> {
       holding = false;
       for (const socket of sockets) socket.resume();
       for (const go of waiting.splice(0)) go();
+    },
+    cut() {
+      cutting = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    mend() {
+      cutting = false;
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -1,6 +1,7 @@
 import { type Clock, isoNow, systemClock } from "../../src/clock.ts";
 import type { ConfigSource } from "../../src/config/live-config.ts";
 import { asCodedError, isRunOver } from "../../src/errors.ts";
+import { by } from "../../src/grammar/person.ts";
 import type { Logger } from "../../src/log.ts";
 import type { ReportQueue } from "../../src/queue/report-queue.ts";
 import { rolloutPlanHash } from "../../src/rollout/rollout-plan-hash.ts";
@@ -75,6 +76,7 @@ class RolloutRun {
   async advance(): Promise<RolloutResult> {
     for (let turns = 0; turns < 10; turns++) {
       const children = await this.children();
+      await this.cancelAsked();
       const step = this.record.step;
       const result =
         step === "plan"
@@ -214,8 +216,30 @@ class RolloutRun {
       kept: this.record.hosts.filter((h) => h.wave < wave && succeeded(h)).map((h) => h.host),
       finished: this.record.hosts.filter((h) => h.wave === wave && succeeded(h)).map((h) => h.host),
       untouched: this.record.hosts.filter((h) => h.releasedAt === undefined).map((h) => h.host),
+      ...(this.record.cancel === undefined
+        ? {}
+        : { cancelledBy: this.record.cancel.by, approved: this.record.decision?.approved === true }),
     });
-    return await this.end(children, "halted", this.record.reason);
+    return await this.end(
+      children,
+      this.record.cancel === undefined ? "halted" : "cancelled",
+      this.record.reason,
+    );
+  }
+
+  /**
+   * `/llm cancel <rollout>`: taken once, it stops the rollout as a halt does, before any host not started
+   * yet (before the decision: before any at all); it ends cancelled.
+   */
+  private async cancelAsked(): Promise<void> {
+    if (this.record.cancel !== undefined || this.record.step === "halting" || this.record.step === "done")
+      return;
+    const asked = await this.deps.store.approvals.cancelRequest(this.record.id);
+    if (asked === undefined) return;
+    this.record.cancel = asked;
+    if (this.record.step === "approval" && this.record.planHash !== undefined)
+      this.events.push({ type: "approval-closed", planHash: this.record.planHash, why: "cancelled" });
+    await this.halt(`cancelled${by(asked.by)}`);
   }
 
   private requestApproval(replaces?: { planHash: string; why: string }): void {

@@ -69,7 +69,7 @@ function statusLine(record: RolloutRecord): string {
     case "expired":
       return "⌛ *Expired*: nobody approved in time; no host was touched.";
     case "cancelled":
-      return "✋ *Cancelled*: the hosts not reached were not touched.";
+      return `✋ *Cancelled*${record.cancel === undefined ? "" : by(record.cancel.by)}: the hosts not reached were not touched.`;
     case "failed":
       return `❌ *Failed*: ${record.reason ?? ""}`;
     case undefined:
@@ -228,8 +228,12 @@ export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): st
       return `✅ Wave ${event.wave + 1} passed its gate${figures === "" ? "" : ` (output tok/s: ${figures}${event.canaryTokS === undefined ? "" : `; the canary's ${event.canaryTokS.toFixed(1)}`})`}.`;
     }
     case "halted": {
+      const head =
+        event.cancelledBy === undefined
+          ? `⛔ *Rollout halted* at wave ${event.wave + 1}: ${event.reason}.`
+          : `✋ *Rollout cancelled*${by(event.cancelledBy)} ${event.approved === true ? `at wave ${event.wave + 1}` : "before its plan was approved"}.`;
       const parts = [
-        `⛔ *Rollout halted* at wave ${event.wave + 1}: ${event.reason}.`,
+        head,
         event.untouched.length === 0
           ? undefined
           : `Not touched (their swaps cancelled, files kept): ${event.untouched.join(", ")}.`,
@@ -243,7 +247,8 @@ export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): st
       return parts.filter((p) => p !== undefined).join("\n");
     }
     case "finished":
-      if (event.outcome === "halted") return undefined;
+      // a halt or a cancel has said it all in its own line
+      if (event.outcome === "halted" || event.outcome === "cancelled") return undefined;
       return event.outcome === "succeeded"
         ? `✅ *Rolled out* ${code(record.request.model.repo, 100)} to ${record.hosts.length} hosts.`
         : `${event.outcome === "failed" ? "❌" : "✋"} Rollout ${event.outcome}${event.reason === undefined ? "" : `: ${event.reason}`}.`;

@@ -116,6 +116,9 @@ export const rolloutEventSchema = z.discriminatedUnion("type", [
     untouched: z.array(z.string()),
     /** Hosts of the halted wave whose own swap succeeded before the gate stopped the rollout. */
     finished: z.array(z.string()),
+    /** `/llm cancel` stopped it (who), not a failure; `approved`: whether the plan had been approved by then. */
+    cancelledBy: z.string().optional(),
+    approved: z.boolean().optional(),
   }),
   z.object({ type: z.literal("finished"), outcome: z.enum(ROLLOUT_OUTCOMES), reason: z.string().optional() }),
 ]);

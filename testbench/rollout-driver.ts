@@ -1,0 +1,110 @@
+import type { RolloutRecord } from "../src/rollout/rollout-record.ts";
+import type { SwapRecord } from "../src/swap/swap-record.ts";
+import type { Bench } from "./bench.ts";
+import { CHANNEL, USERS } from "./bench.ts";
+import type { SlackMessage } from "./slack/index.ts";
+import type { SwapDriver } from "./swap-driver.ts";
+
+/**
+ * Drives rollouts on the bench as people do (`/llm swap … --group`, the Approve button, the card) and reads
+ * what the bot kept (the rollout's record, its hosts' swaps).
+ */
+export class RolloutDriver {
+  constructor(
+    private readonly bench: Bench,
+    private readonly swaps: SwapDriver,
+  ) {}
+
+  /** `/llm swap <args>` by alice: the rollout's card, once posted, and its id. */
+  async request(args: string, timeoutMs = 30_000): Promise<{ card: SlackMessage; id: string }> {
+    const ack = await this.bench.slack.command(USERS.alice, `swap ${args}`, { channel: CHANNEL });
+    const text = ack.ackResponse?.text ?? "";
+    const id = /rollout `(ro-[a-z0-9-]+)`/.exec(text)?.[1];
+    if (id === undefined) throw new Error(`/llm swap ${args} queued no rollout: ${text}`);
+    const card = await this.bench.slack.waitFor(
+      () =>
+        this.bench.slack
+          .messages(CHANNEL)
+          .find(
+            (m) =>
+              m.thread_ts === undefined &&
+              m.text.startsWith("Rollout:") &&
+              JSON.stringify(m.blocks ?? []).includes(id),
+          ),
+      { what: `the card of rollout ${id}`, timeoutMs },
+    );
+    return { card, id };
+  }
+
+  /** The rollout's plan with its Approve button, in the card's thread (the latest, when put up again). */
+  async plan(card: SlackMessage, timeoutMs = 90_000): Promise<SlackMessage> {
+    return await this.bench.slack.waitFor(
+      () => this.plansOf(card).findLast((m) => JSON.stringify(m.blocks ?? []).includes("swap_approve")),
+      {
+        what: "the rollout's plan with its Approve button",
+        timeoutMs,
+      },
+    );
+  }
+
+  plansOf(card: SlackMessage): SlackMessage[] {
+    return this.bench.slack.thread(CHANNEL, card.ts).filter((m) => m.text.startsWith("Rollout plan"));
+  }
+
+  /** bob clicks Approve on the plan. */
+  async approve(card: SlackMessage): Promise<void> {
+    const plan = await this.plan(card);
+    const id = /`(ro-[a-z0-9-]+)`/.exec(JSON.stringify(this.card(card).blocks))?.[1];
+    await this.bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve", id);
+  }
+
+  card(card: SlackMessage): SlackMessage {
+    const now = this.bench.slack.message(CHANNEL, card.ts);
+    if (now === undefined) throw new Error(`the rollout's card ${card.ts} is gone`);
+    return now;
+  }
+
+  /** Waits until the card's blocks match (`/Rolled out/`, `/Halted/`). */
+  async outcome(card: SlackMessage, pattern: RegExp, timeoutMs = 240_000): Promise<void> {
+    await this.bench.slack.waitFor(() => pattern.test(JSON.stringify(this.card(card).blocks ?? [])), {
+      what: `the rollout's card to match ${pattern}`,
+      timeoutMs,
+    });
+  }
+
+  threadText(card: SlackMessage): string {
+    return this.bench.slack
+      .thread(CHANNEL, card.ts)
+      .map((m) => m.text)
+      .join("\n");
+  }
+
+  /** Rollout cards in the channel for this id (a crash must never leave a second one). */
+  cardsOf(id: string): SlackMessage[] {
+    return this.bench.slack
+      .messages(CHANNEL)
+      .filter(
+        (m) =>
+          m.thread_ts === undefined &&
+          m.text.startsWith("Rollout:") &&
+          JSON.stringify(m.blocks ?? []).includes(id),
+      );
+  }
+
+  async record(id: string): Promise<RolloutRecord> {
+    const record = await (await this.swaps.store()).rollouts.get(id);
+    if (record === undefined) throw new Error(`no rollout ${id}`);
+    return record;
+  }
+
+  /** The rollout's hosts' swaps, by host. */
+  async children(id: string): Promise<Map<string, SwapRecord>> {
+    const record = await this.record(id);
+    const out = new Map<string, SwapRecord>();
+    for (const h of record.hosts) {
+      const child = await this.swaps.record(h.swapId);
+      if (child !== undefined) out.set(h.host, child);
+    }
+    return out;
+  }
+}
