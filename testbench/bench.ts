@@ -181,6 +181,8 @@ export interface BenchOptions {
   enginePolicy?: Record<string, unknown>;
   /** The config's `hub:` section (allowPullRequests, remoteCodeOrgs). */
   hubPolicy?: Record<string, unknown>;
+  /** The config's `groups:` section (host groups a rollout swaps together). */
+  groups?: Record<string, unknown>;
   /** The config's `models:` section (per-model profiles: flags, tp, engine, engineRef). */
   models?: Record<string, unknown>[];
   /** The config's `recipes:` section (overrides, own). */
@@ -749,6 +751,7 @@ export async function startBench(options: BenchOptions = {}): Promise<Bench> {
       ...(options.enginePolicy === undefined ? {} : { engine: options.enginePolicy }),
       ...(options.hubPolicy === undefined ? {} : { hub: options.hubPolicy }),
       ...(options.models === undefined ? {} : { models: options.models }),
+      ...(options.groups === undefined ? {} : { groups: options.groups }),
       ...(options.recipes === undefined ? {} : { recipes: options.recipes }),
       ...(options.status === undefined ? {} : { status: options.status }),
       ...benchSection(options),

@@ -22,7 +22,7 @@ export async function runDemo(): Promise<number> {
   const color = process.stdout.isTTY === true;
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say(
-    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, seven GPU hosts)…",
+    "modelswap demo: starting the bench (redis-server, sshd, haproxy, Slack emulator, Hub, eleven GPU hosts)…",
   );
   const bench = await startBench({
     connectTimeoutSeconds: 3,
@@ -38,6 +38,10 @@ export async function runDemo(): Promise<number> {
       sleepMode: true,
     },
     weightScale: BENCH_WEIGHT_SCALE,
+    // prod-1..4 serve one model together: a rollout swaps them in waves, prod-1 the canary (docs/rollouts.md)
+    groups: {
+      prod: { hosts: "prod-[1-4]", canary: 1, waves: [50, 100], maxUnavailable: 2, throughputMargin: 50 },
+    },
     // the monitor checks every 2 s here (30 s by default), so h200's crash is alerted within seconds
     health: { intervalSeconds: 2, failureThreshold: 2 },
     hosts: [
@@ -96,6 +100,13 @@ export async function runDemo(): Promise<number> {
         frontDoor: { holdSeconds: 300 },
         waitHealthy: true,
       },
+      ...["prod-1", "prod-2", "prod-3", "prod-4"].map((name) => ({
+        name,
+        gpus: "8x-b200" as const,
+        diskFreeBytes: SEED_BOX_FREE_DISK_BYTES,
+        serving: { preset: "qwen3-fp8-dense" as const },
+        waitHealthy: true,
+      })),
       {
         name: "h200",
         gpus: "h200-1gpu",
@@ -189,6 +200,35 @@ export async function runDemo(): Promise<number> {
           `  → the clients: ${seen.answered} requests, ${seen.failed} failed, the longest waited ${(seen.maxMs / 1000).toFixed(1)} s (${how})`,
         );
       }
+    }
+
+    // A rollout: prod-1..4 to the new model behind one approval, the canary first; then one whose canary
+    // answers NaN: it rolls itself back and the rollout halts before any other host is touched.
+    for (const [model, expect] of [
+      [QWEN, /Rolled out/],
+      [QWEN_8B, /Halted/],
+    ] as const) {
+      if (model === QWEN_8B)
+        await bench.host("prod-1").sim.setFault("sglang", { models: { "Qwen3-8B": { mode: "nan" } } });
+      const before = bench.slack.messages(CHANNEL).length;
+      await command("alice", USERS.alice, `swap ${model} --group prod`);
+      const card = await newMessage(before, "the rollout's card", (m) => m.text.startsWith("Rollout:"));
+      const plan = await bench.slack.waitFor(
+        () =>
+          bench.slack.thread(CHANNEL, card.ts).find((m) => JSON.stringify(m.blocks).includes("swap_approve")),
+        { timeoutMs: 120_000, what: "the rollout's plan" },
+      );
+      say("  @bob clicks Approve on the rollout's plan");
+      const id = /`(ro-[a-z0-9-]+)`/.exec(JSON.stringify(card.blocks))?.[1];
+      await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve", id);
+      const done = await bench.slack.waitFor(
+        () => {
+          const now = bench.slack.message(CHANNEL, card.ts);
+          return now !== undefined && expect.test(JSON.stringify(now.blocks)) ? now : undefined;
+        },
+        { timeoutMs: 240_000, what: `the rollout to match ${expect}` },
+      );
+      say(`  → ${done.text.split("\n")[0]}`);
     }
 
     // The health monitor alerted on h200 by itself; an operator fixes the engine and restarts the unit.
