@@ -1,12 +1,13 @@
 import { utcTime } from "../src/format-duration.ts";
 import { person } from "../src/grammar/person.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
+import { queueSwap } from "../src/queue/queue-swap.ts";
 import { accepted, busy, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { CommandAnswer, CommandDeps, SubCommand } from "../src/slack/sub-command.ts";
+import { rollbackRecord } from "../src/store/rollback-record.ts";
 import { inFlipBackWindow } from "../src/swap/flip-back.ts";
-import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
+import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
-import { queueSwap } from "./queue-swap.ts";
 import { takeHost } from "./take-host.ts";
 
 /**
@@ -46,88 +47,27 @@ export const rollbackCommand: SubCommand = {
       return await flipBack(running, request.user, { access, store, swaps });
     if (!requester) return notRequester();
 
-    const serving = await store.hosts.serving(host);
-    const previous = serving?.previous;
-    if (previous === undefined) {
-      return reply(
-        `Nothing to roll back to: no swap has changed what *${host}* serves yet (it serves the unit from the config).`,
-      );
-    }
-    // The swap that once installed the unit we go back to, when there was one: its plan tells the model.
-    const earlier = (await store.swaps.history({ host, limit: 50 })).records.find(
-      (r) => r.outcome === "succeeded" && r.plan?.unitName === previous.unit,
-    );
     const id = newSwapId();
+    const target = await rollbackRecord(
+      { id, host, requester: request.user, channel: config.file.slack.channel },
+      store,
+    );
+    if (!target.ok) return reply(target.why);
     const taken = await takeHost(host, id, { store, swaps });
     if (!taken.ok) return "error" in taken ? failure(taken.error) : busy(taken.busy);
     const note = taken.note === undefined ? "" : `\n${taken.note}`;
-    // an in-place swap left the same unit serving another revision: back is a swap to the one before,
-    // which the plan loads in place again (its files are still on the host)
-    const back = previous.unit === serving?.unit && previous.repo !== undefined ? previous.sha : undefined;
-    if (back !== undefined) {
-      const model = { repo: previous.repo!, revision: back };
-      // the engine build that serves now: reused, so the unit stays the same but for the model path
-      const servedBy =
-        serving?.swapId === undefined
-          ? undefined
-          : (await store.swaps.get(serving.swapId).catch(() => undefined))?.plan?.engine?.commit;
-      const record: SwapRecord = {
-        id,
-        host,
-        requester: request.user,
-        channel: config.file.slack.channel,
-        createdAt: new Date().toISOString(),
-        request: {
-          model,
-          host,
-          tp: undefined,
-          dryRun: false,
-          ...(servedBy === undefined ? {} : { engineRef: servedBy }),
-        },
-        step: "resolve",
-        stages: newStages(),
-        tasks: {},
-      };
-      try {
-        await queueSwap(
-          record,
-          `rollback to ${model.repo}@${back.slice(0, 7)}`,
-          { store, swaps, reports },
-          true,
-        );
-      } catch (error) {
-        return failure(error);
-      }
-      return accepted(
-        `↩️ Rollback queued: *${host}* back to \`${model.repo}@${back.slice(0, 7)}\`, the revision \`${previous.unit}\` served before its weights were loaded in place (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
-        id,
-      );
-    }
-    const record: SwapRecord = {
-      id,
-      host,
-      requester: request.user,
-      channel: config.file.slack.channel,
-      createdAt: new Date().toISOString(),
-      request: {
-        model: { repo: previous.repo ?? earlier?.plan?.model.repo ?? previous.unit, revision: "rollback" },
-        host,
-        tp: undefined,
-        dryRun: false,
-        engineRef: "main",
-      },
-      rollbackTo: { unit: previous.unit, ...(earlier === undefined ? {} : { swapId: earlier.id }) },
-      step: "preflight",
-      stages: newStages(),
-      tasks: {},
-    };
     try {
-      await queueSwap(record, `rollback to ${previous.unit}`, { store, swaps, reports }, true);
+      await queueSwap(target.record, target.detail, { store, swaps, reports }, true);
     } catch (error) {
       return failure(error);
     }
+    if (target.inPlace !== undefined)
+      return accepted(
+        `↩️ Rollback queued: *${host}* back to \`${target.inPlace.model}\`, the revision \`${target.inPlace.unit}\` served before its weights were loaded in place (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
+        id,
+      );
     return accepted(
-      `↩️ Rollback queued: *${host}* back to \`${previous.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
+      `↩️ Rollback queued: *${host}* back to \`${target.unit}\` (swap \`${id}\`). An approver's ✅ on its plan starts it.${note}`,
       id,
     );
   },

@@ -6,13 +6,13 @@ import { escapeMrkdwn } from "../src/escape-mrkdwn.ts";
 import { newRolloutId } from "../src/grammar/rollout-id.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
 import type { SwapRequest } from "../src/grammar/swap-request.ts";
+import { queueSwap } from "../src/queue/queue-swap.ts";
 import type { RolloutRecord } from "../src/rollout/rollout-record.ts";
 import { planWaves } from "../src/rollout/waves.ts";
 import { accepted, busy, failure, reply } from "../src/slack/reply.ts";
 import type { CommandAnswer, CommandDeps } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, refuseUnknownHost } from "./host-arg.ts";
-import { queueSwap } from "./queue-swap.ts";
 import { takeHost } from "./take-host.ts";
 
 /**

@@ -7,11 +7,11 @@ import { ACCEPTED_FORMS, hubPullRequest, hubPullRequestRefusal } from "../src/gr
 import { newSwapId } from "../src/grammar/swap-id.ts";
 import { parseSwapRequest, SWAP_USAGE, type SwapRequest } from "../src/grammar/swap-request.ts";
 import { reservedSetting } from "../src/plan/catalogue-schema.ts";
+import { queueSwap } from "../src/queue/queue-swap.ts";
 import { accepted, busy, failure, refusal, reply } from "../src/slack/reply.ts";
 import type { SubCommand } from "../src/slack/sub-command.ts";
 import { newStages, type SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
-import { queueSwap } from "./queue-swap.ts";
 import { startRollout } from "./start-rollout.ts";
 import { takeHost } from "./take-host.ts";
 

@@ -163,7 +163,7 @@ export async function startModelswap({
           hub,
           reports: reportQueue,
           log: workerLog,
-          wake: (id) => workerSwaps!.wake(id),
+          swapJobs: workerSwaps,
           stopping: stopping.signal,
           ...(recipes === undefined ? {} : { recipes }),
         },

@@ -1,30 +1,20 @@
 import { type Clock, isoNow, systemClock } from "../../src/clock.ts";
-import type { ConfigSource } from "../../src/config/live-config.ts";
 import { asCodedError, isRunOver } from "../../src/errors.ts";
 import { by } from "../../src/grammar/person.ts";
 import type { Logger } from "../../src/log.ts";
-import type { ReportQueue } from "../../src/queue/report-queue.ts";
+import { endedEarly, haltedEvent } from "../../src/rollout/rollout-hosts.ts";
 import { rolloutPlanHash } from "../../src/rollout/rollout-plan-hash.ts";
 import type { RolloutEvent, RolloutHost, RolloutRecord } from "../../src/rollout/rollout-record.ts";
 import { judgeWave } from "../../src/rollout/wave-gate.ts";
 import type { AuditEvent } from "../../src/store/audit-log.ts";
 import { SYSTEM_ACTOR } from "../../src/store/audit-log.ts";
-import type { Store } from "../../src/store/store.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
 import { takeSwapLease } from "../swap/swap-lease.ts";
-import { releaseHost } from "./release-host.ts";
+import { planned, releaseHost } from "./release-host.ts";
+import type { RolloutDeps, RolloutResult } from "./rollout-deps.ts";
+import { undoFinished } from "./undo-finished.ts";
 
-export interface RolloutDeps {
-  config: ConfigSource;
-  store: Store;
-  reports: Pick<ReportQueue, "soon">;
-  /** Wakes a host's swap parked in prepare: its wave started, or it was cancelled. */
-  wake(swapId: string): Promise<void>;
-  log: Logger;
-  clock?: Clock;
-}
-
-export type RolloutResult = { done: true } | { done: false; waitMs: number };
+export type { RolloutDeps, RolloutResult };
 
 /**
  * Runs a rollout forward from where its record says it is, under its lease (one run at a time; a saved
@@ -97,7 +87,7 @@ class RolloutRun {
 
   /** Every host's swap has planned (it waits in prepare with its plan hash): one plan, one approval. */
   private async plan(children: Map<string, SwapRecord>): Promise<RolloutResult | "again"> {
-    const ended = this.endedEarly(children);
+    const ended = endedEarly(this.record, children);
     if (ended !== undefined) return await this.fail(children, ended);
     if (!this.record.hosts.every((h) => planned(children.get(h.swapId))))
       return { done: false, waitMs: this.pollMs };
@@ -107,7 +97,7 @@ class RolloutRun {
   }
 
   private async approval(children: Map<string, SwapRecord>): Promise<RolloutResult | "again"> {
-    const ended = this.endedEarly(children);
+    const ended = endedEarly(this.record, children);
     if (ended !== undefined) return await this.fail(children, ended);
     const changed = this.record.hosts.filter((h) => children.get(h.swapId)?.planHash !== h.planHash);
     if (changed.length > 0) {
@@ -200,26 +190,30 @@ class RolloutRun {
     return "again";
   }
 
-  /** Waits for the swaps the halt cancelled to end, then the rollout ends halted. */
+  /**
+   * Waits for the halted wave's swaps to end (and those the halt cancelled); then takes back each host of
+   * that wave whose own swap succeeded (the wave did not pass: it does not keep the new model), with a
+   * rollback swap the rollout approves itself, and ends halted once those have ended. A cancel takes
+   * nothing back: it stops, and says what finished.
+   */
   private async halting(children: Map<string, SwapRecord>): Promise<RolloutResult | "again"> {
     const open = this.record.hosts.filter((h) => children.get(h.swapId)?.outcome === undefined);
     if (open.length > 0) {
-      for (const h of open) await this.deps.wake(h.swapId).catch(() => undefined);
+      for (const h of open) await this.deps.swapJobs.wake(h.swapId).catch(() => undefined);
       return { done: false, waitMs: this.pollMs };
     }
     const wave = this.record.wave;
-    const succeeded = (h: RolloutHost) => children.get(h.swapId)?.outcome === "succeeded";
-    this.events.push({
-      type: "halted",
-      wave,
-      reason: this.record.reason ?? "halted",
-      kept: this.record.hosts.filter((h) => h.wave < wave && succeeded(h)).map((h) => h.host),
-      finished: this.record.hosts.filter((h) => h.wave === wave && succeeded(h)).map((h) => h.host),
-      untouched: this.record.hosts.filter((h) => h.releasedAt === undefined).map((h) => h.host),
-      ...(this.record.cancel === undefined
-        ? {}
-        : { cancelledBy: this.record.cancel.by, approved: this.record.decision?.approved === true }),
-    });
+    const finished = this.record.hosts.filter(
+      (h) => h.wave === wave && children.get(h.swapId)?.outcome === "succeeded",
+    );
+    if (this.record.cancel === undefined) {
+      const undos = await undoFinished(this.record, finished, this.deps, isoNow(this.clock), () =>
+        this.save(),
+      );
+      if (undos.waiting) return { done: false, waitMs: this.pollMs };
+    }
+    const undone = finished.filter((h) => h.undo?.outcome === "succeeded");
+    this.events.push(haltedEvent(this.record, children, finished, undone));
     return await this.end(
       children,
       this.record.cancel === undefined ? "halted" : "cancelled",
@@ -270,7 +264,7 @@ class RolloutRun {
   private async release(h: RolloutHost, child: SwapRecord): Promise<void> {
     await releaseHost(this.deps.store, this.record, h, child, isoNow(this.clock));
     await this.save();
-    await this.deps.wake(child.id).catch(() => undefined);
+    await this.deps.swapJobs.wake(child.id).catch(() => undefined);
     this.log.info({ host: h.host, swap: child.id, wave: h.wave }, "rollout host released");
   }
 
@@ -287,17 +281,6 @@ class RolloutRun {
     this.record.step = "halting";
     this.log.warn({ wave, reason }, "rollout halted");
     return "again";
-  }
-
-  /** A host's swap ended before the rollout's plan was decided (its plan refused, the Hub said no, …). */
-  private endedEarly(children: Map<string, SwapRecord>): string | undefined {
-    for (const h of this.record.hosts) {
-      const child = children.get(h.swapId);
-      if (child === undefined) return `${h.host}'s swap record is gone`;
-      if (child.outcome !== undefined)
-        return `${h.host}'s swap ended before the rollout's plan was decided: ${child.outcome}${child.reason === undefined ? "" : ` (${child.reason})`}`;
-    }
-    return undefined;
   }
 
   private async fail(children: Map<string, SwapRecord>, reason: string): Promise<RolloutResult | "again"> {
@@ -332,7 +315,7 @@ class RolloutRun {
   private async cancel(swapIds: readonly string[]): Promise<void> {
     for (const id of swapIds) {
       await this.deps.store.approvals.requestCancel(id, SYSTEM_ACTOR, new Date(this.clock.now()));
-      await this.deps.wake(id).catch(() => undefined);
+      await this.deps.swapJobs.wake(id).catch(() => undefined);
     }
   }
 
@@ -351,15 +334,4 @@ class RolloutRun {
       .soon(this.record.id, this.record.outcome === undefined ? "routine" : "ended")
       .catch(() => undefined);
   }
-}
-
-/** A host's swap waits in prepare with a plan put up: the rollout can take its plan. */
-function planned(child: SwapRecord | undefined): boolean {
-  return (
-    child !== undefined &&
-    child.outcome === undefined &&
-    child.step === "prepare" &&
-    child.planHash !== undefined &&
-    child.approval !== undefined
-  );
 }

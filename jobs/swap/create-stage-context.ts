@@ -12,6 +12,7 @@ import type { HubClient } from "../../src/hub/hub-client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { CatalogueRecipe } from "../../src/plan/catalogue-schema.ts";
 import type { ReportQueue } from "../../src/queue/report-queue.ts";
+import type { SwapQueue } from "../../src/queue/swap-queue.ts";
 import type { Store } from "../../src/store/store.ts";
 import { type ChangeCommands, changeCommand } from "../../src/swap/change-command.ts";
 import type { ChangeOptions, HostPort, StageContext } from "../../src/swap/stage-context.ts";
@@ -28,8 +29,11 @@ export interface SwapDeps {
   /** Asks the reporter to look at a swap soon (after each save); never waited on for Slack. */
   reports: Pick<ReportQueue, "soon">;
   log: Logger;
-  /** Wakes a parked swap's job now (a rollout starting a host's wave, or cancelling it). */
-  wake(swapId: string): Promise<void>;
+  /**
+   * The swaps' queue, for a rollout's job: it wakes a host's parked swap (its wave started, or it was
+   * cancelled) and queues the swap that undoes a halted wave's finished host.
+   */
+  swapJobs: Pick<SwapQueue, "wake" | "enqueue">;
   /** The recipe table; the default unless a test plans with another. */
   recipes?: readonly CatalogueRecipe[];
   /** Aborted when this process is stopping: a swap parks at its next safe point for another worker. */

@@ -38,7 +38,7 @@ export function createSwapWorker(
       // a rollout's job rides the same queue (its id is `ro-…`): it waits as a swap does, and wakes alike
       const id = job.data.swapId;
       const result = await holdingLock(job, token, lockMs, deps.log, () =>
-        isRolloutId(id) ? advanceRollout(id, { ...deps, wake: deps.wake }) : advanceSwap(id, deps),
+        isRolloutId(id) ? advanceRollout(id, deps) : advanceSwap(id, deps),
       );
       if (!result.done) {
         await job.moveToDelayed(Date.now() + result.waitMs, token);

@@ -240,9 +240,12 @@ export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): st
         event.kept.length === 0
           ? undefined
           : `Serving the new model from earlier waves, left so: ${event.kept.join(", ")}. \`/llm rollback <host>\` takes one back.`,
+        event.undone.length === 0
+          ? undefined
+          : `Taken back (their own swaps succeeded, but the wave did not pass): ${event.undone.join(", ")}.`,
         event.finished.length === 0
           ? undefined
-          : `Finished in this wave before it halted: ${event.finished.join(", ")} (\`/llm rollback <host>\` takes one back).`,
+          : `Finished in this wave${event.cancelledBy === undefined ? ", not taken back" : " before the cancel"}: ${event.finished.join(", ")} (\`/llm rollback <host>\` takes one back).`,
       ];
       return parts.filter((p) => p !== undefined).join("\n");
     }

@@ -36,8 +36,19 @@ export const rolloutHostSchema = z.object({
   planHash: z.string().optional(),
   /** When the rollout gave its swap the approval: its wave had started, and a batch had room for it. */
   releasedAt: isoTime.optional(),
-  /** The swap that undid a finished swap of a halted wave, when one was queued. */
-  undoSwapId: z.string().regex(SWAP_ID).optional(),
+  /**
+   * A halted wave's host whose own swap had succeeded is taken back by a rollback swap the rollout
+   * approves itself: that swap, whether it has been given the approval, and how it ended (or why it
+   * could not be queued: `refused`).
+   */
+  undo: z
+    .object({
+      swapId: z.string().regex(SWAP_ID).optional(),
+      releasedAt: isoTime.optional(),
+      outcome: z.string().optional(),
+      refused: z.string().optional(),
+    })
+    .optional(),
 });
 export type RolloutHost = z.infer<typeof rolloutHostSchema>;
 
@@ -114,8 +125,9 @@ export const rolloutEventSchema = z.discriminatedUnion("type", [
     /** Hosts of earlier waves that serve the new model, left so; hosts never touched (their swaps cancelled). */
     kept: z.array(z.string()),
     untouched: z.array(z.string()),
-    /** Hosts of the halted wave whose own swap succeeded before the gate stopped the rollout. */
+    /** Hosts of the halted wave whose own swap succeeded: taken back (`undone`), or not (`finished`). */
     finished: z.array(z.string()),
+    undone: z.array(z.string()).default([]),
     /** `/llm cancel` stopped it (who), not a failure; `approved`: whether the plan had been approved by then. */
     cancelledBy: z.string().optional(),
     approved: z.boolean().optional(),

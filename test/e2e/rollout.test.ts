@@ -174,4 +174,35 @@ describe("a rollout over a group", () => {
     // the plan says it can no longer be decided on
     expect(JSON.stringify(rollouts.plansOf(card)[0]?.blocks)).not.toContain("swap_approve");
   }, 300_000);
+
+  it("halts at a wave where one host fails: its other host is taken back, the earlier waves kept", async () => {
+    // gpu-3's copy of the new model answers NaN; gpu-4, in the same wave, serves it well
+    await bench.host("gpu-3").sim.setFault("sglang", { models: { "Qwen3-8B": { mode: "nan" } } });
+    const before = await rollouts.children((await (await swaps.store()).rollouts.recent(1))[0]!.id);
+    const { card, id } = await rollouts.request(`${DENSE} --group prod`);
+    await rollouts.approve(card);
+    await rollouts.outcome(card, /Halted/);
+    await bench.host("gpu-3").sim.setFault("sglang", {});
+
+    const halted = await rollouts.record(id);
+    expect(halted.outcome).toBe("halted");
+    expect(halted.reason).toContain("wave 3 did not pass its gate: gpu-3 was rolled back");
+    const kids = await rollouts.children(id);
+    expect(kids.get("gpu-1")!.outcome).toBe("succeeded");
+    expect(kids.get("gpu-2")!.outcome).toBe("succeeded");
+    expect(kids.get("gpu-3")!.outcome).toBe("rolled_back");
+    expect(kids.get("gpu-4")!.outcome).toBe("succeeded");
+    // gpu-4's own swap succeeded, and the rollout took it back: it serves what it served before again
+    const undo = halted.hosts.find((h) => h.host === "gpu-4")!.undo;
+    expect(undo).toMatchObject({ outcome: "succeeded" });
+    const old = before.get("gpu-4")!.plan!.host.currentUnit.name;
+    expect((await (await swaps.store()).hosts.serving("gpu-4"))?.unit).toBe(old);
+    const active = await bench.host("gpu-4").sim.exec(`systemctl is-active ${old}`);
+    expect(active.stdout.trim()).toBe("active");
+    const undoSwap = await swaps.record(undo!.swapId!);
+    expect(undoSwap?.decision?.by).toBe(USERS.bob);
+    const thread = rollouts.threadText(card);
+    expect(thread).toContain("Taken back (their own swaps succeeded, but the wave did not pass): gpu-4.");
+    expect(thread).toContain("Serving the new model from earlier waves, left so: gpu-1, gpu-2.");
+  }, 300_000);
 });

@@ -253,6 +253,7 @@ describe("what the channel sees of a rollout", () => {
         reason: "wave 2 did not pass its gate: gpu-2 failed",
         kept: ["gpu-1"],
         finished: [],
+        undone: ["gpu-4"],
         untouched: ["gpu-3"],
       },
       record,
@@ -260,6 +261,7 @@ describe("what the channel sees of a rollout", () => {
     expect(line).toContain("*Rollout halted* at wave 2");
     expect(line).toContain("Not touched (their swaps cancelled, files kept): gpu-3");
     expect(line).toContain("Serving the new model from earlier waves, left so: gpu-1");
+    expect(line).toContain("Taken back (their own swaps succeeded, but the wave did not pass): gpu-4");
   });
 });
 

@@ -164,7 +164,7 @@ const EXPLAINS: Record<string, RegExp> = {
   status: /Known hosts: gpu-1, h200/,
   history: /Usage: `\/llm history \[host\] \[--limit N\]`|Known hosts: gpu-1, h200/,
   cancel:
-    /\/llm cancel \[swap-id \| host\]|they look like `sw-|^No swap holds \*[a-z0-9-]+\*: nothing to cancel/,
+    /\/llm cancel \[swap-id \| rollout-id \| host\]|they look like `sw-|^No swap holds \*[a-z0-9-]+\*: nothing to cancel/,
   rollback: /Known hosts: gpu-1, h200/,
 };
 

@@ -1,5 +1,14 @@
-import type { CommandDeps } from "../src/slack/sub-command.ts";
-import type { SwapRecord } from "../src/swap/swap-record.ts";
+import type { Store } from "../store/store.ts";
+import type { SwapRecord } from "../swap/swap-record.ts";
+import type { ReportQueue } from "./report-queue.ts";
+import type { SwapQueue } from "./swap-queue.ts";
+
+/** What queueing a swap needs: the store, the swaps' queue, the reporter's. */
+export interface QueueSwapDeps {
+  store: Store;
+  swaps: Pick<SwapQueue, "enqueue">;
+  reports: Pick<ReportQueue, "soon">;
+}
 
 /**
  * Saves a new swap, records its request in the audit stream (in the same transaction) and enqueues it.
@@ -9,7 +18,7 @@ import type { SwapRecord } from "../src/swap/swap-record.ts";
 export async function queueSwap(
   record: SwapRecord,
   detail: string,
-  { store, swaps, reports }: Pick<CommandDeps, "store" | "swaps" | "reports">,
+  { store, swaps, reports }: QueueSwapDeps,
   lockedHost: boolean,
 ): Promise<void> {
   try {
