@@ -8,6 +8,7 @@ import type { FaultsOptions } from "./faults.ts";
 import type { FrontDoorOptions } from "./front-door.ts";
 import type { MonitorOptions } from "./monitor-cost.ts";
 import type { ResumeOptions } from "./resume.ts";
+import type { RolloutOptions } from "./rollout.ts";
 import type { Speed } from "./section.ts";
 import type { SwapOptions } from "./swap-overhead.ts";
 
@@ -24,6 +25,7 @@ export interface BenchPlan {
   failover: FailoverOptions;
   faults: FaultsOptions;
   fast: FastOptions;
+  rollout: RolloutOptions;
 }
 
 /** The figures of the issues: 500 acks, a 40 s / 30 s / 10 s swap, 25 swaps at once in one channel, 1,000 hosts every 15 s for 2 minutes. */
@@ -44,6 +46,8 @@ export const FULL: BenchPlan = {
   // the parked, reload and revision hosts at the cold start of the source their resume comes from (97.7 s);
   // the warm host's loads at 10 s (its JIT, 11.7 times that, is what the ratio is about)
   fast: { coldStartSeconds: 97.7, loadSeconds: 10, everyMs: 100, speed: SHIPPED },
+  // the issue's 20 hosts, four switching at once
+  rollout: { hosts: 20, maxUnavailable: 4, speed: SHIPPED },
 };
 
 const FAST: Speed = {
@@ -65,4 +69,5 @@ export const QUICK: BenchPlan = {
   failover: { speed: FAST },
   faults: { runs: 3, hostsPerMode: 1, deadlineSeconds: 120 },
   fast: { coldStartSeconds: 1, loadSeconds: 1, everyMs: 200, speed: FAST },
+  rollout: { hosts: 3, maxUnavailable: 2, speed: FAST },
 };

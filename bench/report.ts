@@ -7,6 +7,7 @@ import type { FaultsFigures } from "./faults.ts";
 import type { FrontDoorFigures } from "./front-door.ts";
 import type { MonitorFigures } from "./monitor-cost.ts";
 import type { ResumeFigures } from "./resume.ts";
+import type { RolloutFigures } from "./rollout.ts";
 import type { SwapFigures, VllmSwapFigures } from "./swap-overhead.ts";
 
 /** A line of news while a section runs. */
@@ -24,6 +25,7 @@ export interface BenchResults {
   failover: FailoverFigures;
   faults: FaultsFigures;
   fast: FastFigures;
+  rollout: RolloutFigures;
 }
 
 export type SectionName = keyof BenchResults;
@@ -115,6 +117,17 @@ export const RESULT_KEYS: { [S in SectionName]: readonly string[] } = {
     "revision.ratio",
     "revision.failed",
   ],
+  rollout: [
+    "hosts",
+    "hub_models_rollout",
+    "hub_models_singles",
+    "wall_s",
+    "critical_path_s",
+    "wall_ratio",
+    "touched_beyond_canary",
+    "slack_calls_per_host",
+    "slack_calls_per_single_swap",
+  ],
 };
 
 /** The figures that are words, not numbers: a swap's outcome ("swapped", "rolled back", "failed", "none"). */
@@ -163,7 +176,8 @@ interface Row {
 /** The table people read: each figure, its baseline in the same run, its target and whether it is met. */
 export function renderTable(results: Partial<BenchResults>): string {
   const rows: Row[] = [];
-  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover, faults, fast } = results;
+  const { ack, swap, vllm, concurrent, alert, monitor, resume, frontdoor, failover, faults, fast, rollout } =
+    results;
   if (ack !== undefined) {
     rows.push(
       row("ack", "p50 ack", ms(ack.p50_ms), ms(ack.baseline_p50_ms), "", undefined),
@@ -406,6 +420,43 @@ export function renderTable(results: Partial<BenchResults>): string {
         "",
         "= 0",
         fast.revision.failed === 0,
+      ),
+    );
+  }
+  if (rollout !== undefined) {
+    const r = rollout;
+    rows.push(
+      row(
+        "rollout",
+        `Hub bytes, ${r.hosts} hosts (models)`,
+        x(r.hub_models_rollout),
+        `singles ${x(r.hub_models_singles)}`,
+        "≤ 1.05",
+        r.hub_models_rollout <= 1.05,
+      ),
+      row(
+        "",
+        "wall / critical path",
+        x(r.wall_ratio),
+        `${s(r.wall_s)} vs ${s(r.critical_path_s)}`,
+        "≤ 1.1",
+        r.wall_ratio <= 1.1,
+      ),
+      row(
+        "",
+        "hosts touched past a failed canary",
+        String(r.touched_beyond_canary),
+        "",
+        "= 0",
+        r.touched_beyond_canary === 0,
+      ),
+      row(
+        "",
+        "Slack calls per host",
+        String(r.slack_calls_per_host),
+        `single swap ${r.slack_calls_per_single_swap}`,
+        "≤ single",
+        r.slack_calls_per_host <= r.slack_calls_per_single_swap,
       ),
     );
   }

@@ -12,6 +12,7 @@ import { benchMonitor } from "./monitor-cost.ts";
 import { type BenchPlan, FULL, QUICK } from "./plan.ts";
 import { type BenchResults, ordered, renderTable, type SectionName } from "./report.ts";
 import { benchResume } from "./resume.ts";
+import { benchRollout } from "./rollout.ts";
 import type { Progress, SectionResult } from "./section.ts";
 import { benchSwap, benchVllmSwap } from "./swap-overhead.ts";
 
@@ -74,6 +75,11 @@ const SECTIONS: {
     what: (p) =>
       `a failed cold swap rolled back to a parked old unit (SGLang memory saver) and to a stopped one (a reload of ${p.fast.coldStartSeconds} s), behind a real HAProxy, a request every ${p.fast.everyMs} ms`,
     run: (p, progress) => benchFast(p.fast, progress),
+  },
+  rollout: {
+    what: (p) =>
+      `a rollout to ${p.rollout.hosts} hosts (a canary, 25 %, the rest; ${p.rollout.maxUnavailable} at once) against one swap per host, and one whose canary answers NaN`,
+    run: (p, progress) => benchRollout(p.rollout, progress),
   },
 };
 

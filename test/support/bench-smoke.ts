@@ -22,6 +22,7 @@ export const SMOKE_GROUPS = {
   outages: ["frontdoor", "failover"],
   faults: ["faults"],
   fast: ["fast"],
+  rollout: ["rollout"],
 } as const satisfies Record<string, readonly SectionName[]>;
 
 /**

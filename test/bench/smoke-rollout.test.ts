@@ -1,0 +1,3 @@
+import { smokeTest } from "../support/bench-smoke.ts";
+
+smokeTest("rollout");
