@@ -1,4 +1,5 @@
 import { utcTime } from "../src/format-duration.ts";
+import { optionWord } from "../src/grammar/option-word.ts";
 import { person } from "../src/grammar/person.ts";
 import { newSwapId } from "../src/grammar/swap-id.ts";
 import { queueSwap } from "../src/queue/queue-swap.ts";
@@ -8,6 +9,7 @@ import { rollbackRecord } from "../src/store/rollback-record.ts";
 import { inFlipBackWindow } from "../src/swap/flip-back.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { knownHosts, knownHostsLine, refuseUnknownHost } from "./host-arg.ts";
+import { rollbackRollout } from "./rollback-rollout.ts";
 import { takeHost } from "./take-host.ts";
 
 /**
@@ -20,7 +22,7 @@ import { takeHost } from "./take-host.ts";
  */
 export const rollbackCommand: SubCommand = {
   name: "rollback",
-  usage: "/llm rollback [host]",
+  usage: "/llm rollback [host | --rollout ROLLOUT-ID]",
   summary: "go back to the model a host served before its last swap (needs approval like a swap)",
   async handle(request, { config, access, store, swaps, reports }) {
     const notRequester = () =>
@@ -30,6 +32,18 @@ export const rollbackCommand: SubCommand = {
     const requester = await access.isRequester(request.user);
     // an approver gets this far only to flip back a swap in its window (below); anyone else is refused
     if (!requester && !(await access.isApprover(request.user))) return notRequester();
+    const first = request.args[0] === undefined ? undefined : optionWord(request.args[0]);
+    if (first?.name === "--rollout") {
+      if (!requester) return notRequester();
+      if (request.args.length > (first.inline === undefined ? 2 : 1))
+        return reply(`Usage: \`${rollbackCommand.usage}\``);
+      return await rollbackRollout(first.inline ?? request.args[1], request.user, {
+        config,
+        store,
+        swaps,
+        reports,
+      });
+    }
     const known = knownHosts(config);
     const host = request.args[0] ?? (known.length === 1 ? known[0] : undefined);
     if (request.args.length > 1 || host === undefined || refuseUnknownHost(host, known) !== undefined) {

@@ -37,6 +37,56 @@ export async function startRollout(
         `Cannot roll out to ${host}: ${escapeMrkdwn(engine.problem)}. ${escapeMrkdwn(engine.fix)}. Nothing was queued.`,
       );
   }
+  const childRequest = {
+    model: swap.model,
+    tp: swap.tp,
+    dryRun: false,
+    ...(swap.engineRef === undefined ? {} : { engineRef: swap.engineRef }),
+    ...(swap.engine === undefined ? {} : { engine: swap.engine }),
+    ...(swap.sets === undefined ? {} : { sets: swap.sets }),
+  };
+  const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
+  return await queueRollout(
+    {
+      user: request.user,
+      hosts,
+      ...(group === undefined ? {} : { group }),
+      policy,
+      request: { ...childRequest, host: undefined },
+      what: `\`${model}\``,
+      audit: `rollout of ${model}`,
+      child: async (base) => ({ ...base, request: { ...childRequest, host: base.host }, step: "resolve" }),
+    },
+    { config, store, swaps, reports },
+  );
+}
+
+/** A rollout to queue: its hosts and policy, what it asks, and each host's swap. */
+export interface RolloutSpec {
+  user: string;
+  hosts: readonly string[];
+  group?: string;
+  policy: RolloutRecord["policy"];
+  request: RolloutRecord["request"];
+  /** The rollout that this one takes back (`/llm rollback --rollout`). */
+  undoes?: string;
+  /** How the answer names what it does (`\`org/model\``), and how the audit stream does. */
+  what: string;
+  audit: string;
+  /** Each host's swap from its id, host, wave marker and the fields every swap has. */
+  child(base: Omit<SwapRecord, "request" | "step">): Promise<SwapRecord>;
+}
+
+/**
+ * Takes every host (all or none), saves the rollout, queues each host's swap marked with the rollout and
+ * its wave, then the rollout's job; on any failure gives the hosts back, cancels what was queued and
+ * records the rollout as failed.
+ */
+export async function queueRollout(
+  spec: RolloutSpec,
+  { config, store, swaps, reports }: Pick<CommandDeps, "config" | "store" | "swaps" | "reports">,
+): Promise<CommandAnswer> {
+  const { hosts, group, policy } = spec;
   const waves = planWaves(hosts, policy);
   const id = newRolloutId();
   const children = hosts.map((host) => ({
@@ -62,21 +112,15 @@ export async function startRollout(
   }
 
   const now = new Date().toISOString();
-  const childRequest = {
-    model: swap.model,
-    tp: swap.tp,
-    dryRun: false,
-    ...(swap.engineRef === undefined ? {} : { engineRef: swap.engineRef }),
-    ...(swap.engine === undefined ? {} : { engine: swap.engine }),
-    ...(swap.sets === undefined ? {} : { sets: swap.sets }),
-  };
+  const channel = config.file.slack.channel;
   const rollout: RolloutRecord = {
     id,
-    requester: request.user,
-    channel: config.file.slack.channel,
+    requester: spec.user,
+    channel,
     createdAt: now,
-    request: { ...childRequest, host: undefined },
+    request: spec.request,
     ...(group === undefined ? {} : { group }),
+    ...(spec.undoes === undefined ? {} : { undoes: spec.undoes }),
     policy,
     hosts: children,
     step: "plan",
@@ -84,39 +128,36 @@ export async function startRollout(
     waves: [],
   };
   const queued: string[] = [];
-  const model = `${swap.model.repo}${swap.model.revision === "main" ? "" : `@${swap.model.revision}`}`;
   try {
     await store.rollouts.save(rollout, {
       audit: [
         {
           at: now,
           kind: "request",
-          who: request.user,
+          who: spec.user,
           swap: id,
-          detail: `rollout of ${model} to ${hosts.join(", ")}${group === undefined ? "" : ` (group ${group})`} in ${waves.length} waves`,
+          detail: `${spec.audit} to ${hosts.join(", ")}${group === undefined ? "" : ` (group ${group})`} in ${waves.length} waves`,
         },
       ],
     });
     // its card first: above its hosts' cards in the channel
     await reports.soon(id, "urgent").catch(() => undefined);
     for (const [i, child] of children.entries()) {
-      const record: SwapRecord = {
+      const record = await spec.child({
         id: child.swapId,
         host: child.host,
-        requester: request.user,
-        channel: config.file.slack.channel,
+        requester: spec.user,
+        channel,
         createdAt: now,
-        request: { ...childRequest, host: child.host },
         rollout: { id, wave: child.wave },
-        step: "resolve",
         stages: newStages(),
         tasks: {},
-      };
+      });
       // queueSwap gives the host back itself when it fails
       taken.splice(taken.indexOf(children[i]!), 1);
       await queueSwap(
         record,
-        `${model} in rollout ${id} (wave ${child.wave + 1})`,
+        `${spec.audit} in rollout ${id} (wave ${child.wave + 1})`,
         { store, swaps, reports },
         true,
       );
@@ -127,7 +168,7 @@ export async function startRollout(
   } catch (error) {
     // what was queued ends before its switch; the rollout's record says it never started
     for (const swapId of queued) {
-      await store.approvals.requestCancel(swapId, request.user).catch(() => undefined);
+      await store.approvals.requestCancel(swapId, spec.user).catch(() => undefined);
       await swaps.wake(swapId).catch(() => undefined);
     }
     await giveBack();
@@ -141,7 +182,7 @@ export async function startRollout(
     .map((w, i) => (i === 0 ? `canary ${w.join(", ")}` : `then ${w.length} host${w.length === 1 ? "" : "s"}`))
     .join(", ");
   return accepted(
-    `🔄 Rollout queued: \`${model}\` → ${hosts.length} hosts${group === undefined ? "" : ` of group *${group}*`} in ${waves.length} wave${waves.length === 1 ? "" : "s"} (${waveWords}), rollout \`${id}\`. Every host plans and downloads now; the rollout's plan comes up for one approval in its thread in <#${config.file.slack.channel}>.${notes.length === 0 ? "" : `\n${notes.join("\n")}`}`,
+    `🔄 Rollout queued: ${spec.what} → ${hosts.length} hosts${group === undefined ? "" : ` of group *${group}*`} in ${waves.length} wave${waves.length === 1 ? "" : "s"} (${waveWords}), rollout \`${id}\`. Every host plans${spec.undoes === undefined ? " and downloads" : ""} now; the rollout's plan comes up for one approval in its thread in <#${channel}>.${notes.length === 0 ? "" : `\n${notes.join("\n")}`}`,
     id,
   );
 }

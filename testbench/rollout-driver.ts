@@ -19,7 +19,8 @@ export class RolloutDriver {
   async request(args: string, timeoutMs = 30_000): Promise<{ card: SlackMessage; id: string }> {
     const ack = await this.bench.slack.command(USERS.alice, `swap ${args}`, { channel: CHANNEL });
     const text = ack.ackResponse?.text ?? "";
-    const id = /rollout `(ro-[a-z0-9-]+)`/.exec(text)?.[1];
+    // its own id is the last the answer names (a rollback of a rollout names the one it takes back first)
+    const id = [...text.matchAll(/rollout `(ro-[a-z0-9-]+)`/g)].at(-1)?.[1];
     if (id === undefined) throw new Error(`/llm swap ${args} queued no rollout: ${text}`);
     const card = await this.bench.slack.waitFor(
       () =>

@@ -11,6 +11,12 @@ import { advanceRollout } from "../rollout/advance-rollout.ts";
 import { abandonSwap, advanceSwap } from "./advance-swap.ts";
 import type { SwapDeps } from "./create-stage-context.ts";
 
+/** Wakes the rollout a swap belongs to, if any (best effort: the rollout polls anyway). */
+async function wakeRollout(swapId: string, deps: SwapDeps): Promise<void> {
+  const record = await deps.store.swaps.get(swapId).catch(() => undefined);
+  if (record?.rollout !== undefined) await deps.swapJobs.wake(record.rollout.id).catch(() => undefined);
+}
+
 /**
  * How often one swap's job may be found stalled (its worker died mid-step) and simply run again: every
  * step is idempotent, so a restart resumes the swap; only a job that keeps killing its worker is given up.
@@ -44,6 +50,8 @@ export function createSwapWorker(
         await job.moveToDelayed(Date.now() + result.waitMs, token);
         throw new DelayedError();
       }
+      // a rollout's host has ended: its rollout looks now (its gate, its next batch), not at its next poll
+      if (!isRolloutId(id)) await wakeRollout(id, deps);
     }),
     {
       connection,

@@ -30,7 +30,10 @@ export type Children = ReadonlyMap<string, SwapRecord | undefined>;
 
 export function renderRolloutCard(record: RolloutRecord, children: Children): SlackMessage {
   const model = modelText(record, children);
-  const title = `Rollout: ${truncate(model, 100)} → ${record.hosts.length} hosts${record.group === undefined ? "" : ` (${record.group})`}`;
+  const title =
+    record.undoes === undefined
+      ? `Rollout: ${truncate(model, 100)} → ${record.hosts.length} hosts${record.group === undefined ? "" : ` (${record.group})`}`
+      : `Rollout: ${record.hosts.length} hosts back to what they served before rollout ${record.undoes}`;
   const status = statusLine(record);
   const rows = [
     ["host", "wave", "state", "out tok/s", "swap"],
@@ -116,7 +119,10 @@ export function renderRolloutPlan(
 ): SlackMessage {
   const model = modelText(record, children);
   const waves = [...new Set(record.hosts.map((h) => h.wave))].sort((a, b) => a - b);
-  const title = `Rollout plan: ${truncate(model, 90)} → ${record.hosts.length} hosts`;
+  const title =
+    record.undoes === undefined
+      ? `Rollout plan: ${truncate(model, 90)} → ${record.hosts.length} hosts`
+      : `Rollout plan: ${record.hosts.length} hosts back to what they served before rollout ${record.undoes}`;
   const plans = record.hosts.map((h) => ({ h, plan: children.get(h.swapId)?.plan }));
   const rows = [
     ["host", "wave", "GPUs", "tp", "clients", "down"],
@@ -156,9 +162,11 @@ export function renderRolloutPlan(
         " · ",
       )}. At most ${record.policy.maxUnavailable} host${record.policy.maxUnavailable === 1 ? "" : "s"} switch at once.`,
     `*Gate between waves* every host of the wave healthy, sane and benchmarked (its own swap's checks, each rolled back by itself on a failure)${record.policy.throughputMargin >= 100 ? "" : `, and its output tok/s at most ${record.policy.throughputMargin} % below the canary's`}. A failure halts the rollout: the hosts not reached are not touched, and the finished waves stay as they are.`,
-    bytes === undefined
-      ? "*Weights* from the Hub to each host."
-      : `*Weights* ${formatGB(bytes)} a host, from the Hub to each (${record.hosts.length - onDisk} download${record.hosts.length - onDisk === 1 ? "" : "s"}${onDisk === 0 ? "" : `; ${onDisk} host${onDisk === 1 ? " has" : "s have"} them on disk`}). Each host's files are checked against the Hub's sha256 before it counts.`,
+    record.undoes !== undefined
+      ? "*Weights* on each host's disk already: what it served before (`retention.keep` keeps them)."
+      : bytes === undefined
+        ? "*Weights* from the Hub to each host."
+        : `*Weights* ${formatGB(bytes)} a host, from the Hub to each (${record.hosts.length - onDisk} download${record.hosts.length - onDisk === 1 ? "" : "s"}${onDisk === 0 ? "" : `; ${onDisk} host${onDisk === 1 ? " has" : "s have"} them on disk`}). Each host's files are checked against the Hub's sha256 before it counts.`,
   ];
   const blocks: KnownBlock[] = [
     header(title),
@@ -239,7 +247,7 @@ export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): st
           : `Not touched (their swaps cancelled, files kept): ${event.untouched.join(", ")}.`,
         event.kept.length === 0
           ? undefined
-          : `Serving the new model from earlier waves, left so: ${event.kept.join(", ")}. \`/llm rollback <host>\` takes one back.`,
+          : `Serving the new model from earlier waves, left so: ${event.kept.join(", ")}. \`/llm rollback <host>\` takes one back, \`/llm rollback --rollout ${record.id}\` all of them (one approval).`,
         event.undone.length === 0
           ? undefined
           : `Taken back (their own swaps succeeded, but the wave did not pass): ${event.undone.join(", ")}.`,

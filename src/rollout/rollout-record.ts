@@ -73,6 +73,8 @@ export const rolloutRecordSchema = z.object({
   /** The swap asked of every host (its `host` unset), and the group it named (absent: `--hosts`). */
   request: swapRequestSchema,
   group: z.string().optional(),
+  /** `/llm rollback --rollout`: the rollout whose hosts this one takes back (each host's swap a rollback). */
+  undoes: z.string().regex(ROLLOUT_ID).optional(),
   policy: wavePolicySchema,
   hosts: z.array(rolloutHostSchema).min(1),
   step: z.enum(ROLLOUT_STEPS),

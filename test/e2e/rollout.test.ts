@@ -205,4 +205,32 @@ describe("a rollout over a group", () => {
     expect(thread).toContain("Taken back (their own swaps succeeded, but the wave did not pass): gpu-4.");
     expect(thread).toContain("Serving the new model from earlier waves, left so: gpu-1, gpu-2.");
   }, 300_000);
+
+  it("takes a halted rollout's kept hosts back with /llm rollback --rollout: one plan, one approval", async () => {
+    const bad = await bench.slack.command(USERS.alice, "rollback --rollout nope", { channel: CHANNEL });
+    expect(bad.ackResponse?.text).toContain("rollout ids look like");
+    const last = (await (await swaps.store()).rollouts.recent(1))[0]!;
+    expect(last.outcome).toBe("halted");
+    const kept = await rollouts.children(last.id);
+    const ack = await bench.slack.command(USERS.alice, `rollback --rollout ${last.id}`, { channel: CHANNEL });
+    // the answer names the rollout it takes back, then its own
+    const id = [...(ack.ackResponse?.text ?? "").matchAll(/rollout `(ro-[a-z0-9-]+)`/g)].at(-1)?.[1];
+    expect(id).not.toBe(last.id);
+    expect(ack.ackResponse?.text, ack.ackResponse?.text).toContain("a rollback of rollout");
+    const card = await bench.slack.waitFor(() => rollouts.cardsOf(id!).at(0), {
+      what: "the undo's card",
+      timeoutMs: 30_000,
+    });
+    await rollouts.approve(card);
+    await rollouts.outcome(card, /Rolled out/);
+    const undo = await rollouts.record(id!);
+    expect(undo.undoes).toBe(last.id);
+    // gpu-1 and gpu-2 kept the halted rollout's model; gpu-3 rolled itself back and gpu-4 was taken back
+    expect(undo.hosts.map((h) => h.host)).toEqual(["gpu-1", "gpu-2"]);
+    for (const host of ["gpu-1", "gpu-2"]) {
+      const before = kept.get(host)!.plan!.host.currentUnit.name;
+      expect((await (await swaps.store()).hosts.serving(host))?.unit, host).toBe(before);
+    }
+    expect(JSON.stringify(rollouts.plansOf(card)[0]?.blocks)).toContain("on each host's disk already");
+  }, 300_000);
 });
