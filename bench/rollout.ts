@@ -120,6 +120,7 @@ export async function benchRollout(
         slack_calls_per_single_swap: round(singleCalls / options.hosts, 1),
       },
       details: [
+        `rollout: timeline from the request: ${timeline(record, children, started)}`,
         `rollout: waves ${[...new Set(record.hosts.map((h) => h.wave))].map((w) => record.hosts.filter((h) => h.wave === w).length).join(" → ")} hosts, at most ${options.maxUnavailable} switching at once`,
         `rollout: ${rolloutCalls} Slack calls for the rollout, ${singleCalls} for ${options.hosts} single swaps`,
         "rollout: every host downloads from the Hub (peer copies are not built yet), so the Hub figure is not met",
@@ -129,6 +130,37 @@ export async function benchRollout(
     await swaps.close();
     await bench.stop();
   }
+}
+
+/**
+ * Where the rollout's seconds went, from its request: the plan put up, the approval, every host's files
+ * ready, and each wave's start and end with its first switch and last end.
+ */
+function timeline(
+  record: Awaited<ReturnType<RolloutDriver["record"]>>,
+  children: ReadonlyMap<string, SwapRecord>,
+  started: number,
+): string {
+  const t = (iso: string | undefined) =>
+    iso === undefined ? "?" : `${round((Date.parse(iso) - started) / 1000, 1)}`;
+  const ready = Math.max(
+    ...[...children.values()].map((c) =>
+      Math.max(Date.parse(c.stages.download.finishedAt ?? ""), Date.parse(c.stages.build.finishedAt ?? "")),
+    ),
+  );
+  const waves = record.waves.map((w) => {
+    const members = record.hosts.filter((h) => h.wave === w.wave).map((h) => children.get(h.host)!);
+    const firstSwitch = Math.min(...members.map((c) => Date.parse(c.switch?.startedAt ?? "")));
+    const lastEnd = Math.max(...members.map((c) => Date.parse(c.finishedAt ?? "")));
+    return `wave ${w.wave + 1} ${t(w.startedAt)}–${t(w.endedAt)} (switches from ${round((firstSwitch - started) / 1000, 1)}, last end ${round((lastEnd - started) / 1000, 1)})`;
+  });
+  return [
+    `plan ${t(record.approval?.requestedAt)}`,
+    `approved ${t(record.decision?.at)}`,
+    `files ready ${round((ready - started) / 1000, 1)}`,
+    ...waves,
+    `finished ${t(record.finishedAt)}`,
+  ].join(", ");
 }
 
 /** Waits until Slack has heard nothing from the bot for 3 s: every thread caught up. */

@@ -52,6 +52,9 @@ export class RolloutReportRun {
       this.state.cardAt = this.deps.clock.now();
       await this.save();
     }
+    // an ended rollout's card says how it ended before its thread catches up: in a channel busy with its
+    // hosts' threads (benchmark tables, charts, their outcomes) its last lines can wait a minute
+    if (this.ended() && events.length > 0) await this.refreshCard(children);
     for (const event of events) {
       await this.show(event, children);
       this.state.cursor += 1;
@@ -116,10 +119,8 @@ export class RolloutReportRun {
     const line = rolloutEventLine(event, record);
     if (line === undefined) return;
     try {
-      await postOnce(this, `${key}:line`, message(line, [section(line)]), {
-        threadTs,
-        urgent: event.type === "finished" || event.type === "halted",
-      });
+      // the rollout's few lines (about two a wave) go before its hosts' progress: it is what people follow
+      await postOnce(this, `${key}:line`, message(line, [section(line)]), { threadTs, urgent: true });
     } catch (error) {
       if (!isSlackApiError(error) || !error.badRequest) throw error;
       const text = `⚠️ (a rollout message could not be shown: Slack said ${error.slackError})`;
