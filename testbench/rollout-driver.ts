@@ -15,25 +15,34 @@ export class RolloutDriver {
     private readonly swaps: SwapDriver,
   ) {}
 
-  /** `/llm swap <args>` by alice: the rollout's card, once posted, and its id. */
+  /**
+   * `/llm swap <args>` by alice: the rollout's card, once posted, and its id. On a loaded machine Slack's
+   * 3 s for the ack can pass while the bot still queues the rollout (Slack then shows the user an
+   * operation_timeout): its card is looked for as a person would, the first rollout card posted since.
+   */
   async request(args: string, timeoutMs = 30_000): Promise<{ card: SlackMessage; id: string }> {
+    const before = this.bench.slack.messages(CHANNEL).length;
     const ack = await this.bench.slack.command(USERS.alice, `swap ${args}`, { channel: CHANNEL });
     const text = ack.ackResponse?.text ?? "";
     // its own id is the last the answer names (a rollback of a rollout names the one it takes back first)
-    const id = [...text.matchAll(/rollout `(ro-[a-z0-9-]+)`/g)].at(-1)?.[1];
-    if (id === undefined) throw new Error(`/llm swap ${args} queued no rollout: ${text}`);
+    const acked = [...text.matchAll(/rollout `(ro-[a-z0-9-]+)`/g)].at(-1)?.[1];
+    if (acked === undefined && ack.ackResponse !== undefined)
+      throw new Error(`/llm swap ${args} queued no rollout: ${text}`);
     const card = await this.bench.slack.waitFor(
       () =>
         this.bench.slack
           .messages(CHANNEL)
+          .slice(acked === undefined ? before : 0)
           .find(
             (m) =>
               m.thread_ts === undefined &&
               m.text.startsWith("Rollout:") &&
-              JSON.stringify(m.blocks ?? []).includes(id),
+              (acked === undefined || JSON.stringify(m.blocks ?? []).includes(acked)),
           ),
-      { what: `the card of rollout ${id}`, timeoutMs },
+      { what: `the card of the rollout /llm swap ${args} asked for`, timeoutMs },
     );
+    const id = acked ?? /Rollout `(ro-[a-z0-9-]+)`/.exec(JSON.stringify(card.blocks ?? []))?.[1];
+    if (id === undefined) throw new Error(`the rollout card ${card.ts} names no rollout id`);
     return { card, id };
   }
 
@@ -65,12 +74,23 @@ export class RolloutDriver {
     return now;
   }
 
-  /** Waits until the card's blocks match (`/Rolled out/`, `/Halted/`). */
+  /**
+   * Waits until the card's blocks match (`/Rolled out/`, `/Halted/`), then until its thread has caught up
+   * (its closing line posted): an ended rollout's card is edited before its last lines, which can wait
+   * behind its hosts' posts in a busy channel.
+   */
   async outcome(card: SlackMessage, pattern: RegExp, timeoutMs = 240_000): Promise<void> {
     await this.bench.slack.waitFor(() => pattern.test(JSON.stringify(this.card(card).blocks ?? [])), {
       what: `the rollout's card to match ${pattern}`,
       timeoutMs,
     });
+    await this.bench.slack.waitFor(
+      () =>
+        /\*Rolled out\*|\*Rollout halted\*|\*Rollout cancelled\*|Rollout (failed|rejected|expired)/.test(
+          this.threadText(card),
+        ),
+      { what: "the rollout's thread to say how it ended", timeoutMs },
+    );
   }
 
   threadText(card: SlackMessage): string {
