@@ -5,8 +5,8 @@ import { by } from "../grammar/person.ts";
 import { isRolloutId } from "../grammar/rollout-id.ts";
 import type { PlanMessageRef } from "../store/approvals.ts";
 import type { Decision, SwapRecord } from "../swap/swap-record.ts";
-import { decideOnRollout } from "./decide-rollout.ts";
-import type { DecideDeps, DecisionResult, PlanDecision } from "./decision-types.ts";
+import { rolloutSubject } from "./decide-rollout.ts";
+import type { DecideDeps, DecisionResult, DecisionSubject, PlanDecision } from "./decision-types.ts";
 
 export type { DecideDeps, DecisionResult, PlanDecision };
 
@@ -54,14 +54,19 @@ export async function decide(input: DecisionInput, deps: DecideDeps): Promise<vo
 }
 
 /**
- * The approval gate's one decision: checks the swap waits for one on this plan, that the user is an
- * approver now, not its requester (unless the config allows it; `sameAs` knows an operator and their
+ * The approval gate's one decision: checks the swap (or rollout) waits for one on this plan, that the user
+ * is an approver now, not its requester (unless the config allows it; `sameAs` knows an operator and their
  * Slack id for one person) and that the window is open; records the first decision with its event and
  * audit entry, wakes the swap and asks the reporter to show it. Slack's reactions and buttons, the CLI
  * and the HTTP API all come here.
  */
 export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promise<DecisionResult> {
-  if (isRolloutId(input.swapId)) return await decideOnRollout(input, deps);
+  if (isRolloutId(input.swapId)) {
+    const rollout = await deps.store.rollouts.get(input.swapId);
+    if (rollout === undefined)
+      return { ok: false, code: "SWAP_NOT_FOUND", text: `There is no rollout \`${input.swapId}\`.` };
+    return await decideOn(rolloutSubject(rollout), input, deps);
+  }
   const record = await deps.store.swaps.get(input.swapId);
   if (record === undefined)
     return { ok: false, code: "SWAP_NOT_FOUND", text: `There is no swap \`${input.swapId}\`.` };
@@ -71,50 +76,81 @@ export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promi
       code: "IN_ROLLOUT",
       text: `Swap \`${record.id}\` is one host of rollout \`${record.rollout.id}\`: it starts when its wave does. Decide on the rollout's plan, in the rollout's thread.`,
     };
+  return await decideOn(swapSubject(record), input, deps);
+}
+
+/** A swap as the gate's rules see it. */
+function swapSubject(record: SwapRecord): DecisionSubject {
   const waiting = record.step === "prepare" && record.outcome === undefined && record.approval !== undefined;
-  if (!waiting) {
+  const model = `${record.request.model.repo}${record.plan === undefined ? "" : `@${record.plan.model.sha.slice(0, 7)}`}`;
+  return {
+    noun: "swap",
+    id: record.id,
+    requester: record.requester,
+    host: record.host,
+    planHash: record.planHash,
+    expiresAt: record.approval?.expiresAt,
+    decision: record.decision,
+    notWaiting: waiting
+      ? undefined
+      : `is not waiting for a decision${record.outcome === undefined && record.decision === undefined ? " yet" : " any more"}: ${where(record)}`,
+    replacedBecause: "the plan changed",
+    auditDetail: (approved, via) =>
+      `${approved ? "approved" : "rejected"} ${model} by ${via}, swap requested by ${record.requester}`,
+  };
+}
+
+/**
+ * The rules themselves, for a swap or a rollout (src/approval/decide-rollout.ts): it waits for a decision
+ * on this plan, the user is an approver now and, to approve, not its requester, the window is open; the
+ * first decision on a plan stands.
+ */
+async function decideOn(
+  subject: DecisionSubject,
+  input: PlanDecision,
+  deps: DecideDeps,
+): Promise<DecisionResult> {
+  const { noun, id } = subject;
+  const Noun = `${noun[0]!.toUpperCase()}${noun.slice(1)}`;
+  if (subject.notWaiting !== undefined) {
     // a late click on a swap that moved on: said, unless it repeats what this person decided
-    const same = record.decision?.by === input.user && record.decision.approved === input.approved;
+    const same = subject.decision?.by === input.user && subject.decision.approved === input.approved;
     return {
       ok: false,
       code: "NOT_WAITING",
-      text: `Swap \`${record.id}\` is not waiting for a decision${record.outcome === undefined && record.decision === undefined ? " yet" : " any more"}: ${where(record)}.`,
+      text: `${Noun} \`${id}\` ${subject.notWaiting}.`,
       ...(same ? { quiet: true } : {}),
     };
   }
-  if (input.planHash !== record.planHash) {
+  if (input.planHash !== subject.planHash) {
     return {
       ok: false,
       code: "PLAN_CHANGED",
-      text: `That plan of swap \`${record.id}\` was replaced by a newer one (the plan changed): decide on the newest plan${input.via === "api" ? ` (${record.planHash ?? "none yet"})` : " in its thread"}.`,
+      text: `That plan of ${noun} \`${id}\` was replaced by a newer one (${subject.replacedBecause}): decide on the newest plan${input.via === "api" ? ` (${subject.planHash ?? "none yet"})` : " in its thread"}.`,
     };
   }
   let approver: boolean;
   try {
     approver = await deps.isApprover(input.user);
   } catch (error) {
-    deps.log.warn({ swap: record.id, user: input.user, err: describeError(error) }, "decision not counted");
-    return {
-      ok: false,
-      code: "APPROVER_UNCHECKED",
-      text: notCountedReply(record.id, error),
-    };
+    deps.log.warn({ [noun]: id, user: input.user, err: describeError(error) }, "decision not counted");
+    return { ok: false, code: "APPROVER_UNCHECKED", text: notCountedReply(noun, id, error) };
   }
   if (!approver)
-    return { ok: false, code: "NOT_APPROVER", text: "Only approvers can approve or reject swaps." };
-  const own = input.user === record.requester || (deps.sameAs?.(input.user, record.requester) ?? false);
+    return { ok: false, code: "NOT_APPROVER", text: `Only approvers can approve or reject ${noun}s.` };
+  const own = input.user === subject.requester || (deps.sameAs?.(input.user, subject.requester) ?? false);
   if (input.approved && own && !deps.allowSelfApproval()) {
     return {
       ok: false,
       code: "OWN_SWAP",
-      text: "You requested this swap, so another approver has to approve it.",
+      text: `You requested this ${noun}, so another approver has to approve it.`,
     };
   }
-  if (deps.clock.now() > Date.parse(record.approval!.expiresAt)) {
+  if (subject.expiresAt !== undefined && deps.clock.now() > Date.parse(subject.expiresAt)) {
     return {
       ok: false,
       code: "APPROVAL_EXPIRED",
-      text: `The approval window of swap \`${record.id}\` has closed.`,
+      text: `The approval window of ${noun} \`${id}\` has closed.`,
     };
   }
   const decision: Decision = {
@@ -124,9 +160,8 @@ export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promi
     planHash: input.planHash,
     via: input.via,
   };
-  const model = `${record.request.model.repo}${record.plan === undefined ? "" : `@${record.plan.model.sha.slice(0, 7)}`}`;
   const { recorded, decision: standing } = await deps.store.approvals.decide(
-    record.id,
+    id,
     decision,
     {
       type: "approval-decided",
@@ -140,25 +175,25 @@ export async function decideOnPlan(input: PlanDecision, deps: DecideDeps): Promi
       at: decision.at,
       kind: input.approved ? "approval" : "rejection",
       who: input.user,
-      host: record.host,
-      swap: record.id,
-      detail: `${input.approved ? "approved" : "rejected"} ${model} by ${input.via}, swap requested by ${record.requester}`,
+      ...(subject.host === undefined ? {} : { host: subject.host }),
+      swap: id,
+      detail: subject.auditDetail(input.approved, input.via),
     },
   );
   if (!recorded) {
     return {
       ok: false,
       code: "ALREADY_DECIDED",
-      text: `Swap \`${record.id}\` is already ${standing.approved ? "approved" : "rejected"}${by(standing.by)}.`,
+      text: `${Noun} \`${id}\` is already ${standing.approved ? "approved" : "rejected"}${by(standing.by)}.`,
       ...(standing.by === input.user ? { quiet: true } : {}),
     };
   }
   deps.log.info(
-    { swap: record.id, host: record.host, by: input.user, approved: input.approved, via: input.via },
-    "swap decision recorded",
+    { [noun]: id, host: subject.host, by: input.user, approved: input.approved, via: input.via },
+    `${noun} decision recorded`,
   );
-  await deps.wake(record.id).catch(() => undefined);
-  await deps.reportSoon(record.id).catch(() => undefined);
+  await deps.wake(id).catch(() => undefined);
+  await deps.reportSoon(id).catch(() => undefined);
   return { ok: true, decision };
 }
 
@@ -199,6 +234,6 @@ async function planMessage(
  * The private reply to a decision that could not be counted (who may approve could not be asked): the
  * error's own words, escaped, so nothing in them mentions or links anyone.
  */
-function notCountedReply(swapId: string, error: unknown): string {
-  return `Your decision on swap \`${swapId}\` was not counted: ${escapeMrkdwn(describeError(error))}`;
+function notCountedReply(noun: string, id: string, error: unknown): string {
+  return `Your decision on ${noun} \`${id}\` was not counted: ${escapeMrkdwn(describeError(error))}`;
 }

@@ -58,3 +58,22 @@ export type DecisionResult =
       /** Nothing worth telling (a repeat of what this person decided). */
       quiet?: boolean;
     };
+
+/** What the gate's rules read of what is decided on: a swap (decide.ts) or a rollout (decide-rollout.ts). */
+export interface DecisionSubject {
+  noun: "swap" | "rollout";
+  id: string;
+  requester: string;
+  /** The swap's host (in the audit entry); a rollout has many. */
+  host?: string;
+  /** Its current plan, and the end of that plan's window. */
+  planHash: string | undefined;
+  expiresAt: string | undefined;
+  /** The decision it took, if any (a repeat of it is not said again). */
+  decision: Decision | undefined;
+  /** Undefined while it waits for a decision; else why not, after its name ("is not waiting … yet: …"). */
+  notWaiting: string | undefined;
+  /** Why a plan of it is replaced, as the refusal says it. */
+  replacedBecause: string;
+  auditDetail(approved: boolean, via: Decision["via"]): string;
+}
