@@ -1,3 +1,4 @@
+import { batches } from "../src/rollout/waves.ts";
 import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { startBench } from "../testbench/bench.ts";
 import { makeModel } from "../testbench/hub/index.ts";
@@ -191,11 +192,15 @@ function criticalPath(
   );
   let path = (ready - started) / 1000;
   for (const wave of [...new Set(hosts.map((h) => h.wave))].sort((a, b) => a - b)) {
-    const members = hosts.filter((h) => h.wave === wave).map((h) => children.get(h.host)!);
-    for (let i = 0; i < members.length; i += maxUnavailable) {
-      const batch = members.slice(i, i + maxUnavailable);
-      const first = Math.min(...batch.map((c) => at(c.switch?.startedAt)));
-      const last = Math.max(...batch.map((c) => at(c.finishedAt)));
+    // in batches of maxUnavailable in the group's order (src/rollout/waves.ts); the rollout itself starts a
+    // wave's next host as soon as one of its switches ends, which is never slower
+    for (const batch of batches(
+      hosts.filter((h) => h.wave === wave).map((h) => h.host),
+      maxUnavailable,
+    )) {
+      const swaps = batch.map((host) => children.get(host)!);
+      const first = Math.min(...swaps.map((c) => at(c.switch?.startedAt)));
+      const last = Math.max(...swaps.map((c) => at(c.finishedAt)));
       path += (last - first) / 1000;
     }
   }

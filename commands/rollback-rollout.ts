@@ -1,7 +1,9 @@
 import { isRolloutId, ROLLOUT_ID_EXAMPLE } from "../src/grammar/rollout-id.ts";
+import { newSwapId } from "../src/grammar/swap-id.ts";
 import { echo, reply } from "../src/slack/reply.ts";
 import type { CommandAnswer, CommandDeps } from "../src/slack/sub-command.ts";
 import { rollbackRecord } from "../src/store/rollback-record.ts";
+import type { SwapRecord } from "../src/swap/swap-record.ts";
 import { queueRollout } from "./start-rollout.ts";
 
 /**
@@ -34,12 +36,15 @@ export async function rollbackRollout(
   }
   if (hosts.length === 0)
     return reply(`Nothing to take back: no host serves what rollout \`${id}\` put there any more.`);
+  // each host's rollback, made once: queueRollout gives it its id, its wave and the rollout's marks
+  const targets = new Map<string, SwapRecord>();
   for (const host of hosts) {
     const target = await rollbackRecord(
-      { id: "sw-0-000000", host, requester: user, channel: record.channel },
+      { id: newSwapId(), host, requester: user, channel: record.channel },
       store,
     );
     if (!target.ok) return reply(`Cannot take back ${host}: ${target.why}`);
+    targets.set(host, target.record);
   }
   return await queueRollout(
     {
@@ -51,14 +56,7 @@ export async function rollbackRollout(
       undoes: id,
       what: `a rollback of rollout \`${id}\``,
       audit: `rollback of rollout ${id}`,
-      child: async (base) => {
-        const target = await rollbackRecord(
-          { id: base.id, host: base.host, requester: user, channel: base.channel },
-          store,
-        );
-        if (!target.ok) throw new Error(target.why);
-        return { ...target.record, ...base, request: target.record.request, step: target.record.step };
-      },
+      child: async (base) => ({ ...targets.get(base.host)!, ...base }),
     },
     deps,
   );

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { wavePolicySchema } from "../config/groups-schema.ts";
 import { ROLLOUT_ID } from "../grammar/rollout-id.ts";
 import { SWAP_ID } from "../grammar/swap-id.ts";
+import { approvalDecidedSchema } from "../swap/swap-events.ts";
 import { decisionSchema, swapRequestSchema } from "../swap/swap-record.ts";
 
 /*
@@ -100,14 +101,8 @@ export const rolloutEventSchema = z.discriminatedUnion("type", [
     expiresAt: z.string(),
     replaces: z.object({ planHash: z.string(), why: z.string() }).optional(),
   }),
-  /** Written by the approval gate (src/approval/decide-rollout.ts). */
-  z.object({
-    type: z.literal("approval-decided"),
-    planHash: z.string(),
-    approved: z.boolean(),
-    by: z.string(),
-    via: z.enum(["reaction", "button", "api"]),
-  }),
+  /** Written by the approval gate (src/approval/decide.ts). */
+  approvalDecidedSchema,
   z.object({
     type: z.literal("approval-closed"),
     planHash: z.string(),

@@ -22,7 +22,11 @@ export function planWaves(
   return waves.filter((w) => w.length > 0);
 }
 
-/** The hosts of a wave in the batches that switch together: at most `maxUnavailable` out of service at once. */
+/**
+ * The hosts of a wave in batches of at most `maxUnavailable`, in order: how the bench counts a rollout's
+ * critical path (bench/rollout.ts). The rollout starts a wave's next host as soon as one of its switches
+ * ends (jobs/rollout/advance-rollout.ts), never later than these batches would.
+ */
 export function batches(wave: readonly string[], maxUnavailable: number): string[][] {
   const out: string[][] = [];
   for (let i = 0; i < wave.length; i += maxUnavailable) out.push(wave.slice(i, i + maxUnavailable));

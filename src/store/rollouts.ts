@@ -1,4 +1,3 @@
-import { z } from "zod";
 import { CodedError } from "../errors.ts";
 import { redactSecretsInJson } from "../log.ts";
 import type { RedisClient } from "../redis/redis-client.ts";
@@ -91,5 +90,3 @@ export class RolloutRecords {
     return records.filter((r): r is RolloutRecord => r !== undefined);
   }
 }
-
-export const rolloutIdsSchema = z.array(z.string());

@@ -17,6 +17,15 @@ const lines = z.array(z.string().max(EVENT_LINE_CHARS)).max(EVENT_LOG_LINES);
 const benchPair = z.object({ single: benchResultSchema, loaded: benchResultSchema });
 const planStatus = z.enum(["dry-run", "refused"]);
 
+/** An approver decided on a plan: a swap's, or a rollout's (src/rollout/rollout-record.ts). */
+export const approvalDecidedSchema = z.object({
+  type: z.literal("approval-decided"),
+  planHash: z.string(),
+  approved: z.boolean(),
+  by: z.string(),
+  via: z.enum(["reaction", "button", "api"]),
+});
+
 export const swapEventSchema = z.discriminatedUnion("type", [
   /** A plan that goes no further: a dry run, or one that failed a check (posted, nothing touched). */
   z.object({ type: z.literal("planned"), planHash: z.string(), status: planStatus }),
@@ -28,13 +37,7 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     replaces: z.object({ planHash: z.string(), voided: z.boolean(), why: z.string() }).optional(),
   }),
   /** An approver decided (written by the approval gate, not by a stage). */
-  z.object({
-    type: z.literal("approval-decided"),
-    planHash: z.string(),
-    approved: z.boolean(),
-    by: z.string(),
-    via: z.enum(["reaction", "button", "api"]),
-  }),
+  approvalDecidedSchema,
   /** The plan can no longer be decided on: nobody did in time, or the swap was cancelled. */
   z.object({
     type: z.literal("approval-closed"),
