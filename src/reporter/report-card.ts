@@ -80,6 +80,7 @@ export class CardGone extends Error {
   }
 }
 
-function hash(msg: SlackMessage): string {
+/** What a card shows, as a hash: an edit goes out only when it changed (a rollout's card too). */
+export function hash(msg: SlackMessage): string {
   return createHash("sha1").update(JSON.stringify(msg)).digest("hex");
 }

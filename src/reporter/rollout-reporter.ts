@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { by } from "../grammar/person.ts";
 import type { Logger } from "../log.ts";
 import type { RolloutEvent, RolloutRecord } from "../rollout/rollout-record.ts";
@@ -7,7 +6,9 @@ import { isSlackApiError } from "../slack/slack-api-error.ts";
 import type { ReportState } from "../store/report-state.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { postOnce, settleInFlight } from "./post-once.ts";
+import { hash } from "./report-card.ts";
 import type { ReporterDeps, ReportResult } from "./report-context.ts";
+import { cardEdit } from "./report-pace.ts";
 import { type Children, renderRolloutCard, renderRolloutPlan, rolloutEventLine } from "./rollout-messages.ts";
 
 /** How long a rollout's plan message is remembered for decisions: as long as an approval window can be. */
@@ -50,6 +51,7 @@ export class RolloutReportRun {
       this.state.cards = number;
       this.state.cardHash = hash(card);
       this.state.cardAt = this.deps.clock.now();
+      this.state.cardStages = stagesOf(record);
       await this.save();
     }
     // an ended rollout's card says how it ended before its thread catches up: in a channel busy with its
@@ -128,20 +130,29 @@ export class RolloutReportRun {
     }
   }
 
-  /** The card edited when what it shows changed, at most once per cardUpdateSeconds unless it ended. */
+  /**
+   * The card edited when what it shows changed, by the swap cards' pacing (report-pace's cardEdit): a new
+   * step or wave, or the end, at once; other changes at most once per cardUpdateSeconds, and later while
+   * Slack's queue of edits is long. `ms` when the edit is due later.
+   */
   private async refreshCard(children: Children): Promise<number | undefined> {
-    const card = renderRolloutCard(this.record, children);
-    const h = hash(card);
-    if (h === this.state.cardHash) return undefined;
-    const now = this.deps.clock.now();
-    const due = (this.state.cardAt ?? 0) + this.deps.cardUpdateSeconds * 1000;
-    if (!this.ended() && now < due) return due - now;
-    await this.deps.poster.update(this.record.channel, this.state.cardTs!, card, {
-      urgent: this.ended(),
-      tag: this.swapId,
-    });
-    this.state.cardHash = h;
-    this.state.cardAt = now;
+    const { record, state, deps } = this;
+    const card = renderRolloutCard(record, children);
+    const view = { hash: hash(card), stages: stagesOf(record), ended: this.ended() };
+    const now = deps.clock.now();
+    const edit = cardEdit(
+      view,
+      { hash: state.cardHash, stages: state.cardStages, at: state.cardAt },
+      now,
+      deps.cardUpdateSeconds * 1000,
+      deps.poster.updateBacklog(),
+    );
+    if (edit.kind === "none") return undefined;
+    if (edit.kind === "later") return edit.ms;
+    await deps.poster.update(record.channel, state.cardTs!, card, { urgent: this.ended(), tag: this.swapId });
+    state.cardHash = view.hash;
+    state.cardAt = now;
+    state.cardStages = view.stages;
     await this.save();
     return undefined;
   }
@@ -162,6 +173,7 @@ export class RolloutReportRun {
   }
 }
 
-function hash(value: unknown): string {
-  return createHash("sha1").update(JSON.stringify(value)).digest("hex");
+/** Where the rollout is: a change here is shown on its card at once (as a swap's stage line is). */
+function stagesOf(record: RolloutRecord): string {
+  return `${record.step}:${record.wave}:${record.outcome ?? ""}`;
 }
