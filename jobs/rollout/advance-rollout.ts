@@ -168,7 +168,7 @@ class RolloutRun {
     const canaryTokS = wave === 0 || canaryFigures.length === 0 ? undefined : Math.min(...canaryFigures);
     const verdict = judgeWave(
       members.map((h) => ({ host: h.host, record: children.get(h.swapId)! })),
-      canaryTokS,
+      wave === 0 ? "canary" : canaryTokS,
       this.record.policy.throughputMargin,
     );
     result.tokS = verdict.tokS;

@@ -13,12 +13,14 @@ export type WaveVerdict =
 /**
  * The gate between waves: every host of the wave succeeded (its swap's own checks: health, sanity, the
  * benchmark, the last check), and each host's single-stream output tok/s is within `marginPercent` below
- * the canary's (`canaryTokS`; undefined for the canary wave itself, which sets it). A host with no
- * figure where the canary had one does not pass: the gate cannot say it is as fast.
+ * the canary's. `canary` is "canary" when this wave is the canary (its figures set the bar), else the
+ * canary's figure, undefined when it has none. With the throughput part on (a margin under 100 %), no
+ * figure never passes: a swap's benchmark failing does not fail the swap, so a canary without one would
+ * otherwise wave every later host through unmeasured, and a host without one cannot be said to be as fast.
  */
 export function judgeWave(
   members: readonly WaveMember[],
-  canaryTokS: number | undefined,
+  canary: "canary" | number | undefined,
   marginPercent: number,
 ): WaveVerdict {
   const tokS: Record<string, number> = {};
@@ -34,7 +36,23 @@ export function judgeWave(
     );
     return { passed: false, why: said.join("; "), tokS };
   }
-  if (canaryTokS === undefined || marginPercent >= 100) return { passed: true, tokS };
+  if (marginPercent >= 100) return { passed: true, tokS };
+  if (canary === "canary") {
+    const unmeasured = members.filter((m) => tokS[m.host] === undefined).map((m) => m.host);
+    if (unmeasured.length === 0) return { passed: true, tokS };
+    return {
+      passed: false,
+      why: `${unmeasured.join(", ")} ${unmeasured.length === 1 ? "has" : "have"} no benchmark figure: the canary's output tok/s is what later waves are held to`,
+      tokS,
+    };
+  }
+  if (canary === undefined)
+    return {
+      passed: false,
+      why: `the canary has no benchmark figure to hold ${members.map((m) => m.host).join(", ")} to (throughputMargin ${marginPercent} %)`,
+      tokS,
+    };
+  const canaryTokS = canary;
   const floor = canaryTokS * (1 - marginPercent / 100);
   const slow = members.filter((m) => (tokS[m.host] ?? -1) < floor);
   if (slow.length > 0) {

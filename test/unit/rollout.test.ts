@@ -78,7 +78,7 @@ describe("the gate between waves", () => {
     ({ single: { outputThroughput }, loaded: { outputThroughput } }) as SwapRecord["benchmark"];
 
   it("passes a wave whose hosts all succeeded within the margin of the canary", () => {
-    expect(judgeWave([{ host: "gpu-1", record: ok(100) }], undefined, 10)).toEqual({
+    expect(judgeWave([{ host: "gpu-1", record: ok(100) }], "canary", 10)).toEqual({
       passed: true,
       tokS: { "gpu-1": 100 },
     });
@@ -116,6 +116,28 @@ describe("the gate between waves", () => {
     expect(none).toMatchObject({ passed: false, why: expect.stringContaining("a has no benchmark figure") });
     // a margin of 100 turns the throughput part off
     expect(judgeWave([{ host: "a", record: { outcome: "succeeded" } }], 100, 100).passed).toBe(true);
+  });
+
+  it("never waves later hosts through on a canary without a figure: the canary wave needs one, later waves stop", () => {
+    // a swap's benchmark failing is not fatal to the swap (its record has no figure); with the throughput
+    // part on, the gate then has nothing to compare the next waves with
+    const canary = judgeWave([{ host: "gpu-1", record: { outcome: "succeeded" } }], "canary", 10);
+    expect(canary).toMatchObject({
+      passed: false,
+      why: "gpu-1 has no benchmark figure: the canary's output tok/s is what later waves are held to",
+    });
+    expect(judgeWave([{ host: "gpu-1", record: ok(80) }], "canary", 10)).toEqual({
+      passed: true,
+      tokS: { "gpu-1": 80 },
+    });
+    const later = judgeWave([{ host: "gpu-2", record: ok(100) }], undefined, 10);
+    expect(later).toMatchObject({
+      passed: false,
+      why: "the canary has no benchmark figure to hold gpu-2 to (throughputMargin 10 %)",
+    });
+    // with the throughput part off, neither needs a figure
+    expect(judgeWave([{ host: "gpu-1", record: { outcome: "succeeded" } }], "canary", 100).passed).toBe(true);
+    expect(judgeWave([{ host: "gpu-2", record: ok(100) }], undefined, 100).passed).toBe(true);
   });
 });
 
