@@ -98,7 +98,7 @@ describe("Redis through Sentinel", () => {
     const card = await swaps.request(LLAMA, HOST);
     const id = swaps.swapId(card.ts);
     await swaps.approve(card.ts);
-    const done = await swaps.outcome(card.ts, /Swapped|Rolled back|Failed/, 25_000);
+    const done = await swaps.outcome(card.ts, /Swapped|Rolled back|Failed/);
     expect(done.text).toContain("Swapped");
     expect(await swaps.record(id)).toMatchObject({
       id,
@@ -106,5 +106,5 @@ describe("Redis through Sentinel", () => {
       outcome: "succeeded",
       decision: { approved: true, by: USERS.bob },
     });
-  }, 60_000);
+  }, 180_000);
 });

@@ -85,10 +85,7 @@ describe("a rollout over a group", () => {
       expect(child.switch).toBeUndefined();
     }
     await bench.slack.clickButton(USERS.bob, CHANNEL, plan.ts, "swap_approve", id);
-    await bench.slack.waitFor(() => /Rolled out/.test(cardText(card)), {
-      what: "the rollout's card to say Rolled out",
-      timeoutMs: 240_000,
-    });
+    await rollouts.outcome(card, /Rolled out/);
 
     const done = await rollouts.record(id);
     expect(done.outcome).toBe("succeeded");
@@ -126,10 +123,7 @@ describe("a rollout over a group", () => {
     const { card, id } = await rollouts.request(`${DENSE} --group prod`);
     const plan = await rollouts.plan(card);
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
-    await bench.slack.waitFor(() => /Halted/.test(cardText(card)), {
-      what: "the rollout's card to say Halted",
-      timeoutMs: 240_000,
-    });
+    await rollouts.outcome(card, /Halted/);
     await bench.host("gpu-1").sim.setFault("sglang", {});
 
     const halted = await rollouts.record(id);

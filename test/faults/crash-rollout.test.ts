@@ -78,11 +78,22 @@ describe("a rollout under faults", () => {
     const before = await rollouts.children(id);
     const servingOn = (host: string) => before.get(host)!.plan!.host.currentUnit.name;
     // gpu-3's link goes down once its files are there, while it waits for wave 2: its swap finds it cut
-    // at its next look and gives up after swaps.hostRetrySeconds
+    // at its next look and gives up after swaps.hostRetrySeconds. The canary's new model loads for 20 s
+    // (SGLANG.md: loadSeconds, a model-scoped start-up switch), so that happens while the canary's wave
+    // runs, whatever the machine's load: the case is a host lost before its wave, not one lost in it
+    await bench.host("gpu-1").sim.setFault("sglang", { models: { "rollout-cut": { loadSeconds: 20 } } });
     bench.relay("gpu-3").cut();
     await rollouts.approve(card);
+    await swaps.untilRecord(before.get("gpu-3")!.id, (r) => r.outcome !== undefined, {
+      what: "gpu-3's swap to give up on its host",
+    });
+    expect(
+      (await swaps.record(before.get("gpu-1")!.id))?.outcome,
+      "the canary, still loading",
+    ).toBeUndefined();
     await rollouts.outcome(card, /Halted/);
     bench.relay("gpu-3").mend();
+    await bench.host("gpu-1").sim.setFault("sglang", {});
 
     const halted = await rollouts.record(id);
     expect(halted.outcome).toBe("halted");
