@@ -124,7 +124,7 @@ export async function benchRollout(
         `rollout: timeline from the request: ${timeline(record, children, started)}`,
         `rollout: waves ${[...new Set(record.hosts.map((h) => h.wave))].map((w) => record.hosts.filter((h) => h.wave === w).length).join(" → ")} hosts, at most ${options.maxUnavailable} switching at once`,
         `rollout: ${rolloutCalls} Slack calls for the rollout, ${singleCalls} for ${options.hosts} single swaps`,
-        "rollout: every host downloads from the Hub (peer copies are not built yet), so the Hub figure is not met",
+        `rollout: weights: ${copiesLine(children)}`,
       ],
     };
   } finally {
@@ -206,4 +206,16 @@ function criticalPath(
   }
   if (!Number.isFinite(path)) throw new Error("bench: a rollout host's record lacks a stage time");
   return path;
+}
+
+/** Where each host's files came from: the Hub (and why), or a copy from which peer. */
+function copiesLine(children: ReadonlyMap<string, SwapRecord>): string {
+  const all = [...children.values()];
+  const copied = all.filter((c) => c.peerCopy?.state === "copied");
+  const fromHub = all.filter((c) => c.peerCopy?.state !== "copied");
+  const bySource = new Map<string, number>();
+  for (const c of copied) bySource.set(c.peerCopy!.from!, (bySource.get(c.peerCopy!.from!) ?? 0) + 1);
+  const sources = [...bySource].map(([h, n]) => `${h} ${n}`).join(", ");
+  const hub = fromHub.map((c) => `${c.host}${c.peerCopy?.why === undefined ? "" : ` (${c.peerCopy.why})`}`);
+  return `${copied.length} hosts copied from peers (copies served: ${sources}); from the Hub: ${hub.join("; ")}`;
 }

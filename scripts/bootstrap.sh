@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm run demo` need on a fresh Debian/Ubuntu machine, and nothing when it
 # is all there already: npm dependencies, and the real services the test bench starts (redis-server,
-# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat, vmtouch),
+# sshd, haproxy) plus the host tools the simulated GPU host uses (curl, git, ps, timeout, socat, vmtouch,
+# rsync with its rrsync and the python3 rrsync runs on, for a rollout's peer copies),
 # and Chromium, the headless browser the fleet page is tested in (test/e2e/fleet-page.test.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,9 @@ declare -A needed=(
   [socat]=socat
   [vmtouch]=vmtouch
   [chromium]=chromium
+  [rsync]=rsync
+  [/usr/bin/rrsync]=rsync
+  [/usr/bin/python3]=python3
 )
 # a Chromium or Chrome of its own, named by CHROMIUM (testbench/headless-chromium.ts), stands for Debian's
 if [ -n "${CHROMIUM:-}" ] && command -v "$CHROMIUM" >/dev/null 2>&1; then unset 'needed[chromium]'; fi

@@ -369,7 +369,14 @@ export class Bench {
     // The worker alone serves no HTTP: it is up once it has loaded (no port to wait for).
     if (role === "worker") await new Promise((resolve) => setTimeout(resolve, 2000));
     // tsx compiles the bot's modules as it starts: on two loaded cores that alone has taken half a minute
-    else await waitForPort(port, "the modelswap child process", 60_000);
+    else
+      await waitForPort(port, "the modelswap child process", 60_000).catch(async (error: Error) => {
+        // what the child said is why it never listened: the error carries its log's last lines
+        const said = await readFile(logPath, "utf8").catch(() => "");
+        throw new Error(
+          `${error.message}; its log (${logPath}) ends:\n${said.split("\n").slice(-15).join("\n")}`,
+        );
+      });
     if (role !== "worker" && this.appToken !== undefined)
       await this.slack.waitForSocket({ after: lastSocket, timeoutMs: 30_000 });
     else if (role !== "worker") this.slack.setBotEndpoint(`http://127.0.0.1:${port}/slack/events`);

@@ -16,6 +16,11 @@ export interface SshLogin {
 
 export interface BenchSshd {
   readonly port: number;
+  /**
+   * The HOME of every bench host's sessions: what the bot writes to `$HOME/.ssh/authorized_keys` (a
+   * rollout's peer-copy lines) lands in the one file this sshd reads besides its own.
+   */
+  readonly home: string;
   /** SHA256 fingerprint of the current ed25519 host key, as `ssh-keygen -lf` prints it. */
   hostKeySha256(): string;
   /** The listener's pid (its reaped connections' CPU time shows in its cutime/cstime), if it runs. */
@@ -96,7 +101,9 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
       `Port ${port}`,
       "ListenAddress 127.0.0.1",
       ...hostKeyTypes.map((type) => `HostKey ${hostKeyPath(type)}`),
-      `AuthorizedKeysFile ${authorizedKeys}`,
+      // the bench's own keys, then what the bot adds to the host's user's file (a rollout's peer copies
+      // let their key in there: src/host/peer-copy.ts), as sshd's default .ssh/authorized_keys would
+      `AuthorizedKeysFile ${authorizedKeys} ${join(home, ".ssh", "authorized_keys")}`,
       "PermitUserEnvironment PATH,HOME,MODELSWAP_*",
       "PubkeyAuthentication yes",
       "PasswordAuthentication no",
@@ -156,6 +163,7 @@ export async function startSshd(dir: string, options: SshdOptions = {}): Promise
   await start();
   return {
     port,
+    home,
     hostKeySha256: () => fingerprints.ed25519 ?? "",
     pid: () => (child?.exitCode === null ? child.pid : undefined),
     hostKeyFingerprints: () => ({ ...fingerprints }),

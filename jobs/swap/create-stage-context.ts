@@ -17,6 +17,7 @@ import type { Store } from "../../src/store/store.ts";
 import { type ChangeCommands, changeCommand } from "../../src/swap/change-command.ts";
 import type { ChangeOptions, HostPort, StageContext } from "../../src/swap/stage-context.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import { peerPort } from "./peer-port.ts";
 import { RunningSwap } from "./swap-state.ts";
 
 /** Everything the swap pipeline needs, built once by the composition root. */
@@ -59,6 +60,7 @@ export function createStageContext(
   const log = deps.log.child({ swap: record.id, host: record.host });
   // the registry's: a host a swap holds keeps its settings through a reload until the swap ends
   const hostEngine = hostEngineKind(deps.hosts.config(record.host));
+  const peers = peerPort(record, deps);
   const ctx: StageContext = {
     swap,
     host: hostPort(deps.hosts, record.host, fence),
@@ -72,6 +74,7 @@ export function createStageContext(
       decision: (planHash) => deps.store.approvals.decision(record.id, planHash),
       cancelRequest: () => deps.store.approvals.cancelRequest(record.id),
     },
+    ...(peers === undefined ? {} : { peers }),
     ...(deps.recipes === undefined ? {} : { recipes: deps.recipes }),
     get engine() {
       return engineFor(swap.record.plan?.engineKind ?? hostEngine);

@@ -11,6 +11,7 @@ import { gaveUp, type Run, retryLater } from "./run.ts";
 import { bytesOnDisk } from "./stages/download.ts";
 import { type Expected, type FinalCheck, finalCheck } from "./stages/final-check.ts";
 import { finishSwap } from "./stages/finish.ts";
+import { leavePeers } from "./stages/peer-copy.ts";
 import { stopTasks } from "./stages/prepare.ts";
 import { reclaimAfterSwap } from "./stages/reclaim.ts";
 import type { RollbackResult } from "./stages/rollback-result.ts";
@@ -81,6 +82,8 @@ export async function conclude(
       outcome = seen.unit === swap.record.previous?.unit ? "rolled_back" : "failed";
     }
   }
+  // in a rollout, its peers copy from it no more (peer-copy.ts)
+  await leavePeers(ctx);
   // its flip-back window is over and the outcome checked: what retention lets go, under the swap's fence
   await reclaimAfterSwap(ctx, deps.config.current().file.retention, outcome);
   await run.save(await finishSwap(ctx, outcome, reason));

@@ -71,6 +71,17 @@ export const wavePolicySchema = z.strictObject({
     .min(0)
     .max(100)
     .default(10),
+  /**
+   * Peer copies: the first host fetches the weights from the Hub, and the others copy them host to host
+   * over SSH (rsync, each copy checked against the Hub's sha256), at most this many from one host at
+   * once. 0 turns them off: every host fetches from the Hub.
+   */
+  copyFanout: z
+    .number(problem("a group's copyFanout is not a number", "use a number of copies, e.g. 2"))
+    .int(problem("a group's copyFanout is not a whole number", "use e.g. 2"))
+    .min(0, problem("a group's copyFanout is below 0", "use 0 (every host from the Hub) or more"))
+    .max(16, problem("a group's copyFanout is over 16", "use at most 16"))
+    .default(2),
 });
 export type WavePolicy = z.infer<typeof wavePolicySchema>;
 

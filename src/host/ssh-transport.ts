@@ -189,6 +189,15 @@ export class SshTransport implements HostTransport {
 
   /** The key type that matched the pin last time: reconnects ask for it first. */
   private pinnedType: HostKeyType | undefined;
+  private verifiedKey: Buffer | undefined;
+
+  /**
+   * The host's public key as this transport last saw it match the pin (a raw SSH key blob), or undefined
+   * before a connection: what a peer copying from this host is told to trust (src/host/peer-copy.ts).
+   */
+  hostKey(): Buffer | undefined {
+    return this.verifiedKey;
+  }
 
   private handshake(
     privateKey: Buffer,
@@ -245,7 +254,9 @@ export class SshTransport implements HostTransport {
         algorithms: { serverHostKey: [...HOST_KEY_ALGORITHMS[type]] as never },
         hostVerifier: (key: Buffer) => {
           seen = { label: hostKeyLabel(key), fingerprint: fingerprintSha256(key) };
-          return seen.fingerprint === ssh.hostKeySha256;
+          if (seen.fingerprint !== ssh.hostKeySha256) return false;
+          this.verifiedKey = Buffer.from(key);
+          return true;
         },
       });
     });

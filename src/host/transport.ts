@@ -33,6 +33,8 @@ export interface HostTransport {
    */
   openShell(): Promise<ShellChannel>;
   close(): Promise<void>;
+  /** Over SSH, the host's public key the connection saw match the pin (a raw key blob); else none. */
+  hostKey?(): Buffer | undefined;
 }
 
 /** What runs commands and nothing more: a transport, or one that fences them (src/host/fence.ts). */

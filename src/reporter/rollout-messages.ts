@@ -164,9 +164,7 @@ export function renderRolloutPlan(
     `*Gate between waves* every host of the wave healthy, sane and benchmarked (its own swap's checks, each rolled back by itself on a failure)${record.policy.throughputMargin >= 100 ? "" : `, and its output tok/s at most ${record.policy.throughputMargin} % below the canary's`}. A failure halts the rollout: the hosts not reached are not touched, and the finished waves stay as they are.`,
     record.undoes !== undefined
       ? "*Weights* on each host's disk already: what it served before (`retention.keep` keeps them)."
-      : bytes === undefined
-        ? "*Weights* from the Hub to each host."
-        : `*Weights* ${formatGB(bytes)} a host, from the Hub to each (${record.hosts.length - onDisk} download${record.hosts.length - onDisk === 1 ? "" : "s"}${onDisk === 0 ? "" : `; ${onDisk} host${onDisk === 1 ? " has" : "s have"} them on disk`}). Each host's files are checked against the Hub's sha256 before it counts.`,
+      : weightsLine(record, bytes, onDisk),
   ];
   const blocks: KnownBlock[] = [
     header(title),
@@ -264,4 +262,35 @@ export function rolloutEventLine(event: RolloutEvent, record: RolloutRecord): st
         ? `✅ *Rolled out* ${code(record.request.model.repo, 100)} to ${record.hosts.length} hosts.`
         : `${event.outcome === "failed" ? "❌" : "✋"} Rollout ${event.outcome}${event.reason === undefined ? "" : `: ${event.reason}`}.`;
   }
+}
+
+/**
+ * What the weights cost: with peer copies, one download from the Hub and the rest host to host in rounds
+ * (each host holding them serves `copyFanout` at once, so the holders multiply by copyFanout + 1 a round);
+ * without, one download per host.
+ */
+export function weightsLine(
+  record: Pick<RolloutRecord, "hosts" | "policy">,
+  bytes: number | undefined,
+  onDisk: number,
+): string {
+  const fetching = record.hosts.length - onDisk;
+  const checked = "Each host's files are checked against the Hub's sha256 before it counts.";
+  const disk = onDisk === 0 ? "" : ` (${onDisk} host${onDisk === 1 ? " has" : "s have"} them on disk)`;
+  const fanout = record.policy.copyFanout;
+  const size = bytes === undefined ? "" : ` ${formatGB(bytes)} a host,`;
+  if (fanout === 0 || record.hosts.length < 2)
+    return `*Weights*${size} from the Hub to each: ${fetching} download${fetching === 1 ? "" : "s"}${disk}. ${checked}`;
+  const copies = record.hosts.length - 1;
+  let holders = 1;
+  let rounds = 0;
+  while (holders < record.hosts.length) {
+    holders *= fanout + 1;
+    rounds++;
+  }
+  const hubBytes =
+    bytes === undefined
+      ? ""
+      : ` Hub bytes: ${formatGB(bytes)}, not ${formatGB(bytes * record.hosts.length)}.`;
+  return `*Weights*${size} from the Hub once: ${record.hosts[0]!.host} fetches them, and ${copies} cop${copies === 1 ? "y goes" : "ies go"} host to host over SSH (rsync; at most ${fanout} from one host at once: about ${rounds} round${rounds === 1 ? "" : "s"} of copies)${disk}.${hubBytes} A host that cannot copy from a peer fetches from the Hub. ${checked}`;
 }

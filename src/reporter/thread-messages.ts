@@ -29,10 +29,17 @@ export function threadReply(event: StoredSwapEvent, record: SwapRecord): ThreadR
       );
     case "downloaded":
       return say(
-        `📦 Download complete: ${event.files} files, ${movedBytes(event.bytes, event.realBytes)}, sizes and sha256 verified.`,
+        event.from === undefined
+          ? `📦 Download complete: ${event.files} files, ${movedBytes(event.bytes, event.realBytes)}, sizes and sha256 verified.`
+          : `📦 Copied from ${escapeMrkdwn(event.from)}, not the Hub: ${event.files} files, ${movedBytes(event.bytes, event.realBytes)}, sizes and the Hub's sha256 verified.`,
       );
     case "download-failed":
       return say("❌ Download failed:", event.log);
+    case "peer-copy-failed":
+      return say(
+        `⚠️ The copy from ${escapeMrkdwn(event.from)} failed: fetching the files from the Hub instead.`,
+        event.log,
+      );
     case "built":
       return say(
         `🔧 Engine built: commit \`${escapeMrkdwn(event.commit.slice(0, 12))}\` (${event.engine} ${escapeMrkdwn(event.version)}); every flag of the plan checked against its \`--help\`.`,

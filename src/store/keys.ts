@@ -42,6 +42,16 @@ export const keys = {
   rollout: (id: string) => `${STORE}:rollout:${id}`,
   /** Rollout ids by creation time. */
   rollouts: `${STORE}:rollouts`,
+  /**
+   * A rollout's peer copies (src/store/peer-copies.ts): the hosts serving its files (hash host → source),
+   * the copies each serves now (hash host → count), who copies from whom (hash host → host), the hosts
+   * that cannot serve (hash host → why), and the rollout's copy key (JSON; never in a record or a log).
+   */
+  peerSources: (id: string) => `${STORE}:rollout:${id}:peers`,
+  peerLoad: (id: string) => `${STORE}:rollout:${id}:peer-load`,
+  peerClaims: (id: string) => `${STORE}:rollout:${id}:peer-claims`,
+  peerUnable: (id: string) => `${STORE}:rollout:${id}:peer-unable`,
+  peerKey: (id: string) => `${STORE}:rollout:${id}:peer-key`,
 
   /** The ledger: swap ids by creation time, of all hosts and of one. */
   ledger: `${STORE}:ledger`,

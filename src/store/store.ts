@@ -5,6 +5,7 @@ import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from "./audit-log.ts";
 import { EventDeliveries } from "./event-deliveries.ts";
 import { HostState } from "./host-state.ts";
 import { IncidentTracker, type Thresholds } from "./incidents.ts";
+import { PeerCopies } from "./peer-copies.ts";
 import { ReplicaAck } from "./replica-ack.ts";
 import { ReportStates } from "./report-state.ts";
 import { RolloutRecords } from "./rollouts.ts";
@@ -39,6 +40,7 @@ export class Store {
   readonly audit: AuditLog;
   readonly swaps: SwapRecords;
   readonly rollouts: RolloutRecords;
+  readonly peers: PeerCopies;
   readonly locks: SwapLocks;
   readonly approvals: ApprovalState;
   readonly hosts: HostState;
@@ -74,6 +76,7 @@ export class Store {
       (options.retention ?? DEFAULT_RETENTION).finishedDays,
       this.replicas,
     );
+    this.peers = new PeerCopies(redis);
     this.locks = new SwapLocks(redis, this.replicas);
     this.approvals = new ApprovalState(redis, this.audit, secrets, this.replicas);
     this.hosts = new HostState(redis);

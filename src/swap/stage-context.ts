@@ -7,6 +7,7 @@ import type { EnginePolicy } from "../engine/engine-source.ts";
 import { asCodedError, type ErrorCode } from "../errors.ts";
 import type { HostFrontDoor } from "../front-door/host-front-door.ts";
 import type { DetachedStatus } from "../host/detached-task.ts";
+import type { CopyKey, PeerSource } from "../host/peer-copy.ts";
 import type { ShellCommand } from "../host/shell-quote.ts";
 import type { ExecOptions, ExecResult } from "../host/transport.ts";
 import type { ModelInfo, ModelRef } from "../hub/types.ts";
@@ -109,6 +110,33 @@ export interface GatePort {
   cancelRequest(): Promise<{ by: string; at: string } | undefined>;
 }
 
+/** Where a rollout's host gets its files now: a peer it may copy from (taken), a wait, or the Hub. */
+export type PeerChoice =
+  | { kind: "peer"; source: PeerSource }
+  | { kind: "wait"; why: string }
+  | { kind: "hub"; why: string };
+
+/**
+ * A rollout's host swap and its peers (src/host/peer-copy.ts): where its files come from, and its
+ * serving them to the others once it holds them. Only a swap of a rollout has one.
+ */
+export interface PeerPort {
+  readonly rolloutId: string;
+  /** The rollout's copy key. */
+  key(): Promise<CopyKey>;
+  /** Where to get the files now; a peer it returns is taken until `release`. */
+  choose(): Promise<PeerChoice>;
+  /** This host's copy ended (copied or failed): its source may serve another. */
+  release(): Promise<void>;
+  /** How peers reach this host, and the addresses its line admits; or why it cannot serve. */
+  servingAs(modelDir: string): Promise<{ source: PeerSource; from: string[] } | { why: string }>;
+  /** This host serves (its line is on it): peers may copy, and those waiting are woken. */
+  serve(source: PeerSource): Promise<void>;
+  cannotServe(why: string): Promise<void>;
+  /** This host serves no more (its swap ends). */
+  unserve(): Promise<void>;
+}
+
 /** The config values the stages read. */
 export interface StageSettings {
   pollSeconds: number;
@@ -156,6 +184,8 @@ export interface StageContext {
   readonly hub: HubPort;
   readonly ledger: LedgerPort;
   readonly gate: GatePort;
+  /** A rollout's host swap's peers; undefined for a swap of its own. */
+  readonly peers?: PeerPort;
   /** The recipe table when a test injects one; else the plan's engine's own. */
   readonly recipes?: readonly CatalogueRecipe[];
   /**

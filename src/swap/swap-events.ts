@@ -59,8 +59,12 @@ export const swapEventSchema = z.discriminatedUnion("type", [
     bytes: z.number(),
     /** The real model's size, when the bench serves its weight files scaled down (bench.weightScale). */
     realBytes: z.number().optional(),
+    /** In a rollout: the peer the files were copied from (src/host/peer-copy.ts), not the Hub. */
+    from: z.string().optional(),
   }),
   z.object({ type: z.literal("download-failed"), log: lines }),
+  /** A copy from a peer failed: the files come from the Hub instead. */
+  z.object({ type: z.literal("peer-copy-failed"), from: z.string(), log: lines }),
   z.object({
     type: z.literal("built"),
     commit: z.string(),

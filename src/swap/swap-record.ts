@@ -310,6 +310,22 @@ export const swapRecordSchema = z.object({
    */
   hostTrouble: z.object({ since: isoTime, tries: z.number(), last: z.string() }).optional(),
   download: z.object({ bytes: z.number(), at: isoTime, rate: z.number().optional() }).optional(),
+  /**
+   * In a rollout (src/host/peer-copy.ts): where this host's files come from. `copying` from the peer
+   * `from` (its detached task in `dir`), `copied` once checked, `hub` when they come from the Hub and
+   * `why` (the rollout's first host, no peer to copy from, a copy that failed).
+   */
+  peerCopy: z
+    .object({
+      state: z.enum(["copying", "copied", "hub"]),
+      from: z.string().optional(),
+      dir: z.string().optional(),
+      startedAt: isoTime.optional(),
+      why: z.string().optional(),
+    })
+    .optional(),
+  /** In a rollout: this host serves its verified files to its peers (`since`), or cannot (`unable`). */
+  peerServing: z.object({ since: isoTime.optional(), unable: z.string().optional() }).optional(),
   finishedAt: isoTime.optional(),
 });
 export type SwapRecord = z.infer<typeof swapRecordSchema>;

@@ -8,6 +8,7 @@ import {
   renderRolloutCard,
   renderRolloutPlan,
   rolloutEventLine,
+  weightsLine,
 } from "../../src/reporter/rollout-messages.ts";
 import { rolloutPlanHash } from "../../src/rollout/rollout-plan-hash.ts";
 import type { RolloutRecord } from "../../src/rollout/rollout-record.ts";
@@ -200,6 +201,7 @@ ${["gpu-1", "gpu-2", "gpu-3"].map((name) => `  - name: ${name}\n    local: true\
       waves: [25, 100],
       maxUnavailable: 4,
       throughputMargin: 10,
+      copyFanout: 2,
     });
   });
 
@@ -229,7 +231,7 @@ describe("what the channel sees of a rollout", () => {
       dryRun: false,
     },
     group: "prod",
-    policy: { canary: 1, waves: [50, 100], maxUnavailable: 2, throughputMargin: 10 },
+    policy: { canary: 1, waves: [50, 100], maxUnavailable: 2, throughputMargin: 10, copyFanout: 2 },
     hosts: [
       { host: "gpu-1", swapId: "sw-mx2i7lz1-000001", wave: 0, planHash: "a" },
       { host: "gpu-2", swapId: "sw-mx2i7lz1-000002", wave: 1, planHash: "b" },
@@ -265,6 +267,23 @@ describe("what the channel sees of a rollout", () => {
       renderRolloutPlan(record, new Map(), { awaiting: false, decided: "✅ *Approved*" }),
     );
     expect(decided).not.toContain("swap_approve");
+  });
+
+  it("a plan that says what crosses the Hub: once, then copies host to host in rounds; or once a host", () => {
+    const twenty = {
+      policy: record.policy,
+      hosts: Array.from({ length: 20 }, (_, i) => ({ ...record.hosts[0]!, host: `gpu-${i + 1}` })),
+    };
+    const line = weightsLine(twenty, 246e9, 0);
+    // 1 holder, then 3, 9, 27: three rounds of copies at 2 a host
+    expect(line).toContain("from the Hub once: gpu-1 fetches them, and 19 copies go host to host over SSH");
+    expect(line).toContain("at most 2 from one host at once: about 3 rounds of copies");
+    expect(line).toContain("Hub bytes: 246 GB, not 4.9 TB.");
+    const off = weightsLine({ ...twenty, policy: { ...record.policy, copyFanout: 0 } }, 246e9, 2);
+    expect(off).toContain("from the Hub to each: 18 downloads (2 hosts have them on disk)");
+    expect(JSON.stringify(renderRolloutPlan(record, new Map(), { awaiting: true }))).toContain(
+      "from the Hub once: gpu-1 fetches them, and 2 copies go host to host",
+    );
   });
 
   it("a halt line that says what was not touched and what stays", () => {

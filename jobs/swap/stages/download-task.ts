@@ -37,13 +37,22 @@ export function includeArgs(info: Pick<ModelSummary, "files">): string[] {
  */
 export function downloadScript(info: ModelSummary, modelDir: string, dir: string): ShellCommand {
   const partials = `${modelDir}/.cache/huggingface/download`;
-  const sizes = `${dir}/sizes`;
-  const sums = `${dir}/sha256sums`;
   return sh`mkdir -p ${modelDir}
 find ${partials} -name '*.incomplete' -delete 2>/dev/null || true
 echo ${`modelswap: downloading ${info.repo}@${info.sha} into ${modelDir}`}
 hf download ${info.repo} --revision ${info.sha} --local-dir ${modelDir} --max-workers ${HF_MAX_WORKERS} ${includeArgs(info)}
-cd ${modelDir}
+${verifyScript(modelDir, dir)}`;
+}
+
+/**
+ * Every file's size, then every LFS file's sha256, against the lists in the task's directory (written by
+ * the stage: verificationFiles). A file that fails is removed with its `hf` metadata, named in the log,
+ * and the task fails (exit 3 or 4). Ends in the model's directory.
+ */
+export function verifyScript(modelDir: string, dir: string): ShellCommand {
+  const sizes = `${dir}/sizes`;
+  const sums = `${dir}/sha256sums`;
+  return sh`cd ${modelDir}
 refetch() { rm -f -- "$1" ".cache/huggingface/download/$1.metadata"; }
 bad=0
 while read -r size path; do

@@ -5,6 +5,7 @@ import { movedBytes, realTotalBytes } from "../../../src/plan/weight-scale.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
 import { eventLines } from "../../../src/swap/swap-events.ts";
 import { downloadScript, taskDir, verificationFiles } from "./download-task.ts";
+import { choosePeer, copied, copyFailed, peerToCopyFrom, serveFiles, startCopy } from "./peer-copy.ts";
 import { reclaimBeforeDownload } from "./reclaim.ts";
 
 /**
@@ -13,11 +14,16 @@ import { reclaimBeforeDownload } from "./reclaim.ts";
  * and notice the end. Returns a failure, or undefined to go on.
  */
 export async function downloadStep(
-  ctx: Pick<StageContext, "clock" | "emit" | "host" | "log" | "settings" | "swap">,
+  ctx: Pick<StageContext, "clock" | "emit" | "host" | "log" | "peers" | "settings" | "swap">,
 ): Promise<StepResult | undefined> {
   const { swap, host, clock } = ctx;
   const { record } = swap;
-  if (record.stages.download.state === "done" || record.stages.download.state === "skipped") return undefined;
+  if (record.stages.download.state === "done") {
+    // in a rollout, verified files are served to the rollout's other hosts (peer-copy.ts)
+    await serveFiles(ctx, record.plan!.modelDir);
+    return undefined;
+  }
+  if (record.stages.download.state === "skipped") return undefined;
   if (await reclaimBeforeDownload(ctx)) return undefined;
   const info = record.model!;
   const plan = record.plan!;
@@ -26,8 +32,12 @@ export async function downloadStep(
   const scale = plan.weightScale ?? 1;
   const realBytes = scale === 1 ? undefined : realTotalBytes(info, scale);
   const size = movedBytes(info.totalBytes, realBytes);
-  const start = () =>
-    host.startTask(dir, downloadScript(info, plan.modelDir, dir), ctx.settings.downloadSecrets);
+  const copying = () => swap.record.peerCopy?.state === "copying";
+  const start = async () => {
+    const source = copying() ? await peerToCopyFrom(ctx) : undefined;
+    if (source !== undefined) return await startCopy(ctx, dir, info, plan.modelDir, source);
+    await host.startTask(dir, downloadScript(info, plan.modelDir, dir), ctx.settings.downloadSecrets);
+  };
   if (record.tasks.download === undefined && (await host.taskStatus(dir)).state === "running") {
     // A worker died between starting the task and recording it: attach, never start a second `hf`.
     swap.set({ tasks: { ...record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
@@ -41,24 +51,44 @@ export async function downloadStep(
       stdin: files.sums,
     });
   };
-  if (swap.record.tasks.download === undefined) {
+  const begin = async () => {
     await writeLists();
     await start();
     swap.set({ tasks: { ...swap.record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
-    swap.stage("download", "running", "starting");
+    swap.stage("download", "running", copying() ? `copying from ${swap.record.peerCopy!.from}` : "starting");
     await swap.checkpoint();
+  };
+  if (swap.record.tasks.download === undefined) {
+    // a rollout's host copies from a peer that holds the files, or waits for one (peer-copy.ts)
+    const how = await choosePeer(ctx, dir);
+    if (how === "wait") return undefined;
+    if (how === "copy") await swap.checkpoint(); // the claim is recorded before its task starts
+    await begin();
   }
   const task = swap.record.tasks.download!;
   const status = await host.taskStatus(dir);
   if (status.state === "exited" && status.exitCode === 0) {
     const seconds = (clock.now() - Date.parse(task.startedAt)) / 1000;
-    swap.stage("download", "done", `${size} verified in ${duration(seconds)}`);
+    const from = copying() ? await copied(ctx) : undefined;
+    swap.stage(
+      "download",
+      "done",
+      `${size} ${from === undefined ? "" : `copied from ${from} and `}verified in ${duration(seconds)}`,
+    );
     ctx.emit({
       type: "downloaded",
       files: info.files.length,
       bytes: info.totalBytes,
       ...(realBytes === undefined ? {} : { realBytes }),
+      ...(from === undefined ? {} : { from }),
     });
+    await serveFiles(ctx, plan.modelDir);
+    return undefined;
+  }
+  if ((status.state === "exited" || status.state === "dead") && copying()) {
+    // a copy is not tried again: the Hub has the files, and the Hub's download its own retries
+    await copyFailed(ctx, eventLines(status.logTail));
+    await begin();
     return undefined;
   }
   if (status.state === "exited" || status.state === "dead") {
@@ -103,7 +133,7 @@ export async function downloadStep(
   swap.stage(
     "download",
     "running",
-    `${pct} % of ${size}${rate !== undefined ? ` · ${(rate / 1e6).toFixed(1)} MB/s` : ""}${eta}`,
+    `${copying() ? `copying from ${swap.record.peerCopy!.from}: ` : ""}${pct} % of ${size}${rate !== undefined ? ` · ${(rate / 1e6).toFixed(1)} MB/s` : ""}${eta}`,
   );
   return undefined;
 }
