@@ -330,8 +330,10 @@ class RolloutRun {
     const events = this.events.splice(0);
     const audit = this.audits.splice(0);
     await this.deps.store.rollouts.save(this.record, { events, audit, lease: this.token });
+    // a rollout's look goes ahead of its hosts' progress: its plan waits for an approver, its wave lines
+    // and card are what the channel follows (its hosts' own posts are never urgent: urgentFor)
     await this.deps.reports
-      .soon(this.record.id, this.record.outcome === undefined ? "routine" : "ended")
+      .soon(this.record.id, this.record.outcome === undefined ? "urgent" : "ended")
       .catch(() => undefined);
   }
 }

@@ -39,9 +39,9 @@ export function runSave(
       swap.restore(pending);
       throw error;
     }
-    // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway
-    await reports
-      .soon(swap.record.id, swap.record.outcome === undefined ? "routine" : "ended")
-      .catch(() => undefined);
+    // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway.
+    // A rollout's host that ended does not go ahead of the rest: its rollout's own lines say how it went
+    const ended = swap.record.outcome !== undefined && swap.record.rollout === undefined;
+    await reports.soon(swap.record.id, ended ? "ended" : "routine").catch(() => undefined);
   };
 }

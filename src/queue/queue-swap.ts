@@ -42,6 +42,7 @@ export async function queueSwap(
     throw error;
   }
   // the card, at once (a worker's first save would ask too); not waited for: the ack goes out first, and
-  // the reporter's sweep is behind it should this ask be lost
-  void reports.soon(record.id, "urgent").catch(() => undefined);
+  // the reporter's sweep is behind it should this ask be lost. A rollout's host's card is not what anyone
+  // waits for: its rollout's card and plan go first
+  void reports.soon(record.id, record.rollout === undefined ? "urgent" : "routine").catch(() => undefined);
 }

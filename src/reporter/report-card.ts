@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { SlackMessage } from "../slack/blocks.ts";
 import { isSlackApiError, type SlackApiError } from "../slack/slack-api-error.ts";
 import { postOnce } from "./post-once.ts";
-import type { ReportContext } from "./report-context.ts";
+import { type ReportContext, urgentFor } from "./report-context.ts";
 import { cardEdit, stageLine } from "./report-pace.ts";
 import { renderSwapCard } from "./swap-card.ts";
 
@@ -15,7 +15,7 @@ export async function ensureCard(ctx: ReportContext): Promise<boolean> {
   const card = renderSwapCard(ctx.record);
   const number = state.cards + 1;
   // the requester's first sight of the swap: it does not wait behind other swaps' progress
-  const ts = await postOnce(ctx, `card:${number}`, card, { urgent: true });
+  const ts = await postOnce(ctx, `card:${number}`, card, { urgent: urgentFor(ctx.record, true) });
   state.cardTs = ts;
   state.cards = number;
   delete state.posts[`card:${number}`];
@@ -47,7 +47,10 @@ export async function refreshCard(ctx: ReportContext): Promise<{ ms: number } | 
   );
   if (edit.kind === "none") return undefined;
   if (edit.kind === "later") return { ms: edit.ms };
-  await deps.poster.update(record.channel, state.cardTs!, card, { urgent: ctx.ended(), tag: ctx.swapId });
+  await deps.poster.update(record.channel, state.cardTs!, card, {
+    urgent: urgentFor(record, ctx.ended()),
+    tag: ctx.swapId,
+  });
   state.cardHash = view.hash;
   state.cardAt = now;
   state.cardStages = view.stages;

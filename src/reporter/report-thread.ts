@@ -7,7 +7,7 @@ import { renderBenchmarkComparison } from "./benchmark-table.ts";
 import { renderBenchmarkChart } from "./chart/benchmark-chart.ts";
 import { postOnce } from "./post-once.ts";
 import { isApprovalEvent, type PlanOutlet, postPlanEvent } from "./post-plan.ts";
-import type { ReportContext } from "./report-context.ts";
+import { type ReportContext, urgentFor } from "./report-context.ts";
 import { threadReply } from "./thread-messages.ts";
 
 /** The swap's thread under its card: one event's messages, or progress lines folded into one post. */
@@ -93,7 +93,7 @@ function reply(ctx: ReportContext, part: string, msg: SlackMessage, broadcast = 
   return postOnce(ctx, `${state.cards}:${state.cursor}:${part}`, msg, {
     threadTs: state.cardTs!,
     broadcast,
-    urgent: part === "plan" || ctx.ended(),
+    urgent: urgentFor(ctx.record, part === "plan" || ctx.ended()),
   });
 }
 
@@ -163,7 +163,7 @@ async function shareChart(
     const file = await ctx.deps.poster.upload(
       record.channel,
       { bytes: chart.png, filename: chart.filename, title: chart.title, altText: chart.altText },
-      { threadTs: ctx.state.cardTs!, comment, urgent: ctx.ended(), tag: ctx.swapId },
+      { threadTs: ctx.state.cardTs!, comment, urgent: urgentFor(record, ctx.ended()), tag: ctx.swapId },
     );
     ctx.log.info({ file, bytes: chart.png.length }, "benchmark chart uploaded");
   } catch (error) {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config/load-config.ts";
 import { expandHostSet } from "../../src/grammar/host-set.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
+import { urgentFor } from "../../src/reporter/report-context.ts";
 import {
   renderRolloutCard,
   renderRolloutPlan,
@@ -307,6 +308,13 @@ describe("what the channel sees of a rollout", () => {
 });
 
 describe("a rollout host's own swap", () => {
+  it("never hurries its posts past others in a busy channel: its rollout's card, plan and lines go first", () => {
+    const rollout = { id: "ro-mx2i7lz1-9b03ee", wave: 1 };
+    expect(urgentFor({ rollout }, true)).toBe(false);
+    expect(urgentFor({ rollout: undefined }, true)).toBe(true);
+    expect(urgentFor({ rollout: undefined }, false)).toBe(false);
+  });
+
   it("cannot be decided on by itself: its approval is the rollout's", async () => {
     const { decideOnPlan } = await import("../../src/approval/decide.ts");
     const { systemClock } = await import("../../src/clock.ts");
