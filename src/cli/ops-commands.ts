@@ -58,10 +58,10 @@ export function opsCommands(env: NodeJS.ProcessEnv): CliCommand[] {
     },
     {
       name: "show",
-      args: "<swap>",
+      args: "<swap|rollout>",
       maxPositionals: 1,
-      summary: "one swap: its stage, its decision, and its plan as approvers see it",
-      description: `Prints a swap and its plan (the plan hash an approval binds to).\n${WHO}`,
+      summary: "one swap or rollout: its stage, its decision, and its plan as approvers see it",
+      description: `Prints a swap, or a rollout with a row per host, and its plan (the plan hash an approval binds to).\n${WHO}`,
       options: { json: JSON_OPTION },
       run: run("show"),
     },
@@ -79,6 +79,16 @@ export function opsCommands(env: NodeJS.ProcessEnv): CliCommand[] {
           type: "string",
           valueName: "host",
           description: "the host to swap (needed with more than one)",
+        },
+        group: {
+          type: "string",
+          valueName: "group",
+          description: "a rollout to every host of a config group, in waves, with one approval",
+        },
+        hosts: {
+          type: "string",
+          valueName: "set",
+          description: "a rollout to these hosts (gpu-1,gpu-3 or gpu-[1-8]), in waves, with one approval",
         },
         tp: {
           type: "string",
@@ -118,9 +128,9 @@ export function opsCommands(env: NodeJS.ProcessEnv): CliCommand[] {
     },
     {
       name: "approve",
-      args: "<swap>",
+      args: "<swap|rollout>",
       maxPositionals: 1,
-      summary: "approve a swap's plan (an operator who did not request it)",
+      summary: "approve a swap's or a rollout's plan (an operator who did not request it)",
       description:
         "Approves the plan the swap waits on: prints that plan, then approves it, bound to its hash (a plan that\n" +
         "changed meanwhile is not approved). Nobody approves their own swap. Recorded in the audit stream and\n" +
@@ -137,9 +147,9 @@ export function opsCommands(env: NodeJS.ProcessEnv): CliCommand[] {
     },
     {
       name: "reject",
-      args: "<swap>",
+      args: "<swap|rollout>",
       maxPositionals: 1,
-      summary: "reject a swap's plan: nothing is switched",
+      summary: "reject a swap's or a rollout's plan: nothing is switched",
       description: `Rejects the plan the swap waits on.\n${WHO}`,
       options: {
         plan: { type: "string", valueName: "hash", description: "reject only if this is the current plan" },

@@ -10,12 +10,12 @@ export interface OpsRunContext {
 }
 
 const REQUIRED: Record<string, string> = {
-  show: "<swap>",
+  show: "<swap|rollout>",
   swap: "<model>",
   cancel: "<swap|host>",
   rollback: "<host>",
-  approve: "<swap>",
-  reject: "<swap>",
+  approve: "<swap|rollout>",
+  reject: "<swap|rollout>",
 };
 
 /**
@@ -66,6 +66,8 @@ export async function runOpsCommand(name: string, input: CliInput, ctx: OpsRunCo
         answer = await callApi(ctx.env, "POST", "/api/swaps", {
           model: arg,
           ...(values.host === undefined ? {} : { host: values.host }),
+          ...(values.group === undefined ? {} : { group: values.group }),
+          ...(values.hosts === undefined ? {} : { hosts: values.hosts }),
           ...(tp === undefined ? {} : { tp }),
           ...(values["dry-run"] === true ? { dryRun: true } : {}),
           ...(values.engine === undefined ? {} : { engine: values.engine }),
@@ -103,13 +105,15 @@ async function decide(
   if (plan === undefined) {
     const shown = await callApi(ctx.env, "GET", `/api/swaps/${encodeURIComponent(swap)}`);
     if (shown.status !== 200) return finish(shown, json, ctx, () => "");
-    plan = shown.body.swap?.planHash;
+    // a swap, or a rollout (`ro-…`): one approval for all its hosts
+    const shownRecord = shown.body.swap ?? shown.body.rollout;
+    plan = shownRecord?.planHash;
     if (plan === undefined) {
-      const step = String(shown.body.swap?.step ?? "?");
+      const step = String(shownRecord?.step ?? "?");
       return failWith(
         {
           code: "NOT_WAITING",
-          message: `swap ${swap} has no plan yet (it is at stage ${step})`,
+          message: `${noun(swap)} ${swap} has no plan yet (it is at stage ${step})`,
           fix: "wait until its plan is made (`modelswap show` prints it), then decide",
         },
         json,
@@ -122,7 +126,7 @@ async function decide(
   return finish(answer, json, ctx, (body) => {
     const d = body.decision;
     // the plan decided on, then the decision: what the approver saw is on their screen with what they did
-    return `${planText === undefined ? "" : `${planText}\n\n`}${d.approved ? "✅ Approved" : "❌ Rejected"} swap ${swap} (plan ${d.planHash}) as ${who(d.by)}: recorded in the audit stream; Slack shows it on the plan once it is reachable.`;
+    return `${planText === undefined ? "" : `${planText}\n\n`}${d.approved ? "✅ Approved" : "❌ Rejected"} ${noun(swap)} ${swap} (plan ${d.planHash}) as ${who(d.by)}: recorded in the audit stream; Slack shows it on the plan once it is reachable.`;
   });
 }
 
@@ -219,6 +223,7 @@ function render(name: string, body: any): string {
         ]),
       );
     case "show": {
+      if (body.rollout !== undefined) return showRollout(body);
       const s = body.swap;
       const lines = [
         `swap ${s.id} on ${s.host}: ${s.request.model.repo}@${s.request.model.revision}`,
@@ -238,6 +243,52 @@ function render(name: string, body: any): string {
     default:
       return String(body.message ?? "done");
   }
+}
+
+/** `modelswap show <rollout-id>`: where it stands, a row per host, its plan. */
+// biome-ignore lint/suspicious/noExplicitAny: the API's JSON, as printed
+function showRollout(body: any): string {
+  const r = body.rollout;
+  const lines = [
+    `rollout ${r.id}: ${r.request.model.repo}@${r.request.model.revision} → ${r.hosts.length} hosts${r.group === undefined ? "" : ` (group ${r.group})`}`,
+    `requested by ${who(r.requester)} at ${r.createdAt}`,
+    `step: ${r.step}${r.outcome === undefined ? "" : `; outcome: ${r.outcome}`}${r.reason === undefined ? "" : ` (${r.reason})`}`,
+  ];
+  if (r.planHash !== undefined) lines.push(`plan: ${r.planHash}`);
+  if (r.approval !== undefined && r.decision === undefined && r.outcome === undefined)
+    lines.push(`waiting for a decision until ${r.approval.expiresAt}: modelswap approve ${r.id}`);
+  if (r.decision !== undefined)
+    lines.push(
+      `${r.decision.approved ? "approved" : "rejected"} by ${who(r.decision.by)} (${r.decision.via}) at ${r.decision.at}`,
+    );
+  lines.push(
+    "",
+    table(
+      ["host", "wave", "swap", "step", "outcome", "files"],
+      // biome-ignore lint/suspicious/noExplicitAny: the API's JSON
+      body.hosts.map((h: any) => [
+        h.host,
+        h.wave === 0 ? "canary" : String(h.wave + 1),
+        h.swap,
+        h.step,
+        h.outcome ?? "—",
+        h.files === undefined
+          ? "—"
+          : h.files.state === "copied"
+            ? `copied from ${h.files.from}`
+            : h.files.state === "hub"
+              ? "from the Hub"
+              : `copying from ${h.files.from}`,
+      ]),
+    ),
+  );
+  if (typeof body.planText === "string") lines.push("", body.planText);
+  return lines.join("\n");
+}
+
+/** What an id names, for a sentence. */
+function noun(id: string): string {
+  return id.startsWith("ro-") ? "rollout" : "swap";
 }
 
 function table(head: string[], rows: string[][]): string {

@@ -58,6 +58,9 @@ export function queryInt(
 export const swapBodySchema = z.strictObject({
   model: z.string().min(1).max(400),
   host: z.string().min(1).max(64).optional(),
+  /** A rollout: a group of the config, or a host set (`gpu-[1-8]`); the grammar checks them as Slack's. */
+  group: z.string().min(1).max(64).optional(),
+  hosts: z.string().min(1).max(400).optional(),
   tp: z.number().int().min(1).max(64).optional(),
   dryRun: z.boolean().optional(),
   engine: z.string().min(1).max(20).optional(),
@@ -72,6 +75,8 @@ export const SWAP_BODY_EXAMPLE = '{"model": "Qwen/Qwen3-8B", "host": "gpu-1", "t
 export function swapWords(body: SwapBody): string[] {
   const words = [body.model];
   if (body.host !== undefined) words.push("--host", body.host);
+  if (body.group !== undefined) words.push("--group", body.group);
+  if (body.hosts !== undefined) words.push("--hosts", body.hosts);
   if (body.tp !== undefined) words.push("--tp", String(body.tp));
   if (body.dryRun === true) words.push("--dry-run");
   if (body.engine !== undefined) words.push("--engine", body.engine);

@@ -4,10 +4,10 @@ import { didYouMean } from "../config/did-you-mean.ts";
 import type { Config } from "../config/load-config.ts";
 import { samePerson } from "../config/operators-schema.ts";
 import { asCodedError } from "../errors.ts";
+import { isRolloutId, ROLLOUT_ID_EXAMPLE } from "../grammar/rollout-id.ts";
 import { isSwapId, SWAP_ID_EXAMPLE } from "../grammar/swap-id.ts";
 import { type Logger, redactSecretsInJson } from "../log.ts";
 import { plainText } from "../reporter/plain-text.ts";
-import { renderPlan } from "../reporter/plan-message.ts";
 import type { CommandAnswer, CommandDeps, SubCommand } from "../slack/sub-command.ts";
 import {
   DECISION_BODY_EXAMPLE,
@@ -19,6 +19,7 @@ import {
   swapWords,
 } from "./api-request.ts";
 import type { ApiError, Operator, OpsAuth } from "./ops-auth.ts";
+import { showRecord } from "./show-record.ts";
 
 export interface OpsApiDeps {
   auth: OpsAuth;
@@ -34,7 +35,7 @@ export interface OpsApiDeps {
   secrets: readonly string[];
 }
 
-type Answer = { status: number; body: unknown };
+export type Answer = { status: number; body: unknown };
 
 /** The routes, for a 404 that says what there is. */
 const ROUTES =
@@ -93,7 +94,7 @@ async function route(req: IncomingMessage, deps: OpsApiDeps): Promise<Answer> {
     return withOperator(need("read"), (op) => history(url, op, deps));
   if (read && what === "audit" && id === undefined) return withOperator(need("read"), () => audit(url, deps));
   if (read && what === "swaps" && id !== undefined)
-    return withOperator(need("read"), () => showSwap(id, deps));
+    return withOperator(need("read"), () => showRecord(id, deps.deps.store));
   if (method === "POST" && what === "swaps" && id === undefined)
     return withOperator(need("request"), async (op) => {
       const body = await readJsonBody(req, swapBodySchema, SWAP_BODY_EXAMPLE);
@@ -209,8 +210,13 @@ async function audit(url: URL, deps: OpsApiDeps): Promise<Answer> {
   const bad = host === undefined ? undefined : unknownHost(host, deps.config());
   if (bad !== undefined) return bad;
   const swap = url.searchParams.get("swap") ?? undefined;
-  if (swap !== undefined && !isSwapId(swap))
-    return error(400, "INPUT_INVALID", "swap is not a swap id", `swap ids look like ${SWAP_ID_EXAMPLE}`);
+  if (swap !== undefined && !isSwapId(swap) && !isRolloutId(swap))
+    return error(
+      400,
+      "INPUT_INVALID",
+      "swap is not a swap or rollout id",
+      `swap ids look like ${SWAP_ID_EXAMPLE}, rollout ids like ${ROLLOUT_ID_EXAMPLE}`,
+    );
   const limit = queryInt(url.searchParams, "limit", 1, 1000);
   if (!limit.ok) return { status: 400, body: { error: limit.error } };
   const entries = await deps.deps.store.audit.read({
@@ -220,37 +226,6 @@ async function audit(url: URL, deps: OpsApiDeps): Promise<Answer> {
   });
   const events = entries.map((e) => ({ ...e, kind: typeof e.kind === "string" ? e.kind : e.kind.unknown }));
   return { status: 200, body: { events } };
-}
-
-async function showSwap(id: string, deps: OpsApiDeps): Promise<Answer> {
-  if (!isSwapId(id))
-    return error(
-      400,
-      "INPUT_INVALID",
-      "not a swap id",
-      `swap ids look like ${SWAP_ID_EXAMPLE}; GET /api/history lists them`,
-    );
-  const record = await deps.deps.store.swaps.get(id);
-  if (record === undefined)
-    return error(404, "SWAP_NOT_FOUND", `there is no swap ${id}`, "GET /api/history lists the swaps");
-  // the plan as Slack shows it to approvers, for a terminal
-  const planText =
-    record.plan === undefined
-      ? undefined
-      : plainText(
-          renderPlan(record.plan, {
-            swapId: record.id,
-            requester: record.requester,
-            status:
-              record.decision !== undefined
-                ? record.decision.approved
-                  ? "approved"
-                  : "rejected"
-                : "awaiting-approval",
-            ...(record.decision === undefined ? {} : { decidedBy: record.decision.by }),
-          }),
-        );
-  return { status: 200, body: { swap: record, ...(planText === undefined ? {} : { planText }) } };
 }
 
 /** Runs a `/llm` sub-command for an operator, and answers with what became of it. */
@@ -296,8 +271,13 @@ async function decision(
   op: Operator,
   deps: OpsApiDeps,
 ): Promise<Answer> {
-  if (!isSwapId(id))
-    return error(400, "INPUT_INVALID", "not a swap id", `swap ids look like ${SWAP_ID_EXAMPLE}`);
+  if (!isSwapId(id) && !isRolloutId(id))
+    return error(
+      400,
+      "INPUT_INVALID",
+      "not a swap or rollout id",
+      `swap ids look like ${SWAP_ID_EXAMPLE}, rollout ids like ${ROLLOUT_ID_EXAMPLE}`,
+    );
   const result = await decideOnPlan(
     { swapId: id, planHash: plan, user: op.id, approved, via: "api" },
     {
@@ -328,7 +308,8 @@ async function decision(
   };
   const fixes: Record<typeof result.code, string> = {
     SWAP_NOT_FOUND: "`modelswap history` lists the swaps",
-    IN_ROLLOUT: "decide on the rollout's plan, in its thread in Slack",
+    IN_ROLLOUT:
+      "decide on the rollout's plan: `modelswap approve <rollout id>` (its id is in the message), or in its thread in Slack",
     NOT_WAITING:
       "`modelswap show <swap>` says where it is; a swap waits for a decision once its plan is made",
     PLAN_CHANGED: "read the new plan with `modelswap show <swap>` and decide on it",
