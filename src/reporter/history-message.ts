@@ -31,6 +31,8 @@ export interface HistoryRow {
   bench?: Headline;
   /** A succeeded swap whose benchmark could not run. */
   benchMissing?: boolean;
+  /** One host of a rollout: its id and the host's wave (0: the canary), and where its files came from. */
+  rollout?: { id: string; wave: number; files?: string };
   /** The model before on this host (the previous succeeded swap) and its numbers; undefined when unknown. */
   before?: { model: string; sha?: string; bench?: Headline };
 }
@@ -85,6 +87,16 @@ export function historyRow(record: SwapRecord, baseline?: SwapRecord): HistoryRo
     else row.rejecter = record.decision.by;
   }
   if (record.downtimeSeconds !== undefined) row.downtimeSeconds = record.downtimeSeconds;
+  if (record.rollout !== undefined) {
+    const copy = record.peerCopy;
+    const files =
+      copy?.state === "copied"
+        ? `copied from ${copy.from}`
+        : copy?.state === "hub"
+          ? "from the Hub"
+          : undefined;
+    row.rollout = { ...record.rollout, ...(files === undefined ? {} : { files }) };
+  }
   const impact = clientImpact(record);
   if (impact !== undefined) row.clients = impactText(impact);
   if (record.reason !== undefined && record.outcome !== "succeeded") row.reason = record.reason;
@@ -189,8 +201,14 @@ function entry(row: HistoryRow, now: Date): string {
     ...(row.downtimeSeconds === undefined ? [] : [`downtime ${duration(row.downtimeSeconds)}`]),
   ].join(" · ");
   const clients = row.clients === undefined ? [] : [`↳ clients: ${escapeMrkdwn(row.clients)}`];
+  const rollout =
+    row.rollout === undefined
+      ? []
+      : [
+          `↳ rollout ${code(row.rollout.id)}, ${row.rollout.wave === 0 ? "the canary" : `wave ${row.rollout.wave + 1}`}${row.rollout.files === undefined ? "" : `; files ${escapeMrkdwn(row.rollout.files)}`}`,
+        ];
 
-  const lines = [first, second, ...clients];
+  const lines = [first, second, ...rollout, ...clients];
   const bench = benchLine(row);
   if (bench !== undefined) lines.push(bench);
   if (row.reason !== undefined && row.outcome !== "rejected")

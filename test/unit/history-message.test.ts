@@ -149,6 +149,22 @@ describe("renderHistory", () => {
     expect(all).not.toMatch(/[▲▼±]\d/);
   });
 
+  it("names a rollout's host's swap with its rollout, its wave and where its files came from", () => {
+    const copied = record("sw-2", "2026-03-10T11:00:00Z", "succeeded", {
+      rollout: { id: "ro-mx2i7lz1-9b03ee", wave: 2 },
+      peerCopy: { state: "copied", from: "gpu-3" },
+    });
+    const canary = record("sw-1", "2026-03-10T10:00:00Z", "succeeded", {
+      rollout: { id: "ro-mx2i7lz1-9b03ee", wave: 0 },
+      peerCopy: { state: "hub", why: "the rollout's first host" },
+    });
+    const text = texts(
+      renderHistory([historyRow(copied), historyRow(canary)], { limit: 10, now: NOW }).blocks as KnownBlock[],
+    ).join("\n");
+    expect(text).toContain("↳ rollout `ro-mx2i7lz1-9b03ee`, wave 3; files copied from gpu-3");
+    expect(text).toContain("↳ rollout `ro-mx2i7lz1-9b03ee`, the canary; files from the Hub");
+  });
+
   it("shows a swap still running with its step", () => {
     const running = record("sw-1", "2026-03-10T11:59:00Z", undefined);
     const all = texts(renderHistory([historyRow(running)], { limit: 10, now: NOW }).blocks).join("\n");
