@@ -19,6 +19,7 @@ export interface ReporterDeps {
     | "updateBacklog"
     | "unreactBacklog"
     | "hurry"
+    | "permalink"
   >;
   /** At most one progress edit of a card per this many seconds (a stage change is shown at once). */
   cardUpdateSeconds: number;

@@ -11,6 +11,7 @@ import {
   codeBlock,
   context,
   header,
+  LIMITS,
   message,
   type SlackMessage,
   section,
@@ -28,7 +29,11 @@ import { code, mention } from "./plan-text.ts";
 /** A host's swap as the rollout's card shows it: undefined when its record could not be read. */
 export type Children = ReadonlyMap<string, SwapRecord | undefined>;
 
-export function renderRolloutCard(record: RolloutRecord, children: Children): SlackMessage {
+export function renderRolloutCard(
+  record: RolloutRecord,
+  children: Children,
+  links: Readonly<Record<string, string>> = {},
+): SlackMessage {
   const model = modelText(record, children);
   const title =
     record.undoes === undefined
@@ -53,11 +58,30 @@ export function renderRolloutCard(record: RolloutRecord, children: Children): Sl
     header(title),
     section(status),
     section(codeBlock(alignColumns(rows))),
+    ...threadLinks(record, links),
     context(
       `Rollout \`${record.id}\` · requested by ${mention(record.requester)} · each host's swap has its own card and thread`,
     ),
   ];
   return message(`${title}: ${status}`, blocks);
+}
+
+/** The hosts' threads, linked, as far as a context element's text holds them (the rest named by count). */
+function threadLinks(record: RolloutRecord, links: Readonly<Record<string, string>>): KnownBlock[] {
+  const linked = record.hosts.filter((h) => links[h.host] !== undefined);
+  if (linked.length === 0) return [];
+  const parts: string[] = [];
+  let length = "Threads: ".length;
+  for (const h of linked) {
+    const part = `<${links[h.host]}|${h.host}>`;
+    if (length + part.length + 3 > LIMITS.sectionText - 40) break;
+    parts.push(part);
+    length += part.length + 3;
+  }
+  const more = linked.length - parts.length;
+  return [
+    context(`Threads: ${parts.join(" · ")}${more === 0 ? "" : ` · and ${more} more (their swap ids above)`}`),
+  ];
 }
 
 function statusLine(record: RolloutRecord): string {
@@ -97,8 +121,18 @@ function hostState(child: SwapRecord | undefined, released: boolean): string {
   if (child.step === "resolve" || child.step === "preflight") return "planning";
   if (child.step === "prepare") {
     const tasks = [child.stages.download, child.stages.build].some((s) => s.state === "running");
-    if (released) return tasks ? "approved, downloading" : "approved, starting";
-    return tasks ? "downloading" : "ready, waits for its wave";
+    // its files from a peer (src/host/peer-copy.ts), or none yet: a host waiting for a peer is not ready
+    const fetching = child.peerCopy?.state === "copying" ? "copying" : "downloading";
+    const waitsForFiles =
+      child.stages.download.state === "pending" && child.stages.download.detail !== undefined;
+    if (released)
+      return tasks
+        ? `approved, ${fetching}`
+        : waitsForFiles
+          ? "approved, waits for files"
+          : "approved, starting";
+    if (tasks) return fetching;
+    return waitsForFiles ? "waits for a peer's files" : "ready, waits for its wave";
   }
   return child.step;
 }

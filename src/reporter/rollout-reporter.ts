@@ -1,3 +1,4 @@
+import { describeError } from "../errors.ts";
 import { by } from "../grammar/person.ts";
 import type { Logger } from "../log.ts";
 import type { RolloutEvent, RolloutRecord } from "../rollout/rollout-record.ts";
@@ -46,7 +47,7 @@ export class RolloutReportRun {
     await settleInFlight(this);
     if (this.state.cardTs === undefined) {
       const number = this.state.cards + 1;
-      const card = renderRolloutCard(record, children);
+      const card = renderRolloutCard(record, children, this.state.links);
       this.state.cardTs = await postOnce(this, `card:${number}`, card, { urgent: true });
       this.state.cards = number;
       this.state.cardHash = hash(card);
@@ -63,6 +64,7 @@ export class RolloutReportRun {
       this.state.posts = {};
       await this.save();
     }
+    await this.linkHosts();
     const later = await this.refreshCard(children);
     if (later !== undefined) return { kind: "later", ms: later, why: "card" };
     // a running rollout's job saves at each look, which asks for this run again: its card follows its hosts
@@ -131,13 +133,39 @@ export class RolloutReportRun {
   }
 
   /**
+   * Each host's thread, linked from the rollout's card once its swap's card is posted: its permalink is
+   * asked of Slack once (chat.getPermalink) and kept. A host whose link Slack would not give is left
+   * unlinked (its swap id is on the card) and asked again at the next look.
+   */
+  private async linkHosts(): Promise<void> {
+    const { state, deps, record } = this;
+    let added = false;
+    for (const h of record.hosts) {
+      if (state.links[h.host] !== undefined) continue;
+      const cardTs = (await deps.store.reports.get(h.swapId)).cardTs;
+      if (cardTs === undefined) continue;
+      try {
+        const url = await deps.poster.permalink(record.channel, cardTs);
+        if (url !== "") {
+          state.links[h.host] = url;
+          added = true;
+        }
+      } catch (error) {
+        this.log.warn({ host: h.host, err: describeError(error) }, "no permalink for a host's thread");
+        break;
+      }
+    }
+    if (added) await this.save();
+  }
+
+  /**
    * The card edited when what it shows changed, by the swap cards' pacing (report-pace's cardEdit): a new
    * step or wave, or the end, at once; other changes at most once per cardUpdateSeconds, and later while
    * Slack's queue of edits is long. `ms` when the edit is due later.
    */
   private async refreshCard(children: Children): Promise<number | undefined> {
     const { record, state, deps } = this;
-    const card = renderRolloutCard(record, children);
+    const card = renderRolloutCard(record, children, this.state.links);
     const view = { hash: hash(card), stages: stagesOf(record), ended: this.ended() };
     const now = deps.clock.now();
     const edit = cardEdit(

@@ -109,6 +109,14 @@ export class SlackPoster {
     );
   }
 
+  /** A message's permalink (chat.getPermalink: Slack's "special" tier, not the channel's post pace). */
+  async permalink(channel: string, ts: string): Promise<string> {
+    const result = await this.call("chat.getPermalink", () =>
+      this.client.chat.getPermalink({ channel, message_ts: ts }),
+    );
+    return String((result as { permalink?: string }).permalink ?? "");
+  }
+
   async ephemeral(channel: string, user: string, msg: SlackMessage): Promise<void> {
     const clean = this.redact(msg);
     await this.pace("chat.postEphemeral", LIMITS.tier4);

@@ -26,6 +26,8 @@ export const reportStateSchema = z.object({
   inFlight: z.object({ key: z.string(), threadTs: z.string().optional() }).optional(),
   /** Plan hash → the message that shows that plan. */
   plans: z.record(z.string(), z.string()).default({}),
+  /** A rollout's card: host → the permalink of its swap's card (its thread), asked of Slack once. */
+  links: z.record(z.string(), z.string()).default({}),
   /** What the card shows now (a hash of its rendering), when it was last edited, and its stage line. */
   cardHash: z.string().optional(),
   cardAt: z.number().optional(),

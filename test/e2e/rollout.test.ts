@@ -128,6 +128,11 @@ describe("a rollout over a group", () => {
     );
     const rows = cardText(card);
     for (const host of HOSTS) expect(rows).toMatch(new RegExp(`${host} +(canary|\\d) +✓ serves it`));
+    // each host's thread is a link on the card (chat.getPermalink of its swap's card)
+    for (const [host, child] of after) {
+      const hostCard = swaps.cardsOf(child.id)[0]!;
+      expect(rows, host).toContain(`/p${hostCard.ts.replace(".", "")}|${host}>`);
+    }
 
     // the weights crossed the Hub once: gpu-1 fetched them, every other host copied them from a peer
     // that held them (rsync over SSH between the bench's sshds), each copy checked against the Hub's sha256

@@ -255,6 +255,55 @@ describe("what the channel sees of a rollout", () => {
     expect(rolloutPlanHash(structuredClone(record))).toBe(hash);
   });
 
+  it("a card that links each host's thread once Slack gave its permalink, and no more than a context holds", () => {
+    const none = JSON.stringify(renderRolloutCard(record, new Map()));
+    expect(none).not.toContain("Threads:");
+    const some = JSON.stringify(
+      renderRolloutCard(record, new Map(), { "gpu-2": "https://t.slack.com/archives/C1/p1" }),
+    );
+    expect(some).toContain("Threads: <https://t.slack.com/archives/C1/p1|gpu-2>");
+    const many = {
+      ...record,
+      hosts: Array.from({ length: 200 }, (_, i) => ({ ...record.hosts[0]!, host: `gpu-${i + 1}` })),
+    };
+    const links = Object.fromEntries(
+      many.hosts.map((h, i) => [h.host, `https://team.slack.com/archives/C0SWAPS01/p17966748519860${i}`]),
+    );
+    const blocks = renderRolloutCard(many, new Map(), links).blocks;
+    const threads = JSON.stringify(blocks.find((b) => JSON.stringify(b).includes("Threads:")));
+    expect(threads).toMatch(/and \d+ more \(their swap ids above\)/);
+    const text = (
+      blocks.find((b) => JSON.stringify(b).includes("Threads:")) as { elements: { text: string }[] }
+    ).elements[0]!.text;
+    expect(text.length).toBeLessThanOrEqual(3000);
+  });
+
+  it("a card that says which host copies its files from a peer and which waits for one", () => {
+    const stages = (download: object) => ({ download, build: { state: "done" } });
+    const children = new Map([
+      ["sw-mx2i7lz1-000001", { step: "prepare", stages: stages({ state: "done" }) }],
+      [
+        "sw-mx2i7lz1-000002",
+        {
+          step: "prepare",
+          stages: stages({ state: "running" }),
+          peerCopy: { state: "copying", from: "gpu-1" },
+        },
+      ],
+      [
+        "sw-mx2i7lz1-000003",
+        {
+          step: "prepare",
+          stages: stages({ state: "pending", detail: "gpu-1 fetches the files from the Hub" }),
+        },
+      ],
+    ]) as unknown as Map<string, SwapRecord>;
+    const card = JSON.stringify(renderRolloutCard(record, children));
+    expect(card).toMatch(/gpu-1 +canary +ready, waits for its wave/);
+    expect(card).toMatch(/gpu-2 +2 +copying/);
+    expect(card).toMatch(/gpu-3 +3 +waits for a peer's files/);
+  });
+
   it("a card with a row per host, and a plan with the waves, the gate and the buttons", () => {
     const card = JSON.stringify(renderRolloutCard(record, new Map()));
     expect(card).toContain("Rollout: org/model@main → 3 hosts (prod)");
