@@ -135,8 +135,11 @@ describe("config reload across two processes", () => {
     // the same file in both, read because it changed
     expect(b.sha256).toMatch(/^[0-9a-f]{12}$/);
     expect(w.sha256).toBe(b.sha256);
+    // one of them read it because the file changed; the other either saw the change too, or was told by
+    // the first's note before its own watcher fired (a loaded machine: the suite failed once on "note")
+    expect([b, w].some((line) => line.trigger === "file")).toBe(true);
     for (const line of [b, w]) {
-      expect(line.trigger).toBe("file");
+      expect(["file", "note"]).toContain(line.trigger);
       expect(line.msg).toContain(`approvers added: ${USERS.erin}`);
       expect(line.msg).toContain("hosts added: gpu-2");
       expect(line.msg).toContain("hosts changed: gpu-1 (unitDir)");
