@@ -142,7 +142,15 @@ export async function serveFiles(ctx: Ctx, modelDir: string): Promise<void> {
 export async function leavePeers(ctx: Ctx): Promise<void> {
   const { swap, peers, host } = ctx;
   if (peers === undefined) return;
-  if (swap.record.peerCopy?.state === "copying") await peers.release();
+  const copy = swap.record.peerCopy;
+  if (copy?.state === "copying") await peers.release();
+  // the task's trap deletes its key when it exits; a task killed outright (the swap's end stops it) cannot
+  if (copy?.dir !== undefined)
+    await host
+      .change(sh`rm -f -- ${`${copy.dir}/peer_key`}`, "removing the copy's key")
+      .catch((error: unknown) =>
+        ctx.log.warn({ err: describeError(error) }, "the copy's key could not be removed"),
+      );
   if (swap.record.peerServing?.since === undefined) return;
   await peers.unserve();
   try {

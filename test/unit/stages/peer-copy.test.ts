@@ -171,13 +171,15 @@ describe("a rollout's host and its peers", () => {
     );
   });
 
-  it("lets its peer's slot go when its swap ends mid-copy", async () => {
+  it("lets its peer's slot go when its swap ends mid-copy, and leaves no key behind", async () => {
     const { ctx, told, fake } = await rolloutHost({ kind: "peer", source: SOURCE });
     await downloadStep(ctx);
     expect(fake.swap.record.peerCopy?.state).toBe("copying");
     await leavePeers(ctx);
     expect(told.released).toBe(1);
     expect(told.unserved).toBe(0); // it served nothing
+    // its task was stopped outright with the swap's others: its trap never ran, the key is removed here
+    expect(fake.host.ran(/peer_key/).at(-1)).toContain(`rm -f -- ${fake.swap.record.peerCopy!.dir}/peer_key`);
   });
 
   it("starting a lost copy again, takes another peer, or the Hub when none serves any more", async () => {
