@@ -34,9 +34,30 @@ export async function ensureCard(ctx: ReportContext): Promise<boolean> {
 
 /** Edits the card when what it shows changed (report-pace's cardEdit); `ms` when the edit is due later. */
 export async function refreshCard(ctx: ReportContext): Promise<{ ms: number } | undefined> {
-  const { state, record, deps } = ctx;
-  const card = renderSwapCard(record);
-  const view = { hash: hash(card), stages: stageLine(record), ended: ctx.ended() };
+  const { record } = ctx;
+  const edit = await editWhenDue(
+    ctx,
+    renderSwapCard(record),
+    stageLine(record),
+    urgentFor(record, ctx.ended()),
+  );
+  return edit === "edited" ? undefined : edit;
+}
+
+/**
+ * A card (a swap's or a rollout's) edited by the cards' one pacing (report-pace's cardEdit): a new stage
+ * or the end at once, other changes at most once per cardUpdateSeconds and later while Slack's queue of
+ * edits is long. What it showed is kept in the report state (the caller saves it); `ms` when the edit is
+ * due later, undefined when nothing changed.
+ */
+export async function editWhenDue(
+  ctx: Pick<ReportContext, "state" | "deps" | "swapId" | "ended"> & { record: { channel: string } },
+  card: SlackMessage,
+  stages: string,
+  urgent: boolean,
+): Promise<{ ms: number } | "edited" | undefined> {
+  const { state, deps } = ctx;
+  const view = { hash: hash(card), stages, ended: ctx.ended() };
   const now = deps.clock.now();
   const edit = cardEdit(
     view,
@@ -47,14 +68,11 @@ export async function refreshCard(ctx: ReportContext): Promise<{ ms: number } | 
   );
   if (edit.kind === "none") return undefined;
   if (edit.kind === "later") return { ms: edit.ms };
-  await deps.poster.update(record.channel, state.cardTs!, card, {
-    urgent: urgentFor(record, ctx.ended()),
-    tag: ctx.swapId,
-  });
+  await deps.poster.update(ctx.record.channel, state.cardTs!, card, { urgent, tag: ctx.swapId });
   state.cardHash = view.hash;
   state.cardAt = now;
   state.cardStages = view.stages;
-  return undefined;
+  return "edited";
 }
 
 /**

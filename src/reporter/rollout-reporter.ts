@@ -7,9 +7,8 @@ import { isSlackApiError } from "../slack/slack-api-error.ts";
 import type { ReportState } from "../store/report-state.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
 import { postOnce, settleInFlight } from "./post-once.ts";
-import { hash } from "./report-card.ts";
+import { editWhenDue, hash } from "./report-card.ts";
 import type { ReporterDeps, ReportResult } from "./report-context.ts";
-import { cardEdit } from "./report-pace.ts";
 import { type Children, renderRolloutCard, renderRolloutPlan, rolloutEventLine } from "./rollout-messages.ts";
 
 /** How long a rollout's plan message is remembered for decisions: as long as an approval window can be. */
@@ -164,23 +163,11 @@ export class RolloutReportRun {
    * Slack's queue of edits is long. `ms` when the edit is due later.
    */
   private async refreshCard(children: Children): Promise<number | undefined> {
-    const { record, state, deps } = this;
+    const { record } = this;
     const card = renderRolloutCard(record, children, this.state.links);
-    const view = { hash: hash(card), stages: stagesOf(record), ended: this.ended() };
-    const now = deps.clock.now();
-    const edit = cardEdit(
-      view,
-      { hash: state.cardHash, stages: state.cardStages, at: state.cardAt },
-      now,
-      deps.cardUpdateSeconds * 1000,
-      deps.poster.updateBacklog(),
-    );
-    if (edit.kind === "none") return undefined;
-    if (edit.kind === "later") return edit.ms;
-    await deps.poster.update(record.channel, state.cardTs!, card, { urgent: this.ended(), tag: this.swapId });
-    state.cardHash = view.hash;
-    state.cardAt = now;
-    state.cardStages = view.stages;
+    const edit = await editWhenDue(this, card, stagesOf(record), this.ended());
+    if (edit === undefined) return undefined;
+    if (edit !== "edited") return edit.ms;
     await this.save();
     return undefined;
   }
