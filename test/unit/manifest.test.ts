@@ -28,6 +28,8 @@ const SCOPE_OF: Record<string, string | null> = {
   "reactions.remove": "reactions:write",
   "usergroups.users.list": "usergroups:read",
   "auth.test": null,
+  // "scopes": {} in Slack's method spec (api.slack.com/methods/chat.getPermalink): none is needed
+  "chat.getPermalink": null,
 };
 
 /** Slack's documented scope for each event the bot subscribes to. */
