@@ -82,6 +82,15 @@ export const wavePolicySchema = z.strictObject({
     .min(0, problem("a group's copyFanout is below 0", "use 0 (every host from the Hub) or more"))
     .max(16, problem("a group's copyFanout is over 16", "use at most 16"))
     .default(2),
+  /**
+   * What the plan takes the link between two hosts to carry, in Gbit/s, to say how long the copies take
+   * (one host serving `copyFanout` copies at once shares its link among them). Only the estimate.
+   */
+  copyGbps: z
+    .number(problem("a group's copyGbps is not a number", "use the hosts' link speed in Gbit/s, e.g. 25"))
+    .min(0.1, problem("a group's copyGbps is below 0.1", "use the hosts' link speed in Gbit/s, e.g. 25"))
+    .max(3200, problem("a group's copyGbps is over 3200", "use the hosts' link speed in Gbit/s, e.g. 25"))
+    .default(10),
 });
 export type WavePolicy = z.infer<typeof wavePolicySchema>;
 

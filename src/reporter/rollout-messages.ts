@@ -326,5 +326,12 @@ export function weightsLine(
     bytes === undefined
       ? ""
       : ` Hub bytes: ${formatGB(bytes)}, not ${formatGB(bytes * record.hosts.length)}.`;
-  return `*Weights*${size} from the Hub once: ${record.hosts[0]!.host} fetches them, and ${copies} cop${copies === 1 ? "y goes" : "ies go"} host to host over SSH (rsync; at most ${fanout} from one host at once: about ${rounds} round${rounds === 1 ? "" : "s"} of copies)${disk}.${hubBytes} A host that cannot copy from a peer fetches from the Hub. ${checked}`;
+  // a round: each holder serves up to `fanout` copies at once over its one link
+  const perCopy = Math.min(fanout, copies);
+  const gbps = record.policy.copyGbps;
+  const copyTime =
+    bytes === undefined
+      ? ""
+      : `, about ${roughly((rounds * bytes * perCopy * 8) / (gbps * 1e9))} at ${gbps} Gbit/s between hosts (\`copyGbps\`)`;
+  return `*Weights*${size} from the Hub once: ${record.hosts[0]!.host} fetches them, and ${copies} cop${copies === 1 ? "y goes" : "ies go"} host to host over SSH (rsync; at most ${fanout} from one host at once: about ${rounds} round${rounds === 1 ? "" : "s"} of copies${copyTime})${disk}.${hubBytes} A host that cannot copy from a peer fetches from the Hub. ${checked}`;
 }

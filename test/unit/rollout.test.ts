@@ -203,6 +203,7 @@ ${["gpu-1", "gpu-2", "gpu-3"].map((name) => `  - name: ${name}\n    local: true\
       maxUnavailable: 4,
       throughputMargin: 10,
       copyFanout: 2,
+      copyGbps: 10,
     });
   });
 
@@ -232,7 +233,14 @@ describe("what the channel sees of a rollout", () => {
       dryRun: false,
     },
     group: "prod",
-    policy: { canary: 1, waves: [50, 100], maxUnavailable: 2, throughputMargin: 10, copyFanout: 2 },
+    policy: {
+      canary: 1,
+      waves: [50, 100],
+      maxUnavailable: 2,
+      throughputMargin: 10,
+      copyFanout: 2,
+      copyGbps: 10,
+    },
     hosts: [
       { host: "gpu-1", swapId: "sw-mx2i7lz1-000001", wave: 0, planHash: "a" },
       { host: "gpu-2", swapId: "sw-mx2i7lz1-000002", wave: 1, planHash: "b" },
@@ -327,7 +335,10 @@ describe("what the channel sees of a rollout", () => {
     const line = weightsLine(twenty, 246e9, 0);
     // 1 holder, then 3, 9, 27: three rounds of copies at 2 a host
     expect(line).toContain("from the Hub once: gpu-1 fetches them, and 19 copies go host to host over SSH");
-    expect(line).toContain("at most 2 from one host at once: about 3 rounds of copies");
+    // 246 GB × 2 copies sharing a 10 Gbit/s link: 394 s a round, three rounds
+    expect(line).toContain(
+      "at most 2 from one host at once: about 3 rounds of copies, about 20 min at 10 Gbit/s",
+    );
     expect(line).toContain("Hub bytes: 246 GB, not 4.9 TB.");
     const off = weightsLine({ ...twenty, policy: { ...record.policy, copyFanout: 0 } }, 246e9, 2);
     expect(off).toContain("from the Hub to each: 18 downloads (2 hosts have them on disk)");
