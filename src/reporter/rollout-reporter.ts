@@ -11,6 +11,9 @@ import { editWhenDue, hash } from "./report-card.ts";
 import type { ReporterDeps, ReportResult } from "./report-context.ts";
 import { type Children, renderRolloutCard, renderRolloutPlan, rolloutEventLine } from "./rollout-messages.ts";
 
+/** How long an ended rollout's card waits for its hosts' cards, to link their threads. */
+const LINKS_WAIT_MS = 10 * 60_000;
+
 /** How long a rollout's plan message is remembered for decisions: as long as an approval window can be. */
 const PLAN_INDEX_MS = 7 * 86_400_000;
 
@@ -66,6 +69,11 @@ export class RolloutReportRun {
     await this.linkHosts();
     const later = await this.refreshCard(children);
     if (later !== undefined) return { kind: "later", ms: later, why: "card" };
+    // an ended rollout's hosts may post their cards after it (theirs are never urgent): its card looks
+    // again for their links a while, then lets them be (their swap ids are on it)
+    const unlinked = record.hosts.some((h) => this.state.links[h.host] === undefined);
+    const since = this.deps.clock.now() - Date.parse(record.finishedAt ?? "");
+    if (this.ended() && unlinked && since < LINKS_WAIT_MS) return { kind: "later", ms: 5_000, why: "card" };
     // a running rollout's job saves at each look, which asks for this run again: its card follows its hosts
     if (this.ended() && this.state.cursor >= (await store.swaps.eventCount(this.swapId)))
       await store.reports.caughtUp(this.swapId);

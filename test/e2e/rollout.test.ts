@@ -128,11 +128,13 @@ describe("a rollout over a group", () => {
     );
     const rows = cardText(card);
     for (const host of HOSTS) expect(rows).toMatch(new RegExp(`${host} +(canary|\\d) +✓ serves it`));
-    // each host's thread is a link on the card (chat.getPermalink of its swap's card)
-    for (const [host, child] of after) {
-      const hostCard = swaps.cardsOf(child.id)[0]!;
-      expect(rows, host).toContain(`/p${hostCard.ts.replace(".", "")}|${host}>`);
-    }
+    // each host's thread is a link on the card (chat.getPermalink of its swap's card), as soon as the
+    // host's card is posted (its posts are never urgent: one may come after the rollout's end)
+    const linked = (host: string, ts: string) => cardText(card).includes(`/p${ts.replace(".", "")}|${host}>`);
+    await bench.slack.waitFor(
+      () => [...after].every(([host, child]) => linked(host, swaps.cardsOf(child.id)[0]!.ts)),
+      { what: "the rollout's card to link every host's thread", timeoutMs: 60_000 },
+    );
 
     // the weights crossed the Hub once: gpu-1 fetched them, every other host copied them from a peer
     // that held them (rsync over SSH between the bench's sshds), each copy checked against the Hub's sha256
@@ -172,6 +174,11 @@ describe("a rollout over a group", () => {
     await bench.slack.react(USERS.bob, CHANNEL, plan.ts, "white_check_mark");
     await rollouts.outcome(card, /Halted/);
     await bench.host("gpu-1").sim.setFault("sglang", {});
+    // its hosts' cards come after it ended (never urgent): its card links their threads all the same
+    await bench.slack.waitFor(() => HOSTS.every((h) => cardText(card).includes(`|${h}>`)), {
+      what: "the halted rollout's card to link every host's thread",
+      timeoutMs: 60_000,
+    });
 
     const halted = await rollouts.record(id);
     expect(halted.outcome).toBe("halted");
