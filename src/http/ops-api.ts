@@ -4,11 +4,10 @@ import { didYouMean } from "../config/did-you-mean.ts";
 import type { Config } from "../config/load-config.ts";
 import { samePerson } from "../config/operators-schema.ts";
 import { asCodedError } from "../errors.ts";
-import { isRolloutId, ROLLOUT_ID_EXAMPLE } from "../grammar/rollout-id.ts";
-import { isSwapId, SWAP_ID_EXAMPLE } from "../grammar/swap-id.ts";
 import { type Logger, redactSecretsInJson } from "../log.ts";
 import { plainText } from "../reporter/plain-text.ts";
 import type { CommandAnswer, CommandDeps, SubCommand } from "../slack/sub-command.ts";
+import { type Answer, error, unlessAnId } from "./api-answer.ts";
 import {
   DECISION_BODY_EXAMPLE,
   decisionBodySchema,
@@ -18,7 +17,7 @@ import {
   swapBodySchema,
   swapWords,
 } from "./api-request.ts";
-import type { ApiError, Operator, OpsAuth } from "./ops-auth.ts";
+import type { Operator, OpsAuth } from "./ops-auth.ts";
 import { showRecord } from "./show-record.ts";
 
 export interface OpsApiDeps {
@@ -34,8 +33,6 @@ export interface OpsApiDeps {
   /** Values no answer may show. */
   secrets: readonly string[];
 }
-
-export type Answer = { status: number; body: unknown };
 
 /** The routes, for a 404 that says what there is. */
 const ROUTES =
@@ -135,11 +132,6 @@ function notFound(path: string): Answer {
   );
 }
 
-function error(status: number, code: string, message: string, fix: string): Answer {
-  const body: { error: ApiError } = { error: { code, message, fix } };
-  return { status, body };
-}
-
 /** A host named in a query: undefined when it is configured, else the 400 that says which are. */
 function unknownHost(host: string, config: Config): Answer | undefined {
   const known = config.file.hosts.map((h) => h.name);
@@ -210,13 +202,8 @@ async function audit(url: URL, deps: OpsApiDeps): Promise<Answer> {
   const bad = host === undefined ? undefined : unknownHost(host, deps.config());
   if (bad !== undefined) return bad;
   const swap = url.searchParams.get("swap") ?? undefined;
-  if (swap !== undefined && !isSwapId(swap) && !isRolloutId(swap))
-    return error(
-      400,
-      "INPUT_INVALID",
-      "swap is not a swap or rollout id",
-      `swap ids look like ${SWAP_ID_EXAMPLE}, rollout ids like ${ROLLOUT_ID_EXAMPLE}`,
-    );
+  const badSwap = swap === undefined ? undefined : unlessAnId(swap, "swap is not a swap or rollout id");
+  if (badSwap !== undefined) return badSwap;
   const limit = queryInt(url.searchParams, "limit", 1, 1000);
   if (!limit.ok) return { status: 400, body: { error: limit.error } };
   const entries = await deps.deps.store.audit.read({
@@ -271,13 +258,8 @@ async function decision(
   op: Operator,
   deps: OpsApiDeps,
 ): Promise<Answer> {
-  if (!isSwapId(id) && !isRolloutId(id))
-    return error(
-      400,
-      "INPUT_INVALID",
-      "not a swap or rollout id",
-      `swap ids look like ${SWAP_ID_EXAMPLE}, rollout ids like ${ROLLOUT_ID_EXAMPLE}`,
-    );
+  const bad = unlessAnId(id, "not a swap or rollout id");
+  if (bad !== undefined) return bad;
   const result = await decideOnPlan(
     { swapId: id, planHash: plan, user: op.id, approved, via: "api" },
     {

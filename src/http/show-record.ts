@@ -1,32 +1,19 @@
-import { isRolloutId, ROLLOUT_ID_EXAMPLE } from "../grammar/rollout-id.ts";
-import { isSwapId, SWAP_ID_EXAMPLE } from "../grammar/swap-id.ts";
+import { isRolloutId } from "../grammar/rollout-id.ts";
 import { plainText } from "../reporter/plain-text.ts";
 import { renderPlan } from "../reporter/plan-message.ts";
 import { renderRolloutPlan } from "../reporter/rollout-messages.ts";
 import type { Store } from "../store/store.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
-import type { ApiError } from "./ops-auth.ts";
-
-type Answer = { status: number; body: unknown };
-
-function error(status: number, code: string, message: string, fix: string): Answer {
-  const body: { error: ApiError } = { error: { code, message, fix } };
-  return { status, body };
-}
+import { type Answer, error, unlessAnId } from "./api-answer.ts";
 
 /**
  * `GET /api/swaps/<id>`: a swap, or a rollout (`ro-…`), with its plan as Slack shows it to approvers, in
  * plain text for a terminal. A rollout comes with a line per host: its wave, its swap, where it is.
  */
 export async function showRecord(id: string, store: Pick<Store, "swaps" | "rollouts">): Promise<Answer> {
+  const bad = unlessAnId(id, "not a swap or rollout id", "; GET /api/history lists the swaps");
+  if (bad !== undefined) return bad;
   if (isRolloutId(id)) return await showRollout(id, store);
-  if (!isSwapId(id))
-    return error(
-      400,
-      "INPUT_INVALID",
-      "not a swap or rollout id",
-      `swap ids look like ${SWAP_ID_EXAMPLE}, rollout ids like ${ROLLOUT_ID_EXAMPLE}; GET /api/history lists the swaps`,
-    );
   const record = await store.swaps.get(id);
   if (record === undefined)
     return error(404, "SWAP_NOT_FOUND", `there is no swap ${id}`, "GET /api/history lists the swaps");
