@@ -331,7 +331,7 @@ class RolloutRun {
     const audit = this.audits.splice(0);
     await this.deps.store.rollouts.save(this.record, { events, audit, lease: this.token });
     // a rollout's look goes ahead of its hosts' progress: its plan waits for an approver, its wave lines
-    // and card are what the channel follows (its hosts' own posts are never urgent: urgentFor)
+    // and card are what the channel follows (its hosts' own posts are never urgent: src/swap/urgency.ts)
     await this.deps.reports
       .soon(this.record.id, this.record.outcome === undefined ? "urgent" : "ended")
       .catch(() => undefined);

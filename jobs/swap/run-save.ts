@@ -1,4 +1,5 @@
 import type { Store } from "../../src/store/store.ts";
+import { urgentFor } from "../../src/swap/urgency.ts";
 import type { SwapDeps } from "./create-stage-context.ts";
 import type { Finished } from "./stages/finish.ts";
 import type { SwapLease } from "./swap-lease.ts";
@@ -41,7 +42,7 @@ export function runSave(
     }
     // the reporter looks soon; if this ask is lost (Redis blip, a crash), its sweep finds the swap anyway.
     // A rollout's host that ended does not go ahead of the rest: its rollout's own lines say how it went
-    const ended = swap.record.outcome !== undefined && swap.record.rollout === undefined;
+    const ended = urgentFor(swap.record, swap.record.outcome !== undefined);
     await reports.soon(swap.record.id, ended ? "ended" : "routine").catch(() => undefined);
   };
 }

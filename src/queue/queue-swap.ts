@@ -1,5 +1,6 @@
 import type { Store } from "../store/store.ts";
 import type { SwapRecord } from "../swap/swap-record.ts";
+import { urgentFor } from "../swap/urgency.ts";
 import type { ReportQueue } from "./report-queue.ts";
 import type { SwapQueue } from "./swap-queue.ts";
 
@@ -44,5 +45,5 @@ export async function queueSwap(
   // the card, at once (a worker's first save would ask too); not waited for: the ack goes out first, and
   // the reporter's sweep is behind it should this ask be lost. A rollout's host's card is not what anyone
   // waits for: its rollout's card and plan go first
-  void reports.soon(record.id, record.rollout === undefined ? "urgent" : "routine").catch(() => undefined);
+  void reports.soon(record.id, urgentFor(record, true) ? "urgent" : "routine").catch(() => undefined);
 }

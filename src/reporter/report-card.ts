@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { SlackMessage } from "../slack/blocks.ts";
 import { isSlackApiError, type SlackApiError } from "../slack/slack-api-error.ts";
+import { urgentFor } from "../swap/urgency.ts";
 import { postOnce } from "./post-once.ts";
-import { type ReportContext, urgentFor } from "./report-context.ts";
+import type { ReportContext } from "./report-context.ts";
 import { cardEdit, stageLine } from "./report-pace.ts";
 import { renderSwapCard } from "./swap-card.ts";
 

@@ -51,12 +51,3 @@ export type ReportResult =
   | { kind: "done" }
   | { kind: "later"; ms: number; why: "slack" | "card" }
   | { kind: "turn"; ended: boolean };
-
-/**
- * Whether a swap's post goes ahead of other swaps' progress when Slack's pace makes posts queue (`base`:
- * its card, a plan, what an ended swap still has to say). Never for a rollout's host: the channel waits
- * for the rollout's own card, plan and lines, which are urgent; its hosts' details may trail them.
- */
-export function urgentFor(record: Pick<SwapRecord, "rollout">, base: boolean): boolean {
-  return base && record.rollout === undefined;
-}

@@ -3,11 +3,12 @@ import { by } from "../grammar/person.ts";
 import { context, message, type SlackMessage, section } from "../slack/blocks.ts";
 import { isSlackApiError } from "../slack/slack-api-error.ts";
 import type { StoredSwapEvent } from "../swap/swap-events.ts";
+import { urgentFor } from "../swap/urgency.ts";
 import { renderBenchmarkComparison } from "./benchmark-table.ts";
 import { renderBenchmarkChart } from "./chart/benchmark-chart.ts";
 import { postOnce } from "./post-once.ts";
 import { isApprovalEvent, type PlanOutlet, postPlanEvent } from "./post-plan.ts";
-import { type ReportContext, urgentFor } from "./report-context.ts";
+import type { ReportContext } from "./report-context.ts";
 import { threadReply } from "./thread-messages.ts";
 
 /** The swap's thread under its card: one event's messages, or progress lines folded into one post. */

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config/load-config.ts";
 import { expandHostSet } from "../../src/grammar/host-set.ts";
 import { parseSwapRequest } from "../../src/grammar/swap-request.ts";
-import { urgentFor } from "../../src/reporter/report-context.ts";
 import {
   renderRolloutCard,
   renderRolloutPlan,
@@ -16,6 +15,7 @@ import type { RolloutRecord } from "../../src/rollout/rollout-record.ts";
 import { judgeWave } from "../../src/rollout/wave-gate.ts";
 import { batches, planWaves } from "../../src/rollout/waves.ts";
 import type { SwapRecord } from "../../src/swap/swap-record.ts";
+import { urgentFor } from "../../src/swap/urgency.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** Rollouts' pure parts: host sets, waves, the gate, the config's groups, the request, what Slack shows. */
