@@ -312,15 +312,13 @@ export const swapRecordSchema = z.object({
   download: z.object({ bytes: z.number(), at: isoTime, rate: z.number().optional() }).optional(),
   /**
    * In a rollout (src/host/peer-copy.ts): where this host's files come from. `copying` from the peer
-   * `from` (its detached task in `dir`), `copied` once checked, `hub` when they come from the Hub and
-   * `why` (the rollout's first host, no peer to copy from, a copy that failed).
+   * `from` (as the download's task: `tasks.download`), `copied` once checked, `hub` when they come from
+   * the Hub and `why` (the rollout's first host, no peer to copy from, a copy that failed).
    */
   peerCopy: z
     .object({
       state: z.enum(["copying", "copied", "hub"]),
       from: z.string().optional(),
-      dir: z.string().optional(),
-      startedAt: isoTime.optional(),
       why: z.string().optional(),
     })
     .optional(),

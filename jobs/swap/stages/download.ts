@@ -1,5 +1,6 @@
 import { isoNow } from "../../../src/clock.ts";
 import { duration, roughly } from "../../../src/format-duration.ts";
+import type { PeerSource } from "../../../src/host/peer-copy.ts";
 import { sh } from "../../../src/host/shell-quote.ts";
 import { movedBytes, realTotalBytes } from "../../../src/plan/weight-scale.ts";
 import type { StageContext, StepResult } from "../../../src/swap/stage-context.ts";
@@ -33,8 +34,9 @@ export async function downloadStep(
   const realBytes = scale === 1 ? undefined : realTotalBytes(info, scale);
   const size = movedBytes(info.totalBytes, realBytes);
   const copying = () => swap.record.peerCopy?.state === "copying";
-  const start = async () => {
-    const source = copying() ? await peerToCopyFrom(ctx) : undefined;
+  // `chosen`: the peer just taken; a copy started again asks for the one it holds
+  const start = async (chosen?: PeerSource) => {
+    const source = chosen ?? (copying() ? await peerToCopyFrom(ctx) : undefined);
     if (source !== undefined) return await startCopy(ctx, dir, info, plan.modelDir, source);
     await host.startTask(dir, downloadScript(info, plan.modelDir, dir), ctx.settings.downloadSecrets);
   };
@@ -51,9 +53,9 @@ export async function downloadStep(
       stdin: files.sums,
     });
   };
-  const begin = async () => {
+  const begin = async (chosen?: PeerSource) => {
     await writeLists();
-    await start();
+    await start(chosen);
     swap.set({ tasks: { ...swap.record.tasks, download: { dir, startedAt: isoNow(clock), attempts: 1 } } });
     swap.stage("download", "running", copying() ? `copying from ${swap.record.peerCopy!.from}` : "starting");
     await swap.checkpoint();
@@ -61,9 +63,9 @@ export async function downloadStep(
   if (swap.record.tasks.download === undefined) {
     // a rollout's host copies from a peer that holds the files, or waits for one (peer-copy.ts)
     const how = await choosePeer(ctx, dir);
-    if (how === "wait") return undefined;
-    if (how === "copy") await swap.checkpoint(); // the claim is recorded before its task starts
-    await begin();
+    if (how.kind === "wait") return undefined;
+    if (how.kind === "copy") await swap.checkpoint(); // the claim is recorded before its task starts
+    await begin(how.kind === "copy" ? how.source : undefined);
   }
   const task = swap.record.tasks.download!;
   const status = await host.taskStatus(dir);

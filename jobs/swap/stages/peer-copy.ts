@@ -21,27 +21,30 @@ const PLAIN_PATH = /^\/[A-Za-z0-9._/@+-]+$/;
  * says `copying` from it), or wait for one (the stage says for what), or settle on the Hub (the record
  * says why, once). Nothing is started here: the download step starts the task the record names.
  */
-export async function choosePeer(ctx: Ctx, dir: string): Promise<"copy" | "wait" | "hub"> {
+export async function choosePeer(
+  ctx: Ctx,
+  dir: string,
+): Promise<{ kind: "copy"; source: PeerSource } | { kind: "wait" } | { kind: "hub" }> {
   const { swap, peers } = ctx;
-  if (peers === undefined || swap.record.peerCopy?.state === "hub") return "hub";
+  if (peers === undefined || swap.record.peerCopy?.state === "hub") return { kind: "hub" };
   const hub = (why: string) => {
     swap.set({ peerCopy: { state: "hub", why } });
-    return "hub" as const;
+    return { kind: "hub" } as const;
   };
   if (!PLAIN_PATH.test(dir)) return hub(`the task directory ${dir} is not one plain word rsync could take`);
   const choice = await peers.choose();
   if (choice.kind === "hub") return hub(choice.why);
   if (choice.kind === "wait") {
     swap.stage("download", "pending", choice.why);
-    return "wait";
+    return { kind: "wait" };
   }
-  swap.set({ peerCopy: { state: "copying", from: choice.source.host, dir, startedAt: isoNow(ctx.clock) } });
-  return "copy";
+  swap.set({ peerCopy: { state: "copying", from: choice.source.host } });
+  return { kind: "copy", source: choice.source };
 }
 
 /**
- * The peer to start (or start again) the record's copy from: the one it holds, or another that has a
- * slot when that one serves no more. Undefined when there is none now: the record then says the files
+ * The peer to start the record's copy again from (its task was lost): the one it holds, or another that
+ * has a slot when that one serves no more. Undefined when there is none now: the record then says the files
  * come from the Hub, and why.
  */
 export async function peerToCopyFrom(ctx: Ctx): Promise<PeerSource | undefined> {
@@ -142,12 +145,13 @@ export async function serveFiles(ctx: Ctx, modelDir: string): Promise<void> {
 export async function leavePeers(ctx: Ctx): Promise<void> {
   const { swap, peers, host } = ctx;
   if (peers === undefined) return;
-  const copy = swap.record.peerCopy;
-  if (copy?.state === "copying") await peers.release();
+  const copy = swap.record.peerCopy?.state;
+  if (copy === "copying") await peers.release();
   // the task's trap deletes its key when it exits; a task killed outright (the swap's end stops it) cannot
-  if (copy?.dir !== undefined)
+  const dir = swap.record.tasks.download?.dir;
+  if ((copy === "copying" || copy === "copied") && dir !== undefined)
     await host
-      .change(sh`rm -f -- ${`${copy.dir}/peer_key`}`, "removing the copy's key")
+      .change(sh`rm -f -- ${`${dir}/peer_key`}`, "removing the copy's key")
       .catch((error: unknown) =>
         ctx.log.warn({ err: describeError(error) }, "the copy's key could not be removed"),
       );

@@ -87,7 +87,8 @@ describe("a rollout's host and its peers", () => {
     expect(fake.host.started.get(dir)?.secrets).toEqual({ MODELSWAP_PEER_KEY: PRIVATE });
     expect(starts[0]!.script).not.toContain("OPENSSH PRIVATE KEY");
     expect(JSON.stringify(fake.host.commands)).not.toContain("OPENSSH PRIVATE KEY");
-    expect(fake.swap.record.peerCopy).toMatchObject({ state: "copying", from: "gpu-1", dir });
+    expect(fake.swap.record.peerCopy).toMatchObject({ state: "copying", from: "gpu-1" });
+    expect(fake.swap.record.tasks.download?.dir).toBe(dir);
     expect(fake.swap.record.stages.download).toMatchObject({
       state: "running",
       detail: "copying from gpu-1: 0 % of 223 GB",
@@ -179,14 +180,14 @@ describe("a rollout's host and its peers", () => {
     expect(told.released).toBe(1);
     expect(told.unserved).toBe(0); // it served nothing
     // its task was stopped outright with the swap's others: its trap never ran, the key is removed here
-    expect(fake.host.ran(/peer_key/).at(-1)).toContain(`rm -f -- ${fake.swap.record.peerCopy!.dir}/peer_key`);
+    expect(fake.host.ran(/peer_key/).at(-1)).toContain(
+      `rm -f -- ${fake.swap.record.tasks.download!.dir}/peer_key`,
+    );
   });
 
   it("starting a lost copy again, takes another peer, or the Hub when none serves any more", async () => {
     const other = { ...SOURCE, host: "gpu-3" };
-    // (the first start asks twice: to take a peer, then for the one it holds)
     const { fake, ctx, starts, dir, told } = await rolloutHost(
-      { kind: "peer", source: SOURCE },
       { kind: "peer", source: SOURCE },
       { kind: "peer", source: other },
       { kind: "wait", why: "gpu-3 serves 2 copies at once" },
