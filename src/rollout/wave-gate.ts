@@ -52,8 +52,7 @@ export function judgeWave(
       why: `the canary has no benchmark figure to hold ${members.map((m) => m.host).join(", ")} to (throughputMargin ${marginPercent} %)`,
       tokS,
     };
-  const canaryTokS = canary;
-  const floor = canaryTokS * (1 - marginPercent / 100);
+  const floor = canary * (1 - marginPercent / 100);
   const slow = members.filter((m) => (tokS[m.host] ?? -1) < floor);
   if (slow.length > 0) {
     const said = slow.map((m) =>
@@ -63,7 +62,7 @@ export function judgeWave(
     );
     return {
       passed: false,
-      why: `${said.join(", ")}: more than ${marginPercent} % below the canary's ${canaryTokS.toFixed(1)} tok/s (at least ${floor.toFixed(1)} passes)`,
+      why: `${said.join(", ")}: more than ${marginPercent} % below the canary's ${canary.toFixed(1)} tok/s (at least ${floor.toFixed(1)} passes)`,
       tokS,
     };
   }
